@@ -1,0 +1,75 @@
+// base.h — the vocabulary every other header uses: index_t, device tags, the error type, checks.
+#pragma once
+#include <cstdint>
+#include <cstddef>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#if defined(__CUDACC__)
+#define TE_XINLINE __host__ __device__ __forceinline__
+#define TE_DEVICE_CODE 1
+#else
+#define TE_XINLINE inline
+#endif
+#define TE_CINLINE inline
+// Unrolls a short fixed-count loop in device code.
+#if defined(__CUDACC__)
+#define TE_UNROLL _Pragma("unroll")
+#else
+#define TE_UNROLL
+#endif
+
+namespace tensorexpr {
+
+// 64-bit everywhere in the API (mshadow's 32-bit index_t overflowed on large tensors).
+// CUDA kernels pick a 32-bit loop index at launch when the sizes fit.
+using index_t = int64_t;
+
+// Device tags.
+struct cpu {
+  static constexpr bool kDevCPU = true;
+  static constexpr int kDevMask = 1 << 0;
+  static const char* name() { return "cpu"; }
+};
+struct gpu {
+  static constexpr bool kDevCPU = false;
+  static constexpr int kDevMask = 1 << 1;
+  static const char* name() { return "gpu"; }
+};
+
+// The only exception type the library throws for user-facing errors.
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& msg) : std::runtime_error(msg) {}
+};
+
+namespace detail {
+inline void AppendAll(std::ostringstream&) {}
+template <typename T, typename... Rest>
+inline void AppendAll(std::ostringstream& os, const T& v, const Rest&... rest) {
+  os << v;
+  AppendAll(os, rest...);
+}
+}  // namespace detail
+
+// Builds a message from any streamable pieces: throw Error(Message("bad ", x)).
+template <typename... Args>
+inline std::string Message(const Args&... args) {
+  std::ostringstream os;
+  detail::AppendAll(os, args...);
+  return os.str();
+}
+
+template <typename... Args>
+[[noreturn]] inline void Fail(const Args&... args) {
+  throw Error(Message(args...));
+}
+
+}  // namespace tensorexpr
+
+// TE_CHECK(cond, pieces...): throws tensorexpr::Error with the pieces when cond is false.
+#define TE_CHECK(cond, ...)                                  \
+  do {                                                       \
+    if (!(cond)) ::tensorexpr::Fail(__VA_ARGS__);            \
+  } while (0)

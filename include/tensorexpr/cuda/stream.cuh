@@ -1,0 +1,88 @@
+// cuda/stream.cuh — Stream<gpu>: a cudaStream_t (owned or wrapped) and its cuBLAS handle, created lazily
+// and bound to the stream. A tensor whose stream_ is null uses the per-thread default stream
+// (cudaStreamPerThread), never the legacy NULL stream.
+#pragma once
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include "../stream.h"
+#include "check.cuh"
+
+namespace tensorexpr {
+
+template <>
+struct Stream<gpu> {
+  // Wraps `s` (not owned) or, when s is null and own is true, creates a non-blocking stream.
+  explicit Stream(cudaStream_t s = nullptr, bool own = true, int dev_id = -1) : dev_id_(dev_id) {
+    if (dev_id_ >= 0) TE_CUDA_CHECK(cudaSetDevice(dev_id_));
+    if (s == nullptr && own) {
+      TE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+      owns_ = true;
+    } else {
+      stream_ = s == nullptr ? cudaStreamPerThread : s;
+    }
+  }
+  ~Stream() {
+    if (blas_ != nullptr) cublasDestroy(blas_);
+    if (owns_) cudaStreamDestroy(stream_);
+  }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  cudaStream_t stream() const { return stream_; }
+  // The stream of `s`, or the per-thread default stream when s is null.
+  static cudaStream_t GetStream(const Stream<gpu>* s) { return s == nullptr ? cudaStreamPerThread : s->stream_; }
+  // The cuBLAS handle bound to this stream; created on first use, with TF32 as set_tf32() says.
+  cublasHandle_t blas_handle() {
+    if (blas_ == nullptr) {
+      TE_CUBLAS_CHECK(cublasCreate(&blas_));
+      TE_CUBLAS_CHECK(cublasSetStream(blas_, stream_));
+      ApplyMathMode();
+    }
+    return blas_;
+  }
+  // TF32 tensor-core math for float gemm: off by default (strict fp32), per stream.
+  void set_tf32(bool on) {
+    tf32_ = on;
+    if (blas_ != nullptr) ApplyMathMode();
+  }
+  bool tf32() const { return tf32_; }
+
+  void Wait() { TE_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+  bool CheckIdle() {
+    cudaError_t e = cudaStreamQuery(stream_);
+    if (e == cudaSuccess) return true;
+    if (e == cudaErrorNotReady) {
+      cudaGetLastError();
+      return false;
+    }
+    TE_CUDA_CHECK(e);
+    return false;
+  }
+
+ private:
+  void ApplyMathMode() {
+    TE_CUBLAS_CHECK(cublasSetMathMode(blas_, tf32_ ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  }
+  cudaStream_t stream_ = nullptr;
+  bool owns_ = false;
+  int dev_id_ = -1;
+  cublasHandle_t blas_ = nullptr;
+  bool tf32_ = false;
+};
+
+template <>
+inline Stream<gpu>* NewStream<gpu>(bool create_blas_handle, bool /*create_dnn_handle*/, int dev_id) {
+  auto* s = new Stream<gpu>(nullptr, true, dev_id);
+  if (create_blas_handle) s->blas_handle();
+  return s;
+}
+
+// The stream object used for tensors whose stream_ is null: wraps cudaStreamPerThread, one per host
+// thread, so that cuBLAS work on it has a handle too.
+inline Stream<gpu>* DefaultStream() {
+  thread_local Stream<gpu> s(cudaStreamPerThread, false);
+  return &s;
+}
+inline Stream<gpu>* StreamOrDefault(Stream<gpu>* s) { return s == nullptr ? DefaultStream() : s; }
+
+}  // namespace tensorexpr

@@ -1,0 +1,41 @@
+// stream.h — Stream<Device>: where work is queued. On the CPU work runs at once, so Wait() is free.
+// The GPU stream (cuda/stream.cuh) owns a cudaStream_t and a lazily created cuBLAS handle.
+#pragma once
+#include "base.h"
+
+namespace tensorexpr {
+
+template <typename Device>
+struct Stream;
+
+template <>
+struct Stream<cpu> {
+  void Wait() {}
+  bool CheckIdle() { return true; }
+};
+
+// mshadow's signature: the handle flags and device id only matter on the GPU.
+template <typename Device>
+inline Stream<Device>* NewStream(bool create_blas_handle = true, bool create_dnn_handle = false, int dev_id = -1);
+
+template <>
+inline Stream<cpu>* NewStream<cpu>(bool, bool, int) {
+  return new Stream<cpu>();
+}
+
+template <typename Device>
+inline void DeleteStream(Stream<Device>* stream) {
+  delete stream;
+}
+
+// Engine set-up / tear-down. Nothing to do on the CPU.
+template <typename Device>
+inline void InitTensorEngine(int dev_id = 0);
+template <typename Device>
+inline void ShutdownTensorEngine();
+template <>
+inline void InitTensorEngine<cpu>(int) {}
+template <>
+inline void ShutdownTensorEngine<cpu>() {}
+
+}  // namespace tensorexpr

@@ -1,0 +1,114 @@
+// tensor_container.h — TensorContainer (a Tensor that owns its memory) and NewTensor.
+#pragma once
+#include <utility>
+#include "tensor.h"
+#include "assign.h"
+
+namespace tensorexpr {
+
+// Allocates a tensor of `shape` filled with `initv`; release it with FreeSpace(&t).
+template <typename Device, typename DType, int dim>
+inline Tensor<Device, dim, DType> NewTensor(const Shape<dim>& shape, DType initv, bool pad = false,
+                                            Stream<Device>* stream = nullptr) {
+  Tensor<Device, dim, DType> t(shape);
+  t.stream_ = stream;
+  AllocSpace(&t, pad);
+  t = initv;
+  return t;
+}
+
+// A Tensor that owns its memory: freed on destruction, reallocated by Resize only when it must grow.
+// Copies are deep; assigning an expression resizes to the expression's shape first.
+template <typename Device, int dim, typename DType = float>
+class TensorContainer : public Tensor<Device, dim, DType> {
+ public:
+  using Base = Tensor<Device, dim, DType>;
+
+  explicit TensorContainer(bool pad = false) : pad_(pad) {}
+  explicit TensorContainer(const Shape<dim>& shape, bool pad = false) : pad_(pad) { Resize(shape); }
+  TensorContainer(const Shape<dim>& shape, DType initv, bool pad = false) : pad_(pad) { Resize(shape, initv); }
+  TensorContainer(const TensorContainer& other) : pad_(other.pad_) {
+    this->stream_ = other.stream_;
+    Resize(other.shape_);
+    Copy(this->view(), other.view(), this->stream_);
+  }
+  TensorContainer(TensorContainer&& other) noexcept { Steal(other); }
+  ~TensorContainer() { Release(); }
+
+  TensorContainer& operator=(const TensorContainer& other) {
+    if (this != &other) {
+      Resize(other.shape_);
+      Copy(this->view(), other.view(), this->stream_);
+    }
+    return *this;
+  }
+  TensorContainer& operator=(TensorContainer&& other) noexcept {
+    if (this != &other) {
+      Release();
+      Steal(other);
+    }
+    return *this;
+  }
+  // Evaluates e into this container, resized to e's shape.
+  template <typename E, typename D2, int etype>
+  TensorContainer& operator=(const expr::Exp<E, D2, etype>& e) {
+    Resize(e.self().shape());
+    Base::operator=(e);
+    return *this;
+  }
+  TensorContainer& operator=(DType s) {
+    Base::operator=(s);
+    return *this;
+  }
+
+  void Resize(const Shape<dim>& shape) {
+    Tensor<Device, dim, DType> probe(shape);
+    probe.stream_ = this->stream_;
+    const index_t want = PaddedStride<DType>(shape[dim - 1], pad_) * shape.ProdShape(0, dim - 1);
+    if (want > capacity_) {
+      Release();
+      AllocSpace(&probe, pad_);
+      data_ = probe.dptr_;
+      capacity_ = probe.MSize();
+    } else {
+      probe.stride_ = PaddedStride<DType>(shape[dim - 1], pad_);
+    }
+    this->dptr_ = data_;
+    this->shape_ = shape;
+    this->stride_ = probe.stride_;
+  }
+  void Resize(const Shape<dim>& shape, DType initv) {
+    Resize(shape);
+    Base::operator=(initv);
+  }
+  // The non-owning view of this container.
+  Base view() const { return Base(this->dptr_, this->shape_, this->stride_, this->stream_); }
+
+ private:
+  void Release() {
+    if (data_ != nullptr) {
+      Tensor<Device, dim, DType> t(this->shape_);
+      t.dptr_ = data_;
+      t.stream_ = this->stream_;
+      FreeSpace(&t);
+    }
+    data_ = nullptr;
+    capacity_ = 0;
+    this->dptr_ = nullptr;
+  }
+  void Steal(TensorContainer& other) {
+    pad_ = other.pad_;
+    data_ = other.data_;
+    capacity_ = other.capacity_;
+    static_cast<Base&>(*this) = static_cast<const Base&>(other);
+    other.data_ = nullptr;
+    other.capacity_ = 0;
+    other.dptr_ = nullptr;
+  }
+
+  bool pad_ = false;
+  DType* data_ = nullptr;
+  index_t capacity_ = 0;
+};
+
+}  // namespace tensorexpr

@@ -1,0 +1,17 @@
+// tensorexpr.h — the umbrella include: everything for the CPU; the CUDA backend too when compiled by nvcc.
+#pragma once
+#include "base.h"
+#include "shape.h"
+#include "dtype.h"
+#include "stream.h"
+#include "tensor.h"
+#include "op.h"
+#include "red.h"
+#include "assign.h"
+#include "expr/base.h"
+#include "expr/map.h"
+#include "expr/transpose2d.h"
+#include "cpu/threads.h"
+#include "cpu/memory.h"
+#include "cpu/map.h"
+#include "tensor_container.h"
