@@ -101,9 +101,9 @@ struct Tensor : public expr::Exp<Tensor<Device, dim, DType>, DType, expr::type::
     return Tensor<Device, 2, DType>(dptr_, shape_.FlatTo2D(), stride_, stream_);
   }
   // The sub-tensor at index idx of the first dimension (an element reference for 1-D tensors).
-  TE_XINLINE auto operator[](index_t idx) const {
+  TE_XINLINE decltype(auto) operator[](index_t idx) const {
     if constexpr (dim == 1) {
-      return static_cast<DType&>(dptr_[idx]);
+      return (dptr_[idx]);
     } else {
       return Tensor<Device, dim - 1, DType>(dptr_ + idx * shape_.ProdShape(1, dim - 1) * stride_,
                                             shape_.SubShape(), stride_, stream_);

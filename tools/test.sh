@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The README's test command: installs the Debian packages that are missing, builds everything with Meson
+# (the CUDA backend too when nvcc is present), runs every test suite and ends with one line
+# "N passed, N failed, N skipped" counted from the test runners' own results.
+#   BUILD_DIR=build-x MESON_ARGS="-Db_sanitize=address,undefined" tools/test.sh   (other build flavours)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source tools/ensure-packages.sh
+ensure_packages meson ninja-build g++ pkgconf catch2 libopenblas-dev zlib1g-dev python3
+
+builddir=${BUILD_DIR:-build}
+if [ -d "$builddir/meson-private" ]; then
+  meson setup --reconfigure "$builddir" ${MESON_ARGS:-} >/dev/null || exit 1
+else
+  meson setup "$builddir" ${MESON_ARGS:-} || exit 1
+fi
+ninja -C "$builddir" || { echo "0 passed, 1 failed"; exit 1; }
+
+passed=0 failed=0 skipped=0
+log=$(mktemp)
+# Catch2 suites: parse "All tests passed (A assertions in N test cases)" or "test cases: N | P passed | F failed".
+run_catch() {
+  local name=$1 bin=$2
+  shift 2
+  [ -x "$bin" ] || return 0
+  echo "== $name: $bin $*"
+  "$bin" "$@" 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  if [ "$rc" = 77 ]; then
+    local n
+    n=$(grep -oE '[0-9]+ \[gpu\] test cases not run' "$log" | grep -oE '^[0-9]+' || echo 0)
+    skipped=$((skipped + n))
+  elif grep -qE '^All tests passed' "$log"; then
+    passed=$((passed + $(grep -oE 'in [0-9]+ test case' "$log" | grep -oE '[0-9]+' | tail -1)))
+  elif grep -qE '^test cases:' "$log"; then
+    local line
+    line=$(grep -E '^test cases:' "$log" | tail -1)
+    passed=$((passed + $(echo "$line" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+' || echo 0)))
+    failed=$((failed + $(echo "$line" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+' || echo 0)))
+  else
+    echo "!! $name did not report a result (exit $rc)"
+    failed=$((failed + 1))
+  fi
+}
+run_catch "cpu tests" "$builddir/tests/tensorexpr_tests" "[cpu]"
+run_catch "gpu tests" "$builddir/tests/gpu/tensorexpr_gpu_tests" "[gpu]"
+
+# Every other registered Meson test (examples, compile-fail checks) counts as one test each.
+others=$(meson test -C "$builddir" --list 2>/dev/null | grep -vE '^(cpu|gpu)$' || true)
+for t in $others; do
+  if meson test -C "$builddir" --print-errorlogs "$t" >"$log" 2>&1; then
+    if grep -qE '^Skipped:\s+1' "$log"; then skipped=$((skipped + 1)); else passed=$((passed + 1)); fi
+    echo "== $t: ok"
+  else
+    cat "$log"
+    echo "== $t: FAILED"
+    failed=$((failed + 1))
+  fi
+done
+rm -f "$log"
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" = 0 ]
