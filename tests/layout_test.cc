@@ -1,1 +1,551 @@
+// layout_test.cc — reshape, swapaxis, transpose, slice, concat against a float64 reference on fresh random
+// data: dimension counts 1..5, every axis, odd and large extents, padded and offset source views,
+// expressions as sources, composition with maps, +=, size-0 edges, and the errors.
 #include "test_util.h"
+#include <tensorexpr/expr/broadcast.h>
+#include <tensorexpr/expr/concat.h>
+#include <tensorexpr/expr/index_div.h>
+#include <tensorexpr/expr/reshape.h>
+#include <tensorexpr/expr/slice.h>
+#include <tensorexpr/expr/swapaxis.h>
+#include <tensorexpr/expr/transpose.h>
+#include <algorithm>
+#include <limits>
+#include <numeric>
+#include <utility>
+
+namespace {
+using namespace te_test;
+using namespace tensorexpr;
+using namespace tensorexpr::expr;
+using Catch::Matchers::Contains;
+
+// Calls f(std::integral_constant<int, k>) for k = 0 .. n-1: loops over template arguments.
+template <typename F, int... ks>
+void StaticForImpl(F&& f, std::integer_sequence<int, ks...>) {
+  (f(std::integral_constant<int, ks>()), ...);
+}
+template <int n, typename F>
+void StaticFor(F&& f) {
+  StaticForImpl(f, std::make_integer_sequence<int, n>());
+}
+
+index_t RandInt(index_t lo, index_t hi) {  // uniform in [lo, hi]
+  return std::uniform_int_distribution<index_t>(lo, hi)(Rng());
+}
+
+// Random extents: mostly small odd sizes (1 included), capped so that a 5-D shape stays small.
+template <int dim>
+Shape<dim> RandShape(index_t max_elems = 3000) {
+  static const index_t pool[] = {1, 2, 3, 4, 5, 7, 9, 17};
+  Shape<dim> s;
+  do {
+    for (int i = 0; i < dim; ++i) s[i] = pool[RandInt(0, 7)];
+  } while (s.Size() > max_elems);
+  return s;
+}
+// Shapes to try for one dimension count: random ones, all ones, and one with a 1000+ extent at a random
+// position (the rest small).
+template <int dim>
+std::vector<Shape<dim>> TestShapes() {
+  std::vector<Shape<dim>> shapes;
+  for (int k = 0; k < 3; ++k) shapes.push_back(RandShape<dim>());
+  Shape<dim> ones;
+  for (int i = 0; i < dim; ++i) ones[i] = 1;
+  shapes.push_back(ones);
+  Shape<dim> big = RandShape<dim>(6);
+  big[RandInt(0, dim - 1)] = 1031;
+  shapes.push_back(big);
+  return shapes;
+}
+
+// How a source tensor lies in memory.
+enum class Layout { kContiguous, kPadded, kRowsOfPadded };
+const char* LayoutName(Layout l) {
+  return l == Layout::kContiguous ? "contiguous" : l == Layout::kPadded ? "padded rows" : "Slice() of padded";
+}
+Layout RandLayout() { return static_cast<Layout>(RandInt(0, 2)); }
+
+// A random input on the host (for the reference) and the same data on the device under test, laid out
+// as asked: kRowsOfPadded is the Slice(1, 1 + n) of a padded tensor with two more rows of dimension 0.
+template <typename Device, int dim, typename DType = float>
+struct Input {
+  Layout layout;
+  TensorContainer<cpu, dim, DType> host_all;
+  TensorContainer<Device, dim, DType> dev_all;
+  Tensor<cpu, dim, DType> host;
+  Tensor<Device, dim, DType> dev;
+};
+template <typename Device, int dim, typename DType = float>
+Input<Device, dim, DType> MakeInput(const Shape<dim>& s, Layout layout, Stream<Device>* stream) {
+  const bool pad = layout != Layout::kContiguous;
+  Shape<dim> all = s;
+  if (layout == Layout::kRowsOfPadded) all[0] += 2;
+  Input<Device, dim, DType> in{layout, TensorContainer<cpu, dim, DType>(all, pad),
+                               TensorContainer<Device, dim, DType>(pad), {}, {}};
+  FillRandom(in.host_all.view());
+  in.dev_all.set_stream(stream);
+  in.dev_all.Resize(all);
+  Copy(in.dev_all.view(), in.host_all.view(), stream);
+  Sync(stream);
+  in.host = in.host_all.view();
+  in.dev = in.dev_all.view();
+  if (layout == Layout::kRowsOfPadded) {
+    in.host = in.host.Slice(1, 1 + s[0]);
+    in.dev = in.dev.Slice(1, 1 + s[0]);
+  }
+  return in;
+}
+
+// A device output filled with poison (or, for +=, with random values kept in `init`).
+template <typename Device, int dim, typename DType = float>
+TensorContainer<Device, dim, DType> MakeOutput(const Shape<dim>& s, bool pad, Stream<Device>* stream,
+                                               TensorContainer<cpu, dim, DType>* init = nullptr) {
+  TensorContainer<cpu, dim, DType> h(s, pad);
+  if (init) {
+    FillRandom(h.view());
+    *init = h;
+  } else {
+    Poison(h.view());
+  }
+  TensorContainer<Device, dim, DType> d(pad);
+  d.set_stream(stream);
+  d.Resize(s);
+  Copy(d.view(), h.view(), stream);
+  Sync(stream);
+  return d;
+}
+
+// Row-major flat index of idx in shape s, and back.
+template <int dim>
+index_t Ravel(const Shape<dim>& idx, const Shape<dim>& s) {
+  index_t i = 0;
+  for (int d = 0; d < dim; ++d) i = i * s[d] + idx[d];
+  return i;
+}
+template <int dim>
+Shape<dim> Unravel(index_t i, const Shape<dim>& s) {
+  Shape<dim> idx;
+  for (int d = dim - 1; d >= 0; --d) {
+    idx[d] = i % s[d];
+    i /= s[d];
+  }
+  return idx;
+}
+
+// A random shape of `dim` dimensions holding exactly `total` elements (total's prime factors spread at
+// random); with keep_last > 0 the last extent is keep_last (which must divide total).
+template <int dim>
+Shape<dim> RandFactorShape(index_t total, index_t keep_last = 0) {
+  Shape<dim> s;
+  for (int i = 0; i < dim; ++i) s[i] = 1;
+  if (total == 0) {
+    for (int i = 0; i < dim; ++i) s[i] = RandInt(1, 4);
+    s[RandInt(0, dim - 1)] = 0;
+    return s;
+  }
+  const int spread = keep_last > 0 && dim > 1 ? dim - 1 : dim;
+  if (keep_last > 0 && dim > 1) {
+    s[dim - 1] = keep_last;
+    total /= keep_last;
+  }
+  for (index_t p = 2; total > 1; ++p) {
+    while (total % p == 0) {
+      s[RandInt(0, spread - 1)] *= p;
+      total /= p;
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+// ---- IndexDiv: the divider every re-indexing plan uses ---------------------------------------------------
+#if !defined(__CUDACC__)  // host arithmetic; on the GPU the same formula runs inside every plan tested below
+TEST_CASE("IndexDiv divides every non-negative index exactly", "[layout][cpu]") {
+  index_t bad = 0, checked = 0;
+  std::string first;
+  auto check = [&](const IndexDiv& div, index_t n) {
+    ++checked;
+    const index_t q = div.Div(n), r = div.Rem(n, q);
+    if (q != n / div.divisor_ || r != n % div.divisor_) {
+      if (bad++ == 0) first = Message(n, " / ", div.divisor_, " gave ", q, " rem ", r);
+    }
+  };
+  for (index_t d = 1; d <= 1500; ++d) {  // every small divisor against every small dividend
+    const IndexDiv div = IndexDiv::Make(d);
+    for (index_t n = 0; n <= 1500; ++n) check(div, n);
+  }
+  const index_t kMax = std::numeric_limits<index_t>::max();
+  for (int k = 0; k < 63; ++k) {  // powers of two and their neighbours, dividends up to the largest
+    for (index_t d : {index_t(1) << k, (index_t(1) << k) + 1, std::max<index_t>(1, (index_t(1) << k) - 1)}) {
+      if (d <= 0) continue;
+      const IndexDiv div = IndexDiv::Make(d);
+      for (int j = 0; j < 200; ++j) {
+        const index_t n = static_cast<index_t>(Rng()() >> RandInt(1, 63));
+        check(div, n);
+        check(div, kMax - RandInt(0, 1000));
+        const index_t m = kMax / d;
+        const index_t mult = RandInt(0, std::min<index_t>(m, 1000)) * d;  // a multiple and the index before
+        check(div, mult);
+        if (mult > 0) check(div, mult - 1);
+      }
+    }
+  }
+  for (int j = 0; j < 200000; ++j) {  // random divisors of every magnitude
+    const index_t d = std::max<index_t>(1, static_cast<index_t>(Rng()() >> RandInt(1, 63)));
+    const IndexDiv div = IndexDiv::Make(d);
+    const index_t n = static_cast<index_t>(Rng()() >> RandInt(1, 63));
+    check(div, n);
+    const index_t q = n / d;
+    check(div, q * d);
+    if (q > 0) check(div, q * d - 1);
+  }
+  INFO(first);
+  INFO("wrong: " << bad << " of " << checked);
+  CHECK(bad == 0);
+  // Divisors below 1 only come from empty shapes (never evaluated) and act as 1.
+  CHECK(IndexDiv::Make(0).Div(7) == 7);
+}
+#endif
+
+// ---- reshape --------------------------------------------------------------------------------------------
+namespace {
+template <typename Device, int srcdim, int dstdim>
+void CheckReshape(const Shape<srcdim>& s, const Shape<dstdim>& t, Stream<Device>* stream) {
+  auto a = MakeInput<Device, srcdim>(s, RandLayout(), stream);
+  auto out = MakeOutput<Device>(t, RandInt(0, 1) == 1, stream);
+  Tensor<Device, dstdim, float> o = out.view();
+  o = reshape(a.dev, t);
+  INFO("reshape(a " << s << " " << LayoutName(a.layout) << ", " << t << ")");
+  CheckAll(ToHost(o), [&](const Shape<dstdim>& idx) { return At(a.host, Unravel(Ravel(idx, t), s)); });
+}
+}  // namespace
+
+TE_DEVICE_TEST_CASE("reshape between any dimension counts 1..5 matches the reference", "[layout]") {
+  StaticFor<5>([&](auto src_c) {
+    constexpr int srcdim = decltype(src_c)::value + 1;
+    StaticFor<5>([&](auto dst_c) {
+      constexpr int dstdim = decltype(dst_c)::value + 1;
+      for (const Shape<srcdim>& s : TestShapes<srcdim>()) {
+        CheckReshape<Device>(s, RandFactorShape<dstdim>(s.Size()), stream);             // any split
+        CheckReshape<Device>(s, RandFactorShape<dstdim>(s.Size(), s[srcdim - 1]), stream);  // last dim kept
+      }
+    });
+  });
+}
+
+TE_DEVICE_TEST_CASE("reshape of an expression, with += and a single-row source", "[layout]") {
+  auto a = MakeInput<Device, 2>(Shape2(6, 35), Layout::kPadded, stream);
+  auto b = MakeInput<Device, 2>(Shape2(6, 35), Layout::kRowsOfPadded, stream);
+  const Shape<3> t = Shape3(5, 7, 6);
+  TensorContainer<cpu, 3, float> init;
+  auto out = MakeOutput<Device>(t, true, stream, &init);
+  Tensor<Device, 3, float> o = out.view();
+  o += reshape(a.dev * b.dev - 2.0f, t);
+  CheckAll(ToHost(o), [&](const Shape<3>& i) {
+    const Shape<2> si = Unravel(Ravel(i, t), Shape2(6, 35));
+    return At(init.view(), i) + At(a.host, si) * At(b.host, si) - 2.0;
+  });
+  // A (1, 1, n) source is one row: its elements spread over many output rows.
+  auto r = MakeInput<Device, 3>(Shape3(1, 1, 1155), Layout::kPadded, stream);
+  auto out2 = MakeOutput<Device>(Shape4(3, 5, 7, 11), false, stream);
+  Tensor<Device, 4, float> o2 = out2.view();
+  o2 = reshape(r.dev, Shape4(3, 5, 7, 11));
+  CheckAll(ToHost(o2), [&](const Shape<4>& i) { return At(r.host, Shape3(0, 0, Ravel(i, Shape4(3, 5, 7, 11)))); });
+  // Reshaping twice gives the source back.
+  auto out3 = MakeOutput<Device>(Shape2(6, 35), true, stream);
+  Tensor<Device, 2, float> o3 = out3.view();
+  o3 = reshape(reshape(a.dev, Shape3(7, 5, 6)), Shape2(6, 35));
+  CheckAll(ToHost(o3), [&](const Shape<2>& i) { return At(a.host, i); }, 0.0);
+}
+
+// ---- swapaxis / transpose ---------------------------------------------------------------------------------
+namespace {
+template <typename Device, int dim, typename E>
+void CheckPermuted(const Input<Device, dim>& a, const E& e, const Shape<dim>& axes, const char* what) {
+  Shape<dim> want;
+  for (int i = 0; i < dim; ++i) want[i] = a.host.shape_[axes[i]];
+  REQUIRE(e.shape() == want);
+  auto out = MakeOutput<Device>(want, RandInt(0, 1) == 1, a.dev.stream_);
+  Tensor<Device, dim, float> o = out.view();
+  o = e;
+  INFO(what << " of a " << a.host.shape_ << " (" << LayoutName(a.layout) << "), axes " << axes);
+  CheckAll(ToHost(o), [&](const Shape<dim>& idx) {
+    Shape<dim> si;
+    for (int i = 0; i < dim; ++i) si[axes[i]] = idx[i];
+    return At(a.host, si);
+  }, 0.0);
+}
+}  // namespace
+
+TE_DEVICE_TEST_CASE("swapaxis<a1, a2> matches the reference for every pair of axes, dims 1..5", "[layout]") {
+  StaticFor<5>([&](auto dim_c) {
+    constexpr int dim = decltype(dim_c)::value + 1;
+    StaticFor<dim>([&](auto a1_c) {
+      StaticFor<dim>([&](auto a2_c) {
+        constexpr int a1 = decltype(a1_c)::value, a2 = decltype(a2_c)::value;
+        Shape<dim> axes;
+        for (int i = 0; i < dim; ++i) axes[i] = i;
+        std::swap(axes[a1], axes[a2]);
+        for (const Shape<dim>& s : TestShapes<dim>()) {
+          auto a = MakeInput<Device, dim>(s, RandLayout(), stream);
+          CheckPermuted(a, swapaxis<a1, a2>(a.dev), axes, "swapaxis");
+        }
+      });
+    });
+  });
+}
+
+TE_DEVICE_TEST_CASE("transpose(e, axes) matches the reference for random permutations, dims 1..5", "[layout]") {
+  StaticFor<5>([&](auto dim_c) {
+    constexpr int dim = decltype(dim_c)::value + 1;
+    std::vector<Shape<dim>> perms;
+    Shape<dim> identity, reversed, rotated;
+    for (int i = 0; i < dim; ++i) {
+      identity[i] = i;
+      reversed[i] = dim - 1 - i;
+      rotated[i] = (i + 1) % dim;
+    }
+    perms.push_back(identity);
+    perms.push_back(reversed);
+    perms.push_back(rotated);
+    for (int k = 0; k < 6; ++k) {
+      Shape<dim> p = identity;
+      std::shuffle(p.shape_, p.shape_ + dim, Rng());
+      perms.push_back(p);
+    }
+    for (const Shape<dim>& axes : perms) {
+      for (const Shape<dim>& s : TestShapes<dim>()) {
+        auto a = MakeInput<Device, dim>(s, RandLayout(), stream);
+        CheckPermuted(a, transpose(a.dev, axes), axes, "transpose");
+      }
+    }
+  });
+}
+
+TE_DEVICE_TEST_CASE("transpose merges dimensions that stay neighbours and keeps the values right", "[layout]") {
+  // Runs of dimensions that move together, and extent-1 dimensions between them.
+  const Shape<5> s = Shape5(3, 4, 1, 5, 7);
+  for (const Shape<5>& axes : {Shape5(0, 1, 2, 4, 3), Shape5(1, 2, 3, 4, 0), Shape5(4, 0, 1, 2, 3),
+                               Shape5(3, 4, 0, 1, 2), Shape5(2, 0, 1, 3, 4), Shape5(0, 3, 1, 2, 4)}) {
+    auto a = MakeInput<Device, 5>(s, RandLayout(), stream);
+    CheckPermuted(a, transpose(a.dev, axes), axes, "transpose");
+  }
+  // A 2-D transpose equals e.T().
+  auto m = MakeInput<Device, 2>(Shape2(17, 1031), Layout::kPadded, stream);
+  auto out = MakeOutput<Device>(Shape2(1031, 17), true, stream);
+  Tensor<Device, 2, float> o = out.view();
+  o = transpose(m.dev, Shape2(1, 0)) - m.dev.T();
+  CheckAll(ToHost(o), [&](const Shape<2>&) { return 0.0; }, 0.0);
+}
+
+TE_DEVICE_TEST_CASE("transpose and swapaxis of expressions, with +=", "[layout]") {
+  const Shape<4> s = Shape4(2, 3, 5, 7);
+  auto a = MakeInput<Device, 4>(s, Layout::kPadded, stream);
+  auto b = MakeInput<Device, 4>(s, Layout::kRowsOfPadded, stream);
+  const Shape<4> axes = Shape4(3, 1, 0, 2);
+  const Shape<4> t = Shape4(7, 3, 2, 5);
+  TensorContainer<cpu, 4, float> init;
+  auto out = MakeOutput<Device>(t, true, stream, &init);
+  Tensor<Device, 4, float> o = out.view();
+  o += transpose(a.dev + b.dev, axes) * 0.5f + swapaxis<0, 3>(swapaxis<0, 2>(a.dev));
+  // swapaxis<0,2> then <0,3>: (2,3,5,7) -> (5,3,2,7) -> (7,3,2,5), the same permutation as axes.
+  CheckAll(ToHost(o), [&](const Shape<4>& i) {
+    const Shape<4> si = Shape4(i[2], i[1], i[3], i[0]);
+    return At(init.view(), i) + (At(a.host, si) + At(b.host, si)) * 0.5 + At(a.host, si);
+  });
+}
+
+// ---- slice ---------------------------------------------------------------------------------------------
+namespace {
+template <typename Device, int dim, int sdim>
+void CheckSlice(const Shape<dim>& s, index_t begin, index_t end, Stream<Device>* stream) {
+  auto a = MakeInput<Device, dim>(s, RandLayout(), stream);
+  Shape<dim> want = s;
+  want[sdim] = end - begin;
+  auto out = MakeOutput<Device>(want, RandInt(0, 1) == 1, stream);
+  Tensor<Device, dim, float> o = out.view();
+  const auto e = slice<sdim>(a.dev, begin, end);
+  REQUIRE(e.shape() == want);
+  o = e;
+  INFO("slice<" << sdim << ">(a " << s << " " << LayoutName(a.layout) << ", " << begin << ", " << end << ")");
+  CheckAll(ToHost(o), [&](Shape<dim> idx) {
+    idx[sdim] += begin;
+    return At(a.host, idx);
+  }, 0.0);
+}
+}  // namespace
+
+TE_DEVICE_TEST_CASE("slice<sdim> matches the reference for every dimension, dims 1..5", "[layout]") {
+  StaticFor<5>([&](auto dim_c) {
+    constexpr int dim = decltype(dim_c)::value + 1;
+    StaticFor<dim>([&](auto sdim_c) {
+      constexpr int sdim = decltype(sdim_c)::value;
+      for (const Shape<dim>& s : TestShapes<dim>()) {
+        const index_t n = s[sdim];
+        const index_t begin = RandInt(0, n), end = RandInt(begin, n);
+        CheckSlice<Device, dim, sdim>(s, begin, end, stream);  // random range (possibly empty)
+        CheckSlice<Device, dim, sdim>(s, 0, n, stream);        // the whole dimension
+        if (n >= 3) CheckSlice<Device, dim, sdim>(s, 1, n - 1, stream);
+      }
+    });
+  });
+}
+
+TE_DEVICE_TEST_CASE("slice of expressions and of slices, with +=", "[layout]") {
+  const Shape<3> s = Shape3(9, 17, 13);
+  auto a = MakeInput<Device, 3>(s, Layout::kRowsOfPadded, stream);
+  auto v = MakeInput<Device, 1>(Shape1(13), Layout::kContiguous, stream);
+  const Shape<3> t = Shape3(4, 5, 13);
+  TensorContainer<cpu, 3, float> init;
+  auto out = MakeOutput<Device>(t, true, stream, &init);
+  Tensor<Device, 3, float> o = out.view();
+  // Rows 2..6 of dimension 0, then 3..8 of dimension 1 of a map over a, then 1..5 of that.
+  o += slice<1>(slice<1>(slice<0>(a.dev * 2.0f + broadcast<2>(v.dev, s), 2, 6), 3, 9), 1, 6);
+  CheckAll(ToHost(o), [&](const Shape<3>& i) {
+    return At(init.view(), i) + At(a.host, Shape3(i[0] + 2, i[1] + 4, i[2])) * 2.0 + At(v.host, Shape1(i[2]));
+  });
+}
+
+// ---- concat --------------------------------------------------------------------------------------------
+namespace {
+template <typename Device, int dim, int cdim>
+void CheckConcat(Shape<dim> s, index_t la, index_t lb, Stream<Device>* stream) {
+  Shape<dim> sa = s, sb = s;
+  sa[cdim] = la;
+  sb[cdim] = lb;
+  auto a = MakeInput<Device, dim>(sa, RandLayout(), stream);
+  auto b = MakeInput<Device, dim>(sb, RandLayout(), stream);
+  Shape<dim> want = s;
+  want[cdim] = la + lb;
+  auto out = MakeOutput<Device>(want, RandInt(0, 1) == 1, stream);
+  Tensor<Device, dim, float> o = out.view();
+  // The right operand is an expression, so the two operands have different node types.
+  const auto e = concat<cdim>(a.dev, b.dev * 1.5f);
+  REQUIRE(e.shape() == want);
+  o = e;
+  INFO("concat<" << cdim << ">(a " << sa << " " << LayoutName(a.layout) << ", b " << sb << " "
+                 << LayoutName(b.layout) << ")");
+  CheckAll(ToHost(o), [&](Shape<dim> idx) {
+    if (idx[cdim] < la) return At(a.host, idx);
+    idx[cdim] -= la;
+    return At(b.host, idx) * 1.5;
+  });
+}
+}  // namespace
+
+TE_DEVICE_TEST_CASE("concat<cdim> matches the reference for every dimension, dims 1..5", "[layout]") {
+  StaticFor<5>([&](auto dim_c) {
+    constexpr int dim = decltype(dim_c)::value + 1;
+    StaticFor<dim>([&](auto cdim_c) {
+      constexpr int cdim = decltype(cdim_c)::value;
+      for (const Shape<dim>& s : TestShapes<dim>()) {
+        const index_t la = s[cdim] > 100 ? s[cdim] : RandInt(1, 9), lb = RandInt(1, 5);
+        CheckConcat<Device, dim, cdim>(s, la, lb, stream);
+        CheckConcat<Device, dim, cdim>(s, 0, lb, stream);  // one operand empty, the result is not
+        CheckConcat<Device, dim, cdim>(s, la, 0, stream);
+      }
+    });
+  });
+}
+
+TE_DEVICE_TEST_CASE("concat of concats and of slices, with +=", "[layout]") {
+  auto a = MakeInput<Device, 3>(Shape3(3, 4, 5), Layout::kPadded, stream);
+  auto b = MakeInput<Device, 3>(Shape3(3, 2, 5), Layout::kRowsOfPadded, stream);
+  auto c = MakeInput<Device, 3>(Shape3(3, 6, 7), Layout::kContiguous, stream);
+  const Shape<3> t = Shape3(3, 6, 12);
+  TensorContainer<cpu, 3, float> init;
+  auto out = MakeOutput<Device>(t, true, stream, &init);
+  Tensor<Device, 3, float> o = out.view();
+  // [a; b] along dimension 1, then next to c along dimension 2; a slice puts the halves back in order.
+  o += concat<2>(concat<1>(a.dev, b.dev), c.dev);
+  CheckAll(ToHost(o), [&](const Shape<3>& i) {
+    double v;
+    if (i[2] >= 5) {
+      v = At(c.host, Shape3(i[0], i[1], i[2] - 5));
+    } else {
+      v = i[1] < 4 ? At(a.host, i) : At(b.host, Shape3(i[0], i[1] - 4, i[2]));
+    }
+    return At(init.view(), i) + v;
+  });
+  auto out2 = MakeOutput<Device>(Shape3(3, 4, 5), false, stream);
+  Tensor<Device, 3, float> o2 = out2.view();
+  o2 = concat<1>(slice<1>(a.dev, 2, 4), slice<1>(a.dev, 0, 2));
+  CheckAll(ToHost(o2), [&](const Shape<3>& i) { return At(a.host, Shape3(i[0], (i[1] + 2) % 4, i[2])); }, 0.0);
+}
+
+// ---- composition and edges --------------------------------------------------------------------------------
+TE_DEVICE_TEST_CASE("layout expressions compose: swapaxis(concat) * 2 - slice, transpose(reshape) + broadcast", "[layout]") {
+  auto a = MakeInput<Device, 3>(Shape3(3, 4, 5), Layout::kPadded, stream);
+  auto b = MakeInput<Device, 3>(Shape3(3, 2, 5), Layout::kContiguous, stream);
+  auto c = MakeInput<Device, 3>(Shape3(5, 6, 7), Layout::kRowsOfPadded, stream);
+  const Shape<3> t = Shape3(5, 6, 3);
+  auto out = MakeOutput<Device>(t, true, stream);
+  Tensor<Device, 3, float> o = out.view();
+  o = swapaxis<0, 2>(concat<1>(a.dev, b.dev)) * 2.0f - slice<2>(c.dev, 2, 5);
+  CheckAll(ToHost(o), [&](const Shape<3>& i) {  // i = (k, j, n) reads concat (n, j, k)
+    const double cat = i[1] < 4 ? At(a.host, Shape3(i[2], i[1], i[0])) : At(b.host, Shape3(i[2], i[1] - 4, i[0]));
+    return cat * 2.0 - At(c.host, Shape3(i[0], i[1], i[2] + 2));
+  });
+
+  auto x = MakeInput<Device, 2>(Shape2(12, 35), Layout::kPadded, stream);
+  auto v = MakeInput<Device, 1>(Shape1(4), Layout::kContiguous, stream);
+  const Shape<3> u = Shape3(7, 4, 15);  // transpose of (15, 4, 7) with axes (2, 1, 0)
+  auto out2 = MakeOutput<Device>(u, false, stream);
+  Tensor<Device, 3, float> o2 = out2.view();
+  o2 = transpose(reshape(x.dev, Shape3(15, 4, 7)), Shape3(2, 1, 0)) + broadcast<1>(v.dev, u);
+  CheckAll(ToHost(o2), [&](const Shape<3>& i) {
+    const index_t flat = Ravel(Shape3(i[2], i[1], i[0]), Shape3(15, 4, 7));
+    return At(x.host, Unravel(flat, Shape2(12, 35))) + At(v.host, Shape1(i[1]));
+  });
+}
+
+TE_DEVICE_TEST_CASE("layout expressions on size-0 shapes evaluate nothing and do not fail", "[layout]") {
+  auto a = MakeInput<Device, 2>(Shape2(3, 4), Layout::kPadded, stream);
+  auto z = MakeInput<Device, 3>(Shape3(2, 0, 5), Layout::kContiguous, stream);
+  auto o1 = MakeOutput<Device>(Shape2(0, 10), false, stream);
+  Tensor<Device, 2, float> v1 = o1.view();
+  v1 = reshape(z.dev, Shape2(0, 10));
+  auto o2 = MakeOutput<Device>(Shape3(5, 0, 2), false, stream);
+  Tensor<Device, 3, float> v2 = o2.view();
+  v2 = transpose(z.dev, Shape3(2, 1, 0));
+  v2 += swapaxis<0, 2>(z.dev);
+  auto o3 = MakeOutput<Device>(Shape2(3, 0), false, stream);
+  Tensor<Device, 2, float> v3 = o3.view();
+  v3 = slice<1>(a.dev, 2, 2);
+  auto o4 = MakeOutput<Device>(Shape3(4, 0, 5), false, stream);
+  Tensor<Device, 3, float> v4 = o4.view();
+  v4 = concat<0>(z.dev, z.dev);
+  CHECK(concat<1>(z.dev, z.dev).shape() == Shape3(2, 0, 5));
+  CHECK(slice<0>(a.dev, 0, 0).shape() == Shape2(0, 4));
+  Sync(stream);
+}
+
+TE_DEVICE_TEST_CASE("layout errors name the operation, the shapes and the bad value", "[layout]") {
+  auto a = MakeInput<Device, 3>(Shape3(2, 3, 4), Layout::kContiguous, stream);
+  auto b = MakeInput<Device, 3>(Shape3(2, 5, 3), Layout::kContiguous, stream);
+  REQUIRE_THROWS_AS(reshape(a.dev, Shape2(5, 5)), tensorexpr::Error);
+  REQUIRE_THROWS_WITH(reshape(a.dev, Shape2(5, 5)),
+                      Contains("reshape") && Contains("(2,3,4)") && Contains("(5,5)") && Contains("24") &&
+                          Contains("25"));
+  REQUIRE_THROWS_AS(transpose(a.dev, Shape3(0, 0, 2)), tensorexpr::Error);
+  REQUIRE_THROWS_WITH(transpose(a.dev, Shape3(0, 0, 2)),
+                      Contains("transpose") && Contains("(0,0,2)") && Contains("(2,3,4)") && Contains("permutation"));
+  REQUIRE_THROWS_WITH(transpose(a.dev, Shape3(0, 1, 3)), Contains("(0,1,3)") && Contains("(2,3,4)"));
+  REQUIRE_THROWS_WITH(transpose(a.dev, Shape3(-1, 1, 2)), Contains("(-1,1,2)"));
+  REQUIRE_THROWS_AS(slice<1>(a.dev, 1, 4), tensorexpr::Error);
+  REQUIRE_THROWS_WITH(slice<1>(a.dev, 1, 4),
+                      Contains("slice<1>") && Contains("[1, 4)") && Contains("(2,3,4)"));
+  REQUIRE_THROWS_WITH(slice<2>(a.dev, 3, 2), Contains("[3, 2)") && Contains("(2,3,4)"));
+  REQUIRE_THROWS_WITH(slice<0>(a.dev, -1, 1), Contains("[-1, 1)") && Contains("(2,3,4)"));
+  REQUIRE_THROWS_AS(concat<1>(a.dev, b.dev), tensorexpr::Error);
+  REQUIRE_THROWS_WITH(concat<1>(a.dev, b.dev), Contains("concat<1>") && Contains("(2,3,4)") && Contains("(2,5,3)"));
+  REQUIRE_THROWS_WITH(concat<0>(a.dev, b.dev), Contains("concat<0>") && Contains("(2,3,4)") && Contains("(2,5,3)"));
+  // Errors of the source surface when the node is built.
+  REQUIRE_THROWS_WITH(slice<0>(a.dev + b.dev, 0, 1), Contains("(2,3,4)") && Contains("(2,5,3)"));
+  // A correct expression assigned to a tensor of another shape: the assignment names both shapes.
+  auto out = MakeOutput<Device>(Shape3(4, 3, 2), false, stream);
+  Tensor<Device, 3, float> o = out.view();
+  REQUIRE_THROWS_WITH((o = swapaxis<1, 2>(a.dev)), Contains("(4,3,2)") && Contains("(2,4,3)"));
+}

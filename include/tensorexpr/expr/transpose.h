@@ -1,0 +1,125 @@
+// expr/transpose.h — transpose(e, axes): the dimensions of e permuted; output dimension i is source
+// dimension axes[i] (so out.shape[i] == in.shape[axes[i]]). swapaxis<a, b> (swapaxis.h) is the special
+// case that exchanges two dimensions. For 2-D expressions e.T() (transpose2d.h) is the same thing.
+//
+// The plan is a gather: one step along an output dimension is a fixed step in the source's (row, column)
+// view, so the output row index is split into its leading indices (divisions of y only, done by multiply:
+// index_div.h; the CPU loop hoists them out of its x loop) and the steps are summed. The builder drops
+// extent-1 dimensions and merges neighbouring output dimensions that stay neighbours in the source.
+#pragma once
+#include "base.h"
+#include "index_div.h"
+
+namespace tensorexpr {
+namespace expr {
+
+// Where output (y, x) lives in the source's (row, column) view, for a fixed permutation.
+template <int max_lead>
+struct AxisGather {
+  static constexpr int kMaxLead = max_lead;
+  IndexDiv extent_[kMaxLead];  // extents of the leading output dimensions kept after dropping and merging,
+                               // innermost first (unused slots: 1)
+  index_t to_row_[kMaxLead];   // source rows one step along each of them moves
+  index_t to_col_[kMaxLead];   // source columns one step along each of them moves
+  bool last_stays_last_;       // the output's last dimension is the source's: x moves one column
+  index_t last_to_row_;        // otherwise it is a leading source dimension: x moves this many rows
+  // The source (row, column) of output (y, 0). Straight-line code on purpose, with no test of how many
+  // slots are in use (unused slots divide by 1 and step 0; the outermost used slot's quotient is 0), so a
+  // CPU compiler always hoists it out of the loop over x.
+  TE_XINLINE void MapRow(index_t y, index_t* row, index_t* col) const {
+    index_t r = 0, c = 0;
+TE_UNROLL
+    for (int k = 0; k < kMaxLead; ++k) {
+      const index_t q = extent_[k].Div(y), i = extent_[k].Rem(y, q);
+      y = q;
+      r += i * to_row_[k];
+      c += i * to_col_[k];
+    }
+    *row = r;
+    *col = c;
+  }
+};
+
+template <typename SrcExp, typename DType, int dim>
+struct TransposeAxesExp : public Exp<TransposeAxesExp<SrcExp, DType, dim>, DType, type::kChainer> {
+  static_assert(SrcExp::kExpType != type::kComplex,
+                "transpose(...) / swapaxis(...) cannot read dot(...) directly; assign the product to a tensor first");
+  static_assert(dim >= 1, "transpose(e, axes) needs an expression with at least one dimension, not a scalar");
+  static constexpr int kDim = dim;
+  static constexpr bool kFlat = false;
+  using device_type = typename SrcExp::device_type;
+  using Gather = AxisGather<(dim > 1 ? dim - 1 : 1)>;
+
+  SrcExp src_;
+  Shape<dim> axes_;
+  Shape<dim> shape_;
+  Gather gather_;  // prepared once here
+
+  TransposeAxesExp(const SrcExp& src, const Shape<dim>& axes, const char* opname) : src_(src), axes_(axes) {
+    const Shape<dim> s = src_.shape();
+    bool seen[dim] = {};
+    for (int i = 0; i < dim; ++i) {
+      const bool ok = 0 <= axes[i] && axes[i] < dim && !seen[axes[i]];
+      TE_CHECK(ok, opname, ": axes ", axes, " is not a permutation of the ", dim, " dimensions of source shape ", s);
+      seen[axes[i]] = true;
+    }
+    for (int i = 0; i < dim; ++i) shape_[i] = s[axes[i]];
+    // One step along source dimension j in its (row, column) view: the last dimension moves one column,
+    // a leading one moves as many rows as the leading dimensions inside it hold.
+    index_t src_row_step[dim];
+    src_row_step[dim - 1] = 0;
+    index_t rows = 1;
+    for (int j = dim - 2; j >= 0; --j) {
+      src_row_step[j] = rows;
+      rows *= s[j];
+    }
+    auto step_row = [&](int j) { return src_row_step[j]; };
+    auto step_col = [&](int j) { return j == dim - 1 ? index_t(1) : index_t(0); };
+    Gather& g = gather_;
+    g.last_stays_last_ = axes[dim - 1] == dim - 1;
+    g.last_to_row_ = step_row(axes[dim - 1]);
+    index_t extents[Gather::kMaxLead] = {};
+    int n = 0;
+    for (int i = dim - 2; i >= 0; --i) {
+      const index_t extent = shape_[i], row = step_row(axes[i]), col = step_col(axes[i]);
+      if (extent == 1) continue;  // its index is always 0
+      if (n > 0 && row == g.to_row_[n - 1] * extents[n - 1] && col == g.to_col_[n - 1] * extents[n - 1]) {
+        extents[n - 1] *= extent;  // it continues the kept dimension inside it, in the source too: one index
+        continue;
+      }
+      extents[n] = extent;
+      g.to_row_[n] = row;
+      g.to_col_[n] = col;
+      ++n;
+    }
+    for (int k = 0; k < Gather::kMaxLead; ++k) {
+      g.extent_[k] = IndexDiv::Make(k < n ? extents[k] : 1);
+      if (k >= n) g.to_row_[k] = g.to_col_[k] = 0;
+    }
+  }
+  Shape<dim> shape() const { return shape_; }
+
+  struct Plan {
+    typename SrcExp::Plan src_;
+    Gather gather_;
+    TE_XINLINE DType Eval(index_t y, index_t x) const {
+      index_t row, col;
+      gather_.MapRow(y, &row, &col);
+      // A loop-invariant test: the CPU loop over x becomes a unit-stride (vectorisable) copy when the
+      // last dimension stays last.
+      if (gather_.last_stays_last_) return src_.Eval(row, col + x);
+      return src_.Eval(row + x * gather_.last_to_row_, col);
+    }
+  };
+  Plan plan() const { return Plan{src_.plan(), gather_}; }
+};
+
+// transpose(e, axes): Error unless axes is a permutation of 0 .. dim-1.
+template <typename SrcExp, typename DType, int etype, int dim>
+inline TransposeAxesExp<SrcExp, DType, dim> transpose(const Exp<SrcExp, DType, etype>& src, const Shape<dim>& axes) {
+  static_assert(SrcExp::kDim == dim, "transpose(e, axes): axes must have one entry per dimension of e");
+  return TransposeAxesExp<SrcExp, DType, dim>(src.self(), axes, "transpose");
+}
+
+}  // namespace expr
+}  // namespace tensorexpr
