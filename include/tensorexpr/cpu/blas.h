@@ -1,0 +1,131 @@
+// cpu/blas.h — dot and batch_dot on the host through OpenBLAS (cblas_sgemm / dgemm, sgemv / dgemv).
+// half_t and bf16_t go through float copies of the operands (OpenBLAS has no 16-bit gemm for them);
+// a destination that overlaps an operand gets a private copy of that operand first.
+#pragma once
+#include <cblas.h>  // OpenBLAS's: also declares openblas_set_num_threads
+#include <climits>
+#include "../expr/dot.h"
+#include "../tensor_container.h"
+#include "map.h"
+#include "memory.h"
+#include "threads.h"
+
+namespace tensorexpr {
+namespace cpu_blas {
+
+// OpenBLAS runs its own threads; give it the library's thread count (cpu/threads.h), set only when it
+// changed because the call reconfigures OpenBLAS's pool.
+inline void UseLibraryThreadCount() {
+  const int n = GetNumThreads();
+  if (openblas_get_num_threads() != n) openblas_set_num_threads(n);
+}
+
+// The CBLAS interface takes 32-bit sizes.
+inline blasint Int(index_t v, const char* what) {
+  TE_CHECK(v <= INT_MAX, "dot on the CPU: ", what, " = ", v, " exceeds the 32-bit size of the BLAS interface");
+  return static_cast<blasint>(v);
+}
+inline CBLAS_TRANSPOSE Op(bool trans) { return trans ? CblasTrans : CblasNoTrans; }
+
+inline void Gemv(const expr::GemvCall<float>& v, float alpha, float beta) {
+  cblas_sgemv(CblasColMajor, Op(v.trans), Int(v.rows, "rows"), Int(v.cols, "cols"), alpha, v.a, Int(v.lda, "lda"),
+              v.x, Int(v.incx, "incx"), beta, v.y, Int(v.incy, "incy"));
+}
+inline void Gemv(const expr::GemvCall<double>& v, double alpha, double beta) {
+  cblas_dgemv(CblasColMajor, Op(v.trans), Int(v.rows, "rows"), Int(v.cols, "cols"), alpha, v.a, Int(v.lda, "lda"),
+              v.x, Int(v.incx, "incx"), beta, v.y, Int(v.incy, "incy"));
+}
+inline void Gemm(const expr::GemmCall<float>& g, float alpha, float beta) {
+  cblas_sgemm(CblasColMajor, Op(g.trans_a), Op(g.trans_b), Int(g.m, "m"), Int(g.n, "n"), Int(g.k, "k"), alpha, g.a,
+              Int(g.lda, "lda"), g.b, Int(g.ldb, "ldb"), beta, g.c, Int(g.ldc, "ldc"));
+}
+inline void Gemm(const expr::GemmCall<double>& g, double alpha, double beta) {
+  cblas_dgemm(CblasColMajor, Op(g.trans_a), Op(g.trans_b), Int(g.m, "m"), Int(g.n, "n"), Int(g.k, "k"), alpha, g.a,
+              Int(g.lda, "lda"), g.b, Int(g.ldb, "ldb"), beta, g.c, Int(g.ldc, "ldc"));
+}
+
+// Runs every matrix of the call: one gemv when a single output row or column makes it one, else gemm.
+// The batch runs as a loop: OpenBLAS itself decides how many of its threads a small gemm deserves.
+template <typename DType>
+inline void Run(const expr::GemmCall<DType>& g, DType alpha, DType beta) {
+  UseLibraryThreadCount();
+  for (index_t i = 0; i < g.batch; ++i) {
+    expr::GemmCall<DType> one = g;
+    one.a += i * g.stride_a;
+    one.b += i * g.stride_b;
+    one.c += i * g.stride_c;
+    one.batch = 1;
+    expr::GemvCall<DType> v;
+    if (expr::AsGemv(one, &v)) {
+      Gemv(v, alpha, beta);
+    } else {
+      Gemm(one, alpha, beta);
+    }
+  }
+}
+
+// A contiguous private copy of an operand, for a destination that overlaps it.
+template <int dim, typename DType>
+inline TensorContainer<cpu, dim, DType> PrivateCopy(const Tensor<cpu, dim, DType>& t) {
+  TensorContainer<cpu, dim, DType> c(t.shape_);
+  Copy(c.view(), t);
+  return c;
+}
+
+// dst Saver= e for E = DotExp or BatchDotExp over host tensors, shape already checked.
+template <typename Saver, int dim, typename DType, typename E>
+inline void ProductInto(Tensor<cpu, dim, DType> dst, const E& e) {
+  if (dst.shape_.Size() == 0) return;
+  if (e.inner() == 0) {  // an empty sum: BLAS may not be called with k = 0 on every library
+    if (std::is_same<Saver, sv::saveto>::value) dst = DType(0);
+    return;
+  }
+  if constexpr (is_low_precision<DType>::value) {
+    // Float copies of the operands, a float product, then one rounding while the saver stores it.
+    TensorContainer<cpu, E::kDim, float> product(dst.shape_);
+    TensorContainer<cpu, decltype(e.lhs_)::kDim, float> a;
+    TensorContainer<cpu, decltype(e.rhs_)::kDim, float> b;
+    a = expr::tcast<float>(e.lhs_);
+    b = expr::tcast<float>(e.rhs_);
+    ProductInto<sv::saveto>(product.view(), e.Rebind(a.view(), b.view(), e.scale_));
+    EvalInto<Saver>(dst, expr::tcast<DType>(product.view()));
+  } else {
+    // BLAS reads the operands while it writes the destination: they must not share memory.
+    const bool lhs_aliased = expr::MemoryOverlaps(dst, e.lhs_), rhs_aliased = expr::MemoryOverlaps(dst, e.rhs_);
+    if (lhs_aliased || rhs_aliased) {
+      TensorContainer<cpu, decltype(e.lhs_)::kDim, DType> a;
+      TensorContainer<cpu, decltype(e.rhs_)::kDim, DType> b;
+      if (lhs_aliased) a = PrivateCopy(e.lhs_);
+      if (rhs_aliased) b = PrivateCopy(e.rhs_);
+      ProductInto<Saver>(dst, e.Rebind(lhs_aliased ? a.view() : e.lhs_, rhs_aliased ? b.view() : e.rhs_, e.scale_));
+      return;
+    }
+    const DType alpha = e.scale_ * static_cast<DType>(Saver::kAlphaBLAS);
+    Run(expr::MakeGemmCall(dst, e), alpha, static_cast<DType>(Saver::kBetaBLAS));
+  }
+}
+
+}  // namespace cpu_blas
+
+namespace expr {
+
+// dst = / += / -= [alpha *] dot(a, b) on the CPU.
+template <typename Saver, int dim, typename DType, typename TA, typename TB, bool lt, bool rt>
+inline void EvalInto(Tensor<cpu, dim, DType> dst, const DotExp<TA, TB, lt, rt, DType>& e) {
+  if constexpr (check_product_assignment<Saver, cpu, dim, DotExp<TA, TB, lt, rt, DType>>::value) {
+    CheckProductDestination<Saver>(dst, e);
+    cpu_blas::ProductInto<Saver>(dst, e);
+  }
+}
+
+// dst = / += / -= [alpha *] batch_dot<ta, tb>(a, b) on the CPU.
+template <typename Saver, int dim, typename DType, typename TA, typename TB, bool lt, bool rt>
+inline void EvalInto(Tensor<cpu, dim, DType> dst, const BatchDotExp<TA, TB, lt, rt, DType>& e) {
+  if constexpr (check_product_assignment<Saver, cpu, dim, BatchDotExp<TA, TB, lt, rt, DType>>::value) {
+    CheckProductDestination<Saver>(dst, e);
+    cpu_blas::ProductInto<Saver>(dst, e);
+  }
+}
+
+}  // namespace expr
+}  // namespace tensorexpr
