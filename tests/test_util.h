@@ -58,13 +58,6 @@ void Poison(Tensor<cpu, dim, DType> t, double value = 12345.0) {
   for (index_t i = 0; i < t.MSize(); ++i) t.dptr_[i] = static_cast<DType>(static_cast<float>(value));
 }
 
-// Element of a host tensor by its multi-index as double.
-template <int dim, typename DType>
-double At(const Tensor<cpu, dim, DType>& t, const Shape<dim>& idx) {
-  index_t row = 0;
-  for (int i = 0; i + 1 < dim; ++i) row = row * t.shape_[i] + idx[i];
-  return static_cast<double>(static_cast<float>(t.dptr_[row * t.stride_ + idx[dim - 1]]));
-}
 template <typename DType>
 double AsDouble(DType v) {
   if constexpr (std::is_same<DType, double>::value || std::is_integral<DType>::value) {
@@ -72,6 +65,14 @@ double AsDouble(DType v) {
   } else {
     return static_cast<double>(static_cast<float>(v));
   }
+}
+
+// Element of a host tensor by its multi-index as double.
+template <int dim, typename DType>
+double At(const Tensor<cpu, dim, DType>& t, const Shape<dim>& idx) {
+  index_t row = 0;
+  for (int i = 0; i + 1 < dim; ++i) row = row * t.shape_[i] + idx[i];
+  return AsDouble(t.dptr_[row * t.stride_ + idx[dim - 1]]);
 }
 
 // Calls f(idx) for every multi-index of `shape`, last dimension fastest.

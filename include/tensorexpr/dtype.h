@@ -147,6 +147,22 @@ struct is_low_precision : std::integral_constant<bool, std::is_same<T, half_t>::
   TE_XINLINE bool operator<(S a, T b) { return a < float(b); }                                 \
   template <typename S, typename = typename std::enable_if<std::is_arithmetic<S>::value>::type> \
   TE_XINLINE bool operator>(S a, T b) { return a > float(b); }                                 \
+  template <typename S, typename = typename std::enable_if<std::is_arithmetic<S>::value>::type> \
+  TE_XINLINE bool operator<=(T a, S b) { return float(a) <= b; }                                \
+  template <typename S, typename = typename std::enable_if<std::is_arithmetic<S>::value>::type> \
+  TE_XINLINE bool operator<=(S a, T b) { return a <= float(b); }                                \
+  template <typename S, typename = typename std::enable_if<std::is_arithmetic<S>::value>::type> \
+  TE_XINLINE bool operator>=(T a, S b) { return float(a) >= b; }                                \
+  template <typename S, typename = typename std::enable_if<std::is_arithmetic<S>::value>::type> \
+  TE_XINLINE bool operator>=(S a, T b) { return a >= float(b); }                                \
+  template <typename S, typename = typename std::enable_if<std::is_arithmetic<S>::value>::type> \
+  TE_XINLINE bool operator==(T a, S b) { return float(a) == b; }                                \
+  template <typename S, typename = typename std::enable_if<std::is_arithmetic<S>::value>::type> \
+  TE_XINLINE bool operator==(S a, T b) { return a == float(b); }                                \
+  template <typename S, typename = typename std::enable_if<std::is_arithmetic<S>::value>::type> \
+  TE_XINLINE bool operator!=(T a, S b) { return float(a) != b; }                                \
+  template <typename S, typename = typename std::enable_if<std::is_arithmetic<S>::value>::type> \
+  TE_XINLINE bool operator!=(S a, T b) { return a != float(b); }                                \
   inline std::ostream& operator<<(std::ostream& os, T v) { return os << float(v); }
 
 TE_LOWP_OPS(half_t)

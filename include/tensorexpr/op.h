@@ -42,6 +42,8 @@ namespace op {
     TE_XINLINE static DType Map(DType a_, DType b_) {            \
       using C = compute_t<DType>;                                \
       const C a = static_cast<C>(a_), b = static_cast<C>(b_);    \
+      (void)a;                                                   \
+      (void)b;                                                   \
       return static_cast<DType>(EXPR);                           \
     }                                                            \
   };
@@ -54,7 +56,7 @@ TE_UNARY_OP(sigmoid, C(1) / (C(1) + math::exp(-a)))
 TE_UNARY_OP(sigmoid_grad, a * (C(1) - a))                // derivative, given the sigmoid output
 TE_UNARY_OP(tanh, math::tanh(a))
 TE_UNARY_OP(tanh_grad, C(1) - a * a)                     // derivative, given the tanh output
-TE_UNARY_OP(softrelu, a > C(20) ? a : math::log1p(math::exp(a)))     // log(1 + e^a), stable for large a
+TE_UNARY_OP(softrelu, a > C(0) ? a + math::log1p(math::exp(-a)) : math::log1p(math::exp(a)))  // log(1 + e^a), no overflow, full precision in every type
 TE_UNARY_OP(softrelu_grad, C(1) - math::exp(-a))               // derivative, given the softrelu output
 TE_UNARY_OP(exp, math::exp(a))
 TE_UNARY_OP(log, math::log(a))

@@ -1,5 +1,6 @@
 // tensor_container.h — TensorContainer (a Tensor that owns its memory) and NewTensor.
 #pragma once
+#include <type_traits>
 #include <utility>
 #include "tensor.h"
 #include "assign.h"
@@ -25,9 +26,13 @@ class TensorContainer : public Tensor<Device, dim, DType> {
   using Base = Tensor<Device, dim, DType>;
 
   explicit TensorContainer(bool pad = false) : pad_(pad) {}
-  explicit TensorContainer(const Shape<dim>& shape, bool pad = false) : pad_(pad) { Resize(shape); }
+  explicit TensorContainer(const Shape<dim>& shape) { Resize(shape); }
+  // Only a real bool selects padding: `TensorContainer<cpu, 2, float> t(shape, 0)` (or 0.0) is an initial
+  // value, as in mshadow, not an ambiguous call.
+  template <typename Bool, typename std::enable_if<std::is_same<Bool, bool>::value, int>::type = 0>
+  explicit TensorContainer(const Shape<dim>& shape, Bool pad) : pad_(pad) { Resize(shape); }
   TensorContainer(const Shape<dim>& shape, DType initv, bool pad = false) : pad_(pad) { Resize(shape, initv); }
-  TensorContainer(const TensorContainer& other) : pad_(other.pad_) {
+  TensorContainer(const TensorContainer& other) : Base(), pad_(other.pad_) {
     this->stream_ = other.stream_;
     Resize(other.shape_);
     Copy(this->view(), other.view(), this->stream_);
@@ -49,10 +54,11 @@ class TensorContainer : public Tensor<Device, dim, DType> {
     }
     return *this;
   }
-  // Evaluates e into this container, resized to e's shape.
+  // Evaluates e into this container, resized to e's shape (a scalar, of dimension 0, fills the current
+  // shape; a wrong dimension is left to the static_assert in the evaluation).
   template <typename E, typename D2, int etype>
   TensorContainer& operator=(const expr::Exp<E, D2, etype>& e) {
-    Resize(e.self().shape());
+    if constexpr (E::kDim == dim) Resize(e.self().shape());
     Base::operator=(e);
     return *this;
   }
