@@ -42,7 +42,7 @@ inline void EvalInto(Tensor<Device, dim, DType> dst, const Exp<E, DType, etype>&
     TE_CHECK(s == dst.shape_, "shape mismatch in assignment (", Saver::name(), "): destination ", dst.shape_,
              " vs expression ", s);
   }
-  MapPlan<Saver>(dst, e);
+  if constexpr (etype != type::kComplex) MapPlan<Saver>(dst, e);
 }
 
 }  // namespace expr

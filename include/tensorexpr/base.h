@@ -14,7 +14,7 @@
 #endif
 #define TE_CINLINE inline
 // Unrolls a short fixed-count loop in device code.
-#if defined(__CUDACC__)
+#if defined(__CUDA_ARCH__)
 #define TE_UNROLL _Pragma("unroll")
 #else
 #define TE_UNROLL

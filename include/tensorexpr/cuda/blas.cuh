@@ -1,1 +1,164 @@
+// cuda/blas.cuh — dot and batch_dot on the GPU through cuBLAS, queued on the destination's stream with
+// that stream's handle (Stream<gpu>::blas_handle(); TF32 for float only when the stream asks for it).
+// float / double: Sgemm / Dgemm (Sgemv / Dgemv for one output row or column) and their strided-batched
+// forms; half_t / bf16_t: GemmEx / GemmStridedBatchedEx with fp32 compute. The 64-bit (_64) entry points
+// keep index_t sizes without a 32-bit limit. A destination that overlaps an operand gets a private,
+// stream-ordered copy of that operand first, as on the CPU (cpu/blas.h).
 #pragma once
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include "../expr/dot.h"
+#include "check.cuh"
+#include "stream.cuh"
+
+#if !defined(CUBLAS_VER_MAJOR) || CUBLAS_VER_MAJOR < 12
+#error "tensorexpr's cuBLAS backend needs cuBLAS 12 or newer (it uses the 64-bit _64 interface)"
+#endif
+
+namespace tensorexpr {
+namespace cuda_blas {
+
+template <typename DType>
+struct CudaDataType;
+template <>
+struct CudaDataType<half_t> {
+  static constexpr cudaDataType_t kValue = CUDA_R_16F;
+};
+template <>
+struct CudaDataType<bf16_t> {
+  static constexpr cudaDataType_t kValue = CUDA_R_16BF;
+};
+
+inline cublasOperation_t Op(bool trans) { return trans ? CUBLAS_OP_T : CUBLAS_OP_N; }
+
+inline void Gemv(cublasHandle_t h, const expr::GemvCall<float>& v, float alpha, float beta) {
+  TE_CUBLAS_CHECK(cublasSgemv_64(h, Op(v.trans), v.rows, v.cols, &alpha, v.a, v.lda, v.x, v.incx, &beta, v.y, v.incy));
+}
+inline void Gemv(cublasHandle_t h, const expr::GemvCall<double>& v, double alpha, double beta) {
+  TE_CUBLAS_CHECK(cublasDgemv_64(h, Op(v.trans), v.rows, v.cols, &alpha, v.a, v.lda, v.x, v.incx, &beta, v.y, v.incy));
+}
+
+inline void Gemm(cublasHandle_t h, const expr::GemmCall<float>& g, float alpha, float beta) {
+  expr::GemvCall<float> v;
+  if (g.batch == 1 && expr::AsGemv(g, &v)) {
+    Gemv(h, v, alpha, beta);
+  } else if (g.batch == 1) {
+    TE_CUBLAS_CHECK(cublasSgemm_64(h, Op(g.trans_a), Op(g.trans_b), g.m, g.n, g.k, &alpha, g.a, g.lda, g.b, g.ldb,
+                                   &beta, g.c, g.ldc));
+  } else {
+    TE_CUBLAS_CHECK(cublasSgemmStridedBatched_64(h, Op(g.trans_a), Op(g.trans_b), g.m, g.n, g.k, &alpha, g.a, g.lda,
+                                                 g.stride_a, g.b, g.ldb, g.stride_b, &beta, g.c, g.ldc, g.stride_c,
+                                                 g.batch));
+  }
+}
+inline void Gemm(cublasHandle_t h, const expr::GemmCall<double>& g, double alpha, double beta) {
+  expr::GemvCall<double> v;
+  if (g.batch == 1 && expr::AsGemv(g, &v)) {
+    Gemv(h, v, alpha, beta);
+  } else if (g.batch == 1) {
+    TE_CUBLAS_CHECK(cublasDgemm_64(h, Op(g.trans_a), Op(g.trans_b), g.m, g.n, g.k, &alpha, g.a, g.lda, g.b, g.ldb,
+                                   &beta, g.c, g.ldc));
+  } else {
+    TE_CUBLAS_CHECK(cublasDgemmStridedBatched_64(h, Op(g.trans_a), Op(g.trans_b), g.m, g.n, g.k, &alpha, g.a, g.lda,
+                                                 g.stride_a, g.b, g.ldb, g.stride_b, &beta, g.c, g.ldc, g.stride_c,
+                                                 g.batch));
+  }
+}
+// 16-bit storage, fp32 accumulation; alpha and beta are float.
+template <typename DType, typename = typename std::enable_if<is_low_precision<DType>::value>::type>
+inline void Gemm(cublasHandle_t h, const expr::GemmCall<DType>& g, float alpha, float beta) {
+  const cudaDataType_t t = CudaDataType<DType>::kValue;
+  if (g.batch == 1) {
+    TE_CUBLAS_CHECK(cublasGemmEx_64(h, Op(g.trans_a), Op(g.trans_b), g.m, g.n, g.k, &alpha, g.a, t, g.lda, g.b, t,
+                                    g.ldb, &beta, g.c, t, g.ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  } else {
+    TE_CUBLAS_CHECK(cublasGemmStridedBatchedEx_64(h, Op(g.trans_a), Op(g.trans_b), g.m, g.n, g.k, &alpha, g.a, t,
+                                                  g.lda, g.stride_a, g.b, t, g.ldb, g.stride_b, &beta, g.c, t, g.ldc,
+                                                  g.stride_c, g.batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  }
+}
+
+// The rows x cols of a view's (rows, last-dim) form and its row pitch in bytes (a single row's pitch is
+// its width: the stride of a one-row view carries no meaning).
+template <int dim, typename DType>
+inline size_t PitchBytes(const Tensor<gpu, dim, DType>& t) {
+  const Shape<2> s = t.shape_.FlatTo2D();
+  return static_cast<size_t>(s[0] == 1 ? s[1] : t.stride_) * sizeof(DType);
+}
+
+// A contiguous private copy of `t` in stream-ordered memory when `needed` (the destination overlaps t);
+// otherwise view() is t itself. Freed on the stream when it goes out of scope.
+template <int dim, typename DType>
+class PrivateCopy {
+ public:
+  PrivateCopy(const Tensor<gpu, dim, DType>& t, bool needed, cudaStream_t stream) : view_(t) {
+    if (!needed) return;
+    const Shape<2> s = t.shape_.FlatTo2D();
+    const size_t row_bytes = static_cast<size_t>(s[1]) * sizeof(DType);
+    buffer_.stream = stream;
+    TE_CUDA_CHECK(cudaMallocAsync(&buffer_.ptr, row_bytes * static_cast<size_t>(s[0]), stream));
+    TE_CUDA_CHECK(cudaMemcpy2DAsync(buffer_.ptr, row_bytes, t.dptr_, PitchBytes(t), row_bytes, static_cast<size_t>(s[0]),
+                                    cudaMemcpyDeviceToDevice, stream));
+    view_ = Tensor<gpu, dim, DType>(static_cast<DType*>(buffer_.ptr), t.shape_, t.stream_);
+  }
+  PrivateCopy(const PrivateCopy&) = delete;
+  PrivateCopy& operator=(const PrivateCopy&) = delete;
+  const Tensor<gpu, dim, DType>& view() const { return view_; }
+
+ private:
+  struct Buffer {
+    void* ptr = nullptr;
+    cudaStream_t stream = nullptr;
+    ~Buffer() {
+      if (ptr != nullptr) cudaFreeAsync(ptr, stream);  // a destructor cannot throw; the stream reports later
+    }
+  };
+  Buffer buffer_;  // a member, so that it is freed even when the copy in the constructor throws
+  Tensor<gpu, dim, DType> view_;
+};
+
+// dst Saver= e for E = DotExp or BatchDotExp over device tensors, shape already checked.
+template <typename Saver, int dim, typename DType, typename E>
+inline void ProductInto(Tensor<gpu, dim, DType> dst, const E& e) {
+  if (dst.shape_.Size() == 0) return;
+  Stream<gpu>* stream = StreamOrDefault(dst.stream_);
+  if (e.inner() == 0) {  // an empty sum: `=` writes zeros (all-zero bits in every dtype), += and -= nothing
+    if (std::is_same<Saver, sv::saveto>::value) {
+      const Shape<2> s = dst.shape_.FlatTo2D();
+      TE_CUDA_CHECK(cudaMemset2DAsync(dst.dptr_, PitchBytes(dst), 0, static_cast<size_t>(s[1]) * sizeof(DType),
+                                      static_cast<size_t>(s[0]), stream->stream()));
+    }
+    return;
+  }
+  // cuBLAS reads the operands while it writes the destination: they must not share memory.
+  const PrivateCopy<decltype(e.lhs_)::kDim, DType> a(e.lhs_, expr::MemoryOverlaps(dst, e.lhs_), stream->stream());
+  const PrivateCopy<decltype(e.rhs_)::kDim, DType> b(e.rhs_, expr::MemoryOverlaps(dst, e.rhs_), stream->stream());
+  using Scale = typename E::scale_type;
+  const Scale alpha = e.scale_ * static_cast<Scale>(Saver::kAlphaBLAS), beta = static_cast<Scale>(Saver::kBetaBLAS);
+  Gemm(stream->blas_handle(), expr::MakeGemmCall(dst, e.Rebind(a.view(), b.view(), e.scale_)), alpha, beta);
+}
+
+}  // namespace cuda_blas
+
+namespace expr {
+
+// dst = / += / -= [alpha *] dot(a, b) on the GPU.
+template <typename Saver, int dim, typename DType, typename TA, typename TB, bool lt, bool rt>
+inline void EvalInto(Tensor<gpu, dim, DType> dst, const DotExp<TA, TB, lt, rt, DType>& e) {
+  if constexpr (check_product_assignment<Saver, gpu, dim, DotExp<TA, TB, lt, rt, DType>>::value) {
+    CheckProductDestination<Saver>(dst, e);
+    cuda_blas::ProductInto<Saver>(dst, e);
+  }
+}
+
+// dst = / += / -= [alpha *] batch_dot<ta, tb>(a, b) on the GPU.
+template <typename Saver, int dim, typename DType, typename TA, typename TB, bool lt, bool rt>
+inline void EvalInto(Tensor<gpu, dim, DType> dst, const BatchDotExp<TA, TB, lt, rt, DType>& e) {
+  if constexpr (check_product_assignment<Saver, gpu, dim, BatchDotExp<TA, TB, lt, rt, DType>>::value) {
+    CheckProductDestination<Saver>(dst, e);
+    cuda_blas::ProductInto<Saver>(dst, e);
+  }
+}
+
+}  // namespace expr
+}  // namespace tensorexpr

@@ -46,6 +46,14 @@ struct Stream<gpu> {
     if (blas_ != nullptr) ApplyMathMode();
   }
   bool tf32() const { return tf32_; }
+  // Destroys the cuBLAS handle (and the workspace it holds); the next blas_handle() creates a fresh one.
+  void ReleaseBlasHandle() {
+    if (blas_ != nullptr) {
+      cublasHandle_t h = blas_;
+      blas_ = nullptr;
+      TE_CUBLAS_CHECK(cublasDestroy(h));
+    }
+  }
 
   void Wait() { TE_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
   bool CheckIdle() {
@@ -61,7 +69,11 @@ struct Stream<gpu> {
 
  private:
   void ApplyMathMode() {
-    TE_CUBLAS_CHECK(cublasSetMathMode(blas_, tf32_ ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    // Reductions inside a gemm (split-K) keep the fp32 compute type even when the output is half/bf16;
+    // cuBLAS would otherwise sum partial products in the output type.
+    const int mode = (tf32_ ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH) |
+                     CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION;
+    TE_CUBLAS_CHECK(cublasSetMathMode(blas_, static_cast<cublasMath_t>(mode)));
   }
   cudaStream_t stream_ = nullptr;
   bool owns_ = false;

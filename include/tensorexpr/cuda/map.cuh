@@ -1,0 +1,205 @@
+// cuda/map.cuh — the GPU loop for one assignment: ONE kernel launch per `dst = e` (or +=, ...), the plan
+// passed by value as a kernel parameter, a grid-stride loop over the elements.
+//
+// The route is chosen at launch from what the operands allow, best first:
+//   kVector  elementwise (E::kFlat), everything contiguous, dst and every operand aligned to 16 bytes:
+//            16-byte loads and stores through Plan::EvalVec<N>, N = 16 / sizeof(DType), and a scalar tail;
+//   kFlat    elementwise and contiguous but not aligned: one flat index per element (Plan::EvalFlat);
+//   kRows2D  anything else (padded rows, non-elementwise nodes): Plan::Eval(y, x) over the (rows, last-dim)
+//            view of dst.
+// Each route has a 32-bit-index kernel, used when every index it computes fits in int32 (integer division
+// and address arithmetic are much cheaper), and a 64-bit one otherwise: the choice is made per launch,
+// never by a build flag. The grid is sized from the device's multiprocessors and the kernel's occupancy,
+// so there is no 65535-block limit and no grid larger than the GPU can hold at once.
+#pragma once
+#if !defined(__CUDACC__)
+#error "tensorexpr/cuda/map.cuh holds CUDA kernels: compile it with nvcc (a .cu file), or include tensorexpr/tensorexpr.h for the CPU only."
+#endif
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstdint>
+#include <type_traits>
+#include <cuda_runtime.h>
+#include "../tensor.h"
+#include "check.cuh"
+#include "device.cuh"
+#include "stream.cuh"
+
+namespace tensorexpr {
+namespace cuda {
+
+// Threads per block of the map kernels.
+constexpr int kMapBlock = 256;
+
+enum class MapPath { kVector, kFlat, kRows2D };
+
+inline const char* MapPathName(MapPath p) {
+  switch (p) {
+    case MapPath::kVector: return "vector";
+    case MapPath::kFlat: return "flat";
+    case MapPath::kRows2D: return "rows2d";
+  }
+  return "unknown";
+}
+
+// How one assignment is run: which kernel, with which index width, with how many lanes per vector.
+struct MapRoute {
+  MapPath path;
+  bool index32;
+  int lanes;
+};
+
+// Testing aid: forces the 64-bit-index kernels for every size, so that they can be checked without a
+// tensor of 2^31 elements. Process-wide; off by default.
+inline std::atomic<bool>& Force64BitIndexFlag() {
+  static std::atomic<bool> on{false};
+  return on;
+}
+inline void SetForce64BitIndex(bool on) { Force64BitIndexFlag().store(on); }
+
+// Elements per 16-byte vector, or 1 for types that do not divide 16 bytes.
+template <typename DType>
+constexpr int VectorLanes() {
+  return (sizeof(DType) <= 16 && 16 % sizeof(DType) == 0) ? static_cast<int>(16 / sizeof(DType)) : 1;
+}
+
+// The route MapPlan takes for `dst <saver> e` (exposed so that tests can check which kernel ran).
+template <int dim, typename DType, typename E>
+inline MapRoute ChooseMapRoute(const Tensor<gpu, dim, DType>& dst, const E& e) {
+  const Shape<2> s = dst.shape_.FlatTo2D();
+  const index_t n = s.Size();
+  MapRoute route{MapPath::kRows2D, true, 1};
+  if constexpr (E::kFlat) {
+    if (dst.CheckContiguous() && e.contiguous()) {
+      constexpr int lanes = VectorLanes<DType>();
+      if (lanes > 1 && dst.aligned_for(lanes) && e.aligned_for(lanes)) {
+        route.path = MapPath::kVector;
+        route.lanes = lanes;
+      } else {
+        route.path = MapPath::kFlat;
+      }
+    }
+  }
+  // The largest index the kernel forms: the element count, and for the 2-D route also y * stride + x.
+  const index_t largest = route.path == MapPath::kRows2D ? std::max(n, s[0] * dst.stride_) : n;
+  route.index32 = largest <= INT32_MAX && !Force64BitIndexFlag().load();
+  return route;
+}
+
+// ---- kernels ----------------------------------------------------------------------------------------
+// IndexT is uint32_t (when every index fits in int32: i + grid stride then stays below 2^32) or int64_t.
+
+template <typename Saver, typename DType, typename Plan, typename IndexT>
+__global__ void __launch_bounds__(kMapBlock) MapRows2DKernel(DType* out, IndexT stride, IndexT cols, IndexT n,
+                                                             Plan plan) {
+  const IndexT step = static_cast<IndexT>(gridDim.x) * blockDim.x;
+  for (IndexT i = static_cast<IndexT>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    const IndexT y = i / cols, x = i - y * cols;
+    Saver::template Save<DType>(out[y * stride + x], plan.Eval(static_cast<index_t>(y), static_cast<index_t>(x)));
+  }
+}
+
+template <typename Saver, typename DType, typename Plan, typename IndexT>
+__global__ void __launch_bounds__(kMapBlock) MapFlatKernel(DType* out, IndexT n, Plan plan) {
+  const IndexT step = static_cast<IndexT>(gridDim.x) * blockDim.x;
+  for (IndexT i = static_cast<IndexT>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    Saver::template Save<DType>(out[i], plan.EvalFlat(static_cast<index_t>(i)));
+  }
+}
+
+// Vector i covers elements [i * N, i * N + N); the n % N elements past the last whole vector are done
+// one each by the first threads of the grid.
+template <typename Saver, int N, typename DType, typename Plan, typename IndexT>
+__global__ void __launch_bounds__(kMapBlock) MapVectorKernel(DType* out, IndexT n, Plan plan) {
+  using V = expr::VecN<DType, N>;
+  V* vout = reinterpret_cast<V*>(out);
+  const IndexT nvec = n / N;
+  const IndexT first = static_cast<IndexT>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const IndexT step = static_cast<IndexT>(gridDim.x) * blockDim.x;
+  for (IndexT i = first; i < nvec; i += step) {
+    const V r = plan.template EvalVec<N>(static_cast<index_t>(i) * N);
+    if constexpr (std::is_same<Saver, sv::saveto>::value) {
+      vout[i] = r;  // a plain store: the old value is not read
+    } else {
+      V cur = vout[i];
+TE_UNROLL
+      for (int k = 0; k < N; ++k) Saver::template Save<DType>(cur.v[k], r.v[k]);
+      vout[i] = cur;
+    }
+  }
+  const IndexT t = nvec * N + first;
+  if (t < n) Saver::template Save<DType>(out[t], plan.EvalFlat(static_cast<index_t>(t)));
+}
+
+// Blocks of kMapBlock threads of `Kernel` resident per multiprocessor, asked once per device.
+template <auto Kernel>
+inline int MapBlocksPerSM(int dev) {
+  static std::atomic<int> cached[kMaxDevices];  // zero (= not asked yet): static storage starts zeroed
+  int blocks = cached[dev].load(std::memory_order_relaxed);
+  if (blocks == 0) {
+    TE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, Kernel, kMapBlock, 0));
+    blocks = std::max(blocks, 1);
+    cached[dev].store(blocks, std::memory_order_relaxed);
+  }
+  return blocks;
+}
+
+// Launches `Kernel` with enough blocks for `work` threads of work, but no more than fit on the GPU at
+// once (the grid-stride loop covers the rest).
+template <auto Kernel, typename... Args>
+inline void LaunchMap(index_t work, cudaStream_t stream, const char* name, Args... args) {
+  const int dev = CurrentDevice();
+  const DeviceInfo& info = GetDeviceInfo(dev);
+  const index_t wanted = (work + kMapBlock - 1) / kMapBlock;
+  const index_t resident = static_cast<index_t>(info.sm_count) * MapBlocksPerSM<Kernel>(dev);
+  const unsigned grid = static_cast<unsigned>(std::max<index_t>(1, std::min(wanted, resident)));
+  Kernel<<<grid, kMapBlock, 0, stream>>>(args...);
+  TE_CUDA_CHECK_LAUNCH(name);
+}
+
+template <typename Saver, typename DType, typename Plan, typename IndexT, typename E>
+inline void RunMap(const MapRoute& route, DType* out, const Shape<2>& s, index_t stride, const Plan& plan,
+                   cudaStream_t stream) {
+  const IndexT n = static_cast<IndexT>(s.Size());
+  if (route.path == MapPath::kVector) {
+    if constexpr (E::kFlat && VectorLanes<DType>() > 1) {
+      constexpr int N = VectorLanes<DType>();
+      LaunchMap<&MapVectorKernel<Saver, N, DType, Plan, IndexT>>(std::max<index_t>(s.Size() / N, 1), stream,
+                                                                  "tensorexpr map kernel (vector route)", out, n, plan);
+      return;
+    }
+  } else if (route.path == MapPath::kFlat) {
+    if constexpr (E::kFlat) {
+      LaunchMap<&MapFlatKernel<Saver, DType, Plan, IndexT>>(s.Size(), stream, "tensorexpr map kernel (flat route)", out,
+                                                            n, plan);
+      return;
+    }
+  }
+  LaunchMap<&MapRows2DKernel<Saver, DType, Plan, IndexT>>(s.Size(), stream, "tensorexpr map kernel (rows2d route)",
+                                                          out, static_cast<IndexT>(stride), static_cast<IndexT>(s[1]),
+                                                          n, plan);
+}
+
+}  // namespace cuda
+
+// dst <Saver> e on the GPU, on dst's stream. Shapes were checked by EvalInto (assign.h).
+template <typename Saver, int dim, typename DType, typename E>
+inline void MapPlan(Tensor<gpu, dim, DType> dst, const E& e) {
+  const Shape<2> s = dst.shape_.FlatTo2D();
+  if (s.Size() == 0) return;
+  using Plan = decltype(e.plan());
+  static_assert(std::is_trivially_copyable<Plan>::value,
+                "an expression's Plan is passed by value to a CUDA kernel, so it must be trivially copyable: hold "
+                "child plans and plain numbers, never std:: containers or references");
+  const Plan plan = e.plan();
+  const cuda::MapRoute route = cuda::ChooseMapRoute(dst, e);
+  const cudaStream_t stream = Stream<gpu>::GetStream(dst.stream_);
+  if (route.index32) {
+    cuda::RunMap<Saver, DType, Plan, uint32_t, E>(route, dst.dptr_, s, dst.stride_, plan, stream);
+  } else {
+    cuda::RunMap<Saver, DType, Plan, int64_t, E>(route, dst.dptr_, s, dst.stride_, plan, stream);
+  }
+}
+
+}  // namespace tensorexpr

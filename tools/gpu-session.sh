@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# What the lead runs on the GPU machine in one call (see DEVELOPERS notes): build with CUDA, run the GPU
+# suite, compute-sanitizer memcheck over it and racecheck over the reductions, then the benchmarks.
+#   STEPS="build test sanitize bench" bash tools/gpu-session.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+[ -f .gpu/use-debs.sh ] && source .gpu/use-debs.sh
+out=${OUT:-/tmp/te-out}
+mkdir -p "$out"
+steps=${STEPS:-build test sanitize bench}
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$out/device.txt"
+has() { [[ " $steps " == *" $1 "* ]]; }
+if has build; then
+  meson setup build-gpu -Dcuda=enabled >"$out/setup.log" 2>&1 || { tail -30 "$out/setup.log"; exit 1; }
+  time ninja -C build-gpu -j16 >"$out/build.log" 2>&1 || { grep -E 'error|FAILED' "$out/build.log" | head -40; exit 1; }
+fi
+if has test; then
+  ./build-gpu/tests/gpu/tensorexpr_gpu_tests "[gpu]" 2>&1 | tee "$out/gpu-tests.log" | tail -40
+  ./build-gpu/tests/tensorexpr_tests "[cpu]" 2>&1 | tail -3
+fi
+if has sanitize; then
+  compute-sanitizer --tool memcheck --error-exitcode 1 ./build-gpu/tests/gpu/tensorexpr_gpu_tests "[gpu]" \
+    >"$out/memcheck.log" 2>&1; echo "memcheck exit $?"; tail -4 "$out/memcheck.log"
+  compute-sanitizer --tool racecheck --error-exitcode 1 ./build-gpu/tests/gpu/tensorexpr_gpu_tests "[gpu][reduce]" \
+    >"$out/racecheck.log" 2>&1; echo "racecheck exit $?"; tail -4 "$out/racecheck.log"
+fi
+if has bench; then
+  for b in build-gpu/bench/bandwidth build-gpu/bench/conv_bench; do
+    [ -x "$b" ] && (cd bench && "../$b") 2>&1 | tee "$out/$(basename "$b").log" | tail -40
+  done
+fi
