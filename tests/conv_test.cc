@@ -1,0 +1,768 @@
+// conv_test.cc — ops/convolution.h against a naive float64 direct convolution on fresh random inputs:
+// 1-D / 2-D / 3-D, groups (incl. depthwise), strides, padding (explicit, asymmetric, SAME, VALID),
+// dilation, kernels 1/3/5/7 and non-square, batch 1 and > 1, unbatched input, padded-row views, every req,
+// every dtype; finite-difference gradient checks; chunked vs folded workspace; the workspace resource;
+// shape / cost inference; and the errors bad parameters raise.
+#include "test_util.h"
+#include "../ops/convolution.h"
+
+namespace {
+using namespace te_test;
+using tensorexpr::ops::ConvolutionParam;
+using tensorexpr::ops::ConvPadding;
+using Vec = std::vector<index_t>;
+
+// ---- the float64 reference, written from the definition ------------------------------------------------
+// All shapes are taken as 3-D spatial with leading extents of 1; pb / pe are the padding per side.
+struct RefConv {
+  index_t N, C, K, G;
+  index_t in[3], out[3], k[3], s[3], d[3], pb[3];
+  index_t Cg() const { return C / G; }
+  index_t Kg() const { return K / G; }
+  index_t X(index_t n, index_t c, index_t z, index_t y, index_t x) const {
+    return (((n * C + c) * in[0] + z) * in[1] + y) * in[2] + x;
+  }
+  index_t Y(index_t n, index_t f, index_t z, index_t y, index_t x) const {
+    return (((n * K + f) * out[0] + z) * out[1] + y) * out[2] + x;
+  }
+  index_t Wt(index_t f, index_t c, index_t z, index_t y, index_t x) const {
+    return (((f * Cg() + c) * k[0] + z) * k[1] + y) * k[2] + x;
+  }
+  // Calls f(y_index, x_index, w_index) for every (output, input, weight) triple that meets.
+  template <typename F>
+  void ForEachTap(F f) const {
+    for (index_t n = 0; n < N; ++n)
+      for (index_t o = 0; o < K; ++o)
+        for (index_t oz = 0; oz < out[0]; ++oz)
+          for (index_t oy = 0; oy < out[1]; ++oy)
+            for (index_t ox = 0; ox < out[2]; ++ox)
+              for (index_t c = 0; c < Cg(); ++c)
+                for (index_t kz = 0; kz < k[0]; ++kz)
+                  for (index_t ky = 0; ky < k[1]; ++ky)
+                    for (index_t kx = 0; kx < k[2]; ++kx) {
+                      const index_t z = oz * s[0] - pb[0] + kz * d[0], y = oy * s[1] - pb[1] + ky * d[1],
+                                    x = ox * s[2] - pb[2] + kx * d[2];
+                      if (z < 0 || z >= in[0] || y < 0 || y >= in[1] || x < 0 || x >= in[2]) continue;
+                      f(Y(n, o, oz, oy, ox), X(n, (o / Kg()) * Cg() + c, z, y, x), Wt(o, c, kz, ky, kx));
+                    }
+  }
+};
+
+// The reference's view of a case: data shape, kernel, stride, dilation and the padding per side
+// (given by hand, so that SAME / VALID are checked against numbers computed outside the library).
+RefConv MakeRef(const Vec& dshape, bool batched, const Vec& kernel, Vec stride, Vec dilate, const Vec& pb,
+                const Vec& pe, index_t K, index_t G) {
+  const size_t nd = kernel.size(), off = 3 - nd, first = batched ? 2 : 1;
+  if (stride.empty()) stride = Vec(nd, 1);
+  if (dilate.empty()) dilate = Vec(nd, 1);
+  RefConv r;
+  r.N = batched ? dshape[0] : 1;
+  r.C = dshape[first - 1];
+  r.K = K;
+  r.G = G;
+  for (int i = 0; i < 3; ++i) r.in[i] = r.out[i] = r.k[i] = r.s[i] = r.d[i] = 1, r.pb[i] = 0;
+  for (size_t i = 0; i < nd; ++i) {
+    r.in[off + i] = dshape[first + i];
+    r.k[off + i] = kernel[i];
+    r.s[off + i] = stride[i];
+    r.d[off + i] = dilate[i];
+    r.pb[off + i] = pb[i];
+    r.out[off + i] = (dshape[first + i] + pb[i] + pe[i] - ((kernel[i] - 1) * dilate[i] + 1)) / stride[i] + 1;
+  }
+  return r;
+}
+
+// Element of a host tensor as double, exactly (test_util's At() goes through float, which would hide
+// double-precision errors).
+template <int dim, typename DType>
+double AtExact(const Tensor<cpu, dim, DType>& t, const Shape<dim>& idx) {
+  index_t row = 0;
+  for (int i = 0; i + 1 < dim; ++i) row = row * t.shape_[i] + idx[i];
+  return AsDouble(t.dptr_[row * t.stride_ + idx[dim - 1]]);
+}
+template <int dim, typename DType>
+std::vector<double> ToVec(const Tensor<cpu, dim, DType>& t) {
+  std::vector<double> v;
+  v.reserve(static_cast<size_t>(t.shape_.Size()));
+  ForEachIndex(t.shape_, [&](const Shape<dim>& idx) { v.push_back(AtExact(t, idx)); });
+  return v;
+}
+// CheckAll with the exact accessor: every element within rtol * max(1, |ref|).
+template <int dim, typename DType, typename Ref>
+void CheckClose(const Tensor<cpu, dim, DType>& got, Ref ref, double rtol, const char* what) {
+  index_t bad = 0;
+  std::string first;
+  ForEachIndex(got.shape_, [&](const Shape<dim>& idx) {
+    const double g = AtExact(got, idx), r = ref(idx);
+    if (!(std::fabs(g - r) <= rtol * std::max(1.0, std::fabs(r)))) {
+      if (bad++ == 0) {
+        std::ostringstream os;
+        os.precision(17);
+        os << what << " first mismatch at " << idx << ": got " << g << ", expected " << r;
+        first = os.str();
+      }
+    }
+  });
+  INFO(first);
+  INFO("mismatches: " << bad << " of " << got.shape_.Size() << " (shape " << got.shape_ << ")");
+  CHECK(bad == 0);
+}
+template <int dim>
+index_t FlatIndex(const Shape<dim>& shape, const Shape<dim>& idx) {
+  index_t f = 0;
+  for (int i = 0; i < dim; ++i) f = f * shape[i] + idx[i];
+  return f;
+}
+template <int dim>
+Shape<dim> ToShape(const Vec& v) {
+  Shape<dim> s;
+  REQUIRE(v.size() == size_t(dim));
+  for (int i = 0; i < dim; ++i) s[i] = v[i];
+  return s;
+}
+
+// A device tensor holding `h`, with padded rows when asked (a strided view for the op to read / write).
+template <typename Device, int dim, typename DType>
+TensorContainer<Device, dim, DType> DeviceCopy(const Tensor<cpu, dim, DType>& h, Stream<Device>* s, bool pad) {
+  TensorContainer<Device, dim, DType> d(pad);
+  d.set_stream(s);
+  d.Resize(h.shape_);
+  Copy(d.view(), h, s);
+  Sync(s);
+  return d;
+}
+
+// One case in full: what the op is asked and what the reference expects.
+struct Case {
+  Vec data;                  // data shape (batched or not)
+  bool batched = true;
+  ConvolutionParam param;
+  Vec ref_pb, ref_pe;        // padding per side for the reference
+  bool padded_rows = false;  // give the data and its gradient padded rows
+};
+
+Case MakeCase(Vec data, Vec kernel, Vec stride, Vec pad, Vec dilate, index_t K, index_t G, bool bias,
+              bool batched = true) {
+  Case c;
+  c.data = data;
+  c.batched = batched;
+  c.param.kernel = kernel;
+  c.param.stride = stride;
+  c.param.pad = pad;
+  c.param.dilate = dilate;
+  c.param.num_filter = K;
+  c.param.num_group = G;
+  c.param.no_bias = !bias;
+  c.ref_pb = pad.empty() ? Vec(kernel.size(), 0) : pad;
+  c.ref_pe = c.ref_pb;
+  return c;
+}
+
+template <typename DType>
+double ConvTol(index_t terms) {
+  // Sums of `terms` products of values in [-1, 1]: the error grows like sqrt(terms) ulps of the sum.
+  return Tol<DType>() * std::max(1.0, std::sqrt(double(terms)) / 2);
+}
+
+struct Reqs {
+  OpReqType fwd = kWriteTo, data = kWriteTo, weight = kWriteTo, bias = kWriteTo;
+};
+
+// Fills the host output with random values (kAddTo) or poison (otherwise), and returns what it holds.
+template <int dim, typename DType>
+std::vector<double> Prefill(Tensor<cpu, dim, DType> t, OpReqType req) {
+  if (req == kAddTo) FillRandom(t); else Poison(t);
+  return ToVec(t);
+}
+
+// The expected value of an output given its prefill, the reference result and the req.
+inline double Expect(OpReqType req, double before, double ref) {
+  return req == kNullOp ? before : (req == kAddTo ? before + ref : ref);
+}
+
+template <typename Device, typename DType, int ddim, int wdim>
+void RunCase(Stream<Device>* stream, const Case& cs, Reqs reqs) {
+  const ConvolutionParam& p = cs.param;
+  const RefConv r = MakeRef(cs.data, cs.batched, p.kernel, p.stride, p.dilate, cs.ref_pb, cs.ref_pe, p.num_filter,
+                            p.num_group);
+  const auto shapes = ops::InferConvShapes(p, cs.data);
+  // The library's shapes against the reference's.
+  Vec want_out;
+  if (cs.batched) want_out.push_back(r.N);
+  want_out.push_back(r.K);
+  for (size_t i = 0; i < p.kernel.size(); ++i) want_out.push_back(r.out[3 - p.kernel.size() + i]);
+  REQUIRE(shapes.out == want_out);
+  Vec want_w = {r.K, r.Cg()};
+  for (index_t k : p.kernel) want_w.push_back(k);
+  REQUIRE(shapes.weight == want_w);
+  REQUIRE(shapes.bias == (p.no_bias ? Vec{} : Vec{r.K}));
+
+  const Shape<ddim> xs = ToShape<ddim>(cs.data), ys = ToShape<ddim>(shapes.out);
+  const Shape<wdim> ws = ToShape<wdim>(shapes.weight);
+  TensorContainer<cpu, ddim, DType> xh(xs), yh(ys), dyh(ys), dxh(xs);
+  TensorContainer<cpu, wdim, DType> wh(ws), dwh(ws);
+  TensorContainer<cpu, 1, DType> bh(Shape1(r.K)), dbh(Shape1(r.K));
+  FillRandom(xh.view());
+  FillRandom(wh.view());
+  FillRandom(bh.view());
+  FillRandom(dyh.view());
+  const std::vector<double> x = ToVec(xh.view()), w = ToVec(wh.view()), b = ToVec(bh.view()),
+                            dy = ToVec(dyh.view());
+  const std::vector<double> y0 = Prefill(yh.view(), reqs.fwd), dx0 = Prefill(dxh.view(), reqs.data),
+                            dw0 = Prefill(dwh.view(), reqs.weight), db0 = Prefill(dbh.view(), reqs.bias);
+
+  // Reference forward and backward in double.
+  std::vector<double> y(y0.size(), 0.0), dx(x.size(), 0.0), dw(w.size(), 0.0), db(b.size(), 0.0);
+  r.ForEachTap([&](index_t yi, index_t xi, index_t wi) {
+    y[yi] += w[wi] * x[xi];
+    dx[xi] += w[wi] * dy[yi];
+    dw[wi] += dy[yi] * x[xi];
+  });
+  const index_t P = r.out[0] * r.out[1] * r.out[2];
+  for (size_t i = 0; i < y.size(); ++i) {
+    const index_t f = (index_t(i) / P) % r.K;
+    if (!p.no_bias) y[i] += b[f];
+    db[f] += dy[i];
+  }
+
+  auto xd = DeviceCopy<Device>(xh.view(), stream, cs.padded_rows);
+  auto dxd = DeviceCopy<Device>(dxh.view(), stream, cs.padded_rows);
+  auto yd = DeviceCopy<Device>(yh.view(), stream, false);
+  auto dyd = DeviceCopy<Device>(dyh.view(), stream, false);
+  auto wd = DeviceCopy<Device>(wh.view(), stream, false);
+  auto dwd = DeviceCopy<Device>(dwh.view(), stream, false);
+  auto bd = DeviceCopy<Device>(bh.view(), stream, false);
+  auto dbd = DeviceCopy<Device>(dbh.view(), stream, false);
+
+  ops::ConvolutionForward(p, xd.view(), wd.view(), bd.view(), reqs.fwd, yd.view());
+  ops::ConvolutionBackward(p, dyd.view(), xd.view(), wd.view(), reqs.data, dxd.view(), reqs.weight, dwd.view(),
+                           reqs.bias, dbd.view());
+
+  const index_t taps = r.Cg() * r.k[0] * r.k[1] * r.k[2];
+  INFO("data " << xs << " weight " << ws << " out " << ys << " group " << r.G << " reqs fwd/data/weight/bias "
+               << OpReqName(reqs.fwd) << "/" << OpReqName(reqs.data) << "/" << OpReqName(reqs.weight) << "/"
+               << OpReqName(reqs.bias) << " dtype " << DataType<DType>::name());
+  CheckClose(ToHost(yd.view()).view(), [&](const Shape<ddim>& i) {
+    const index_t f = FlatIndex(ys, i);
+    return Expect(reqs.fwd, y0[f], y[f]);
+  }, ConvTol<DType>(taps), "forward");
+  CheckClose(ToHost(dxd.view()).view(), [&](const Shape<ddim>& i) {
+    const index_t f = FlatIndex(xs, i);
+    return Expect(reqs.data, dx0[f], dx[f]);
+  }, ConvTol<DType>(r.Kg() * r.k[0] * r.k[1] * r.k[2]), "data grad");
+  CheckClose(ToHost(dwd.view()).view(), [&](const Shape<wdim>& i) {
+    const index_t f = FlatIndex(ws, i);
+    return Expect(reqs.weight, dw0[f], dw[f]);
+  }, ConvTol<DType>(r.N * P), "weight grad");
+  // With no_bias the bias gradient is never touched, whatever its req.
+  const OpReqType bias_req = p.no_bias ? kNullOp : reqs.bias;
+  CheckClose(ToHost(dbd.view()).view(), [&](const Shape<1>& i) { return Expect(bias_req, db0[i[0]], db[i[0]]); },
+           ConvTol<DType>(r.N * P), "bias grad");
+}
+
+// The req patterns each grid case cycles through (the case index picks one), so that every req meets
+// every kind of geometry somewhere without running the whole product.
+Reqs ReqPattern(size_t i) {
+  static const Reqs patterns[] = {
+      {kWriteTo, kWriteTo, kWriteTo, kWriteTo},   {kAddTo, kAddTo, kAddTo, kAddTo},
+      {kWriteInplace, kWriteTo, kAddTo, kNullOp}, {kNullOp, kAddTo, kNullOp, kWriteTo},
+      {kWriteTo, kNullOp, kWriteTo, kAddTo},      {kAddTo, kWriteInplace, kWriteInplace, kWriteInplace},
+  };
+  return patterns[i % (sizeof(patterns) / sizeof(patterns[0]))];
+}
+
+// 2-D cases: groups, depthwise, strides, pads, dilations, kernel sizes, odd sizes, pointwise.
+std::vector<Case> Grid2D() {
+  std::vector<Case> v;
+  v.push_back(MakeCase({2, 3, 7, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 4, 1, true));
+  v.push_back(MakeCase({1, 4, 10, 11}, {3, 3}, {2, 2}, {0, 0}, {1, 1}, 6, 2, false));
+  v.push_back(MakeCase({2, 4, 9, 8}, {3, 3}, {1, 1}, {1, 1}, {2, 2}, 4, 4, true));    // depthwise, dilated
+  v.push_back(MakeCase({3, 2, 13, 12}, {5, 5}, {3, 3}, {2, 2}, {1, 1}, 3, 1, true));
+  v.push_back(MakeCase({1, 3, 15, 14}, {7, 7}, {2, 2}, {2, 1}, {1, 1}, 2, 1, false));
+  v.push_back(MakeCase({3, 5, 4, 6}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, 7, 1, true));    // pointwise: direct gemm
+  v.push_back(MakeCase({2, 6, 5, 3}, {1, 1}, {}, {}, {}, 4, 2, true));                // pointwise, grouped
+  v.push_back(MakeCase({2, 4, 7, 5}, {1, 1}, {2, 2}, {0, 0}, {1, 1}, 3, 1, true));    // 1x1 stride 2: im2col
+  v.push_back(MakeCase({2, 2, 9, 11}, {2, 4}, {1, 2}, {0, 1}, {2, 1}, 3, 1, true));   // non-square
+  v.push_back(MakeCase({2, 3, 1, 17}, {1, 3}, {1, 1}, {0, 1}, {1, 1}, 2, 1, true));   // H = 1
+  v.push_back(MakeCase({1, 2, 6, 6}, {3, 3}, {3, 3}, {2, 2}, {2, 2}, 2, 1, true));    // stride 3, pad 2, dil 2
+  v.push_back(MakeCase({3, 6, 5, 7}, {3, 3}, {1, 2}, {1, 0}, {1, 1}, 6, 3, true));    // 3 groups
+  v.push_back(MakeCase({3, 4, 6, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 8, 4, false));   // multiplier 2 per group
+  return v;
+}
+
+std::vector<Case> Grid1D() {
+  std::vector<Case> v;
+  v.push_back(MakeCase({2, 3, 17}, {3}, {2}, {1}, {2}, 5, 1, true));
+  v.push_back(MakeCase({1, 4, 9}, {5}, {1}, {2}, {1}, 4, 2, false));
+  v.push_back(MakeCase({3, 2, 8}, {1}, {1}, {0}, {1}, 3, 1, true));  // pointwise 1-D
+  v.push_back(MakeCase({2, 3, 1}, {1}, {3}, {0}, {1}, 2, 1, true));  // width 1
+  return v;
+}
+
+std::vector<Case> Grid3D() {
+  std::vector<Case> v;
+  v.push_back(MakeCase({2, 2, 5, 6, 7}, {3, 2, 3}, {1, 2, 1}, {1, 0, 1}, {1, 1, 1}, 3, 1, true));
+  v.push_back(MakeCase({1, 4, 5, 5, 5}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, 4, 2, false));
+  v.push_back(MakeCase({2, 3, 4, 6, 5}, {2, 2, 2}, {1, 1, 1}, {0, 1, 1}, {2, 1, 2}, 3, 3, true));  // depthwise
+  v.push_back(MakeCase({1, 3, 3, 4, 5}, {1, 1, 1}, {}, {}, {}, 2, 1, true));                       // pointwise 3-D
+  return v;
+}
+
+template <typename Device, typename DType>
+void RunGrid(Stream<Device>* stream, size_t seed_offset) {
+  const auto g2 = Grid2D(), g1 = Grid1D(), g3 = Grid3D();
+  for (size_t i = 0; i < g2.size(); ++i) {
+    Case c = g2[i];
+    c.padded_rows = (i % 3 == 1);
+    RunCase<Device, DType, 4, 4>(stream, c, ReqPattern(i + seed_offset));
+  }
+  for (size_t i = 0; i < g1.size(); ++i) {
+    Case c = g1[i];
+    c.padded_rows = (i % 2 == 0);
+    RunCase<Device, DType, 3, 3>(stream, c, ReqPattern(i + seed_offset + 2));
+  }
+  for (size_t i = 0; i < g3.size(); ++i) {
+    Case c = g3[i];
+    c.padded_rows = (i % 2 == 1);
+    RunCase<Device, DType, 5, 5>(stream, c, ReqPattern(i + seed_offset + 4));
+  }
+}
+
+}  // namespace
+
+TE_DEVICE_TEST_CASE("convolution float matches the float64 reference over the grid", "[conv]") {
+  RunGrid<Device, float>(stream, 0);
+}
+
+TE_DEVICE_TEST_CASE("convolution double matches the float64 reference over the grid", "[conv]") {
+  RunGrid<Device, double>(stream, 3);
+}
+
+TE_DEVICE_TEST_CASE("convolution every req on one geometry", "[conv]") {
+  const Case c = MakeCase({2, 4, 7, 6}, {3, 3}, {2, 1}, {1, 2}, {1, 1}, 6, 2, true);
+  for (OpReqType req : {kNullOp, kWriteTo, kWriteInplace, kAddTo}) {
+    RunCase<Device, float, 4, 4>(stream, c, Reqs{req, req, req, req});
+    // Each gradient skipped alone while the others run.
+    RunCase<Device, float, 4, 4>(stream, c, Reqs{req, kNullOp, req, req});
+    RunCase<Device, float, 4, 4>(stream, c, Reqs{req, req, kNullOp, req});
+    RunCase<Device, float, 4, 4>(stream, c, Reqs{req, req, req, kNullOp});
+  }
+}
+
+TE_DEVICE_TEST_CASE("convolution half and bf16 accumulate in float", "[conv]") {
+  const std::vector<Case> cases = {
+      MakeCase({2, 4, 9, 8}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 6, 2, true),
+      MakeCase({2, 5, 6, 7}, {1, 1}, {}, {}, {}, 3, 1, true),
+      MakeCase({1, 3, 11, 10}, {5, 5}, {2, 2}, {2, 2}, {1, 1}, 4, 1, false),
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    RunCase<Device, half_t, 4, 4>(stream, cases[i], ReqPattern(i));
+    RunCase<Device, bf16_t, 4, 4>(stream, cases[i], ReqPattern(i + 1));
+  }
+  RunCase<Device, half_t, 5, 5>(stream, Grid3D()[0], ReqPattern(1));
+  RunCase<Device, bf16_t, 3, 3>(stream, Grid1D()[0], ReqPattern(0));
+}
+
+TE_DEVICE_TEST_CASE("convolution SAME, VALID and asymmetric explicit padding", "[conv]") {
+  // SAME: output = ceil(in / stride); total padding (out - 1) * stride + span - in, the odd pixel after.
+  // H: in 8, k 4, s 2 -> out 4, total 2*3 + 4 - 8 = 2 -> (1, 1).  W: in 7, k 3, s 2 -> out 4, total 2 -> (1, 1).
+  {
+    Case c = MakeCase({2, 3, 8, 7}, {4, 3}, {2, 2}, {}, {1, 1}, 4, 1, true);
+    c.param.padding = ConvPadding::kSame;
+    c.ref_pb = {1, 1};
+    c.ref_pe = {1, 1};
+    RunCase<Device, float, 4, 4>(stream, c, ReqPattern(0));
+  }
+  // H: in 9, k 4, s 1 -> out 9, total 3 -> (1, 2).  W: in 10, k 3 dilated 2 (span 5), s 3 -> out 4,
+  // total 3*3 + 5 - 10 = 4 -> (2, 2).
+  {
+    Case c = MakeCase({1, 2, 9, 10}, {4, 3}, {1, 3}, {}, {1, 2}, 3, 1, true);
+    c.param.padding = ConvPadding::kSame;
+    c.ref_pb = {1, 2};
+    c.ref_pe = {2, 2};
+    RunCase<Device, float, 4, 4>(stream, c, ReqPattern(1));
+    RunCase<Device, double, 4, 4>(stream, c, ReqPattern(2));
+  }
+  // SAME in 3-D, asymmetric in depth: in 6, k 2, s 1 -> total 1 -> (0, 1).
+  {
+    Case c = MakeCase({1, 2, 6, 5, 4}, {2, 3, 3}, {1, 1, 1}, {}, {1, 1, 1}, 2, 1, true);
+    c.param.padding = ConvPadding::kSame;
+    c.ref_pb = {0, 1, 1};
+    c.ref_pe = {1, 1, 1};
+    RunCase<Device, double, 5, 5>(stream, c, ReqPattern(3));
+  }
+  // VALID ignores padding: out = (in - span) / stride + 1.
+  {
+    Case c = MakeCase({2, 2, 9, 8}, {3, 2}, {2, 1}, {}, {1, 1}, 3, 1, true);
+    c.param.padding = ConvPadding::kValid;
+    c.ref_pb = {0, 0};
+    c.ref_pe = {0, 0};
+    RunCase<Device, float, 4, 4>(stream, c, ReqPattern(4));
+  }
+  // Explicit asymmetric padding through pad_end.
+  {
+    Case c = MakeCase({2, 3, 7, 6}, {3, 3}, {2, 1}, {0, 2}, {1, 1}, 2, 1, true);
+    c.param.pad_end = {2, 1};
+    c.ref_pe = {2, 1};
+    RunCase<Device, float, 4, 4>(stream, c, ReqPattern(5));
+  }
+}
+
+TE_DEVICE_TEST_CASE("convolution accepts an unbatched input as N = 1", "[conv]") {
+  Case c = MakeCase({3, 7, 8}, {3, 3}, {1, 2}, {1, 1}, {1, 1}, 4, 1, true, false);
+  REQUIRE(ops::InferConvShapes(c.param, c.data).out == Vec{4, 7, 4});
+  RunCase<Device, float, 3, 4>(stream, c, ReqPattern(0));
+  RunCase<Device, float, 3, 4>(stream, c, ReqPattern(1));
+  Case c1 = MakeCase({2, 9}, {3}, {2}, {1}, {1}, 3, 1, true, false);  // unbatched 1-D (C, W)
+  RunCase<Device, double, 2, 3>(stream, c1, ReqPattern(2));
+}
+
+TE_DEVICE_TEST_CASE("convolution with an empty batch writes zero gradients", "[conv]") {
+  Case c = MakeCase({0, 3, 5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 2, 1, true);
+  RunCase<Device, float, 4, 4>(stream, c, Reqs{kWriteTo, kWriteTo, kWriteTo, kWriteTo});
+  RunCase<Device, float, 4, 4>(stream, c, Reqs{kAddTo, kAddTo, kAddTo, kAddTo});
+}
+
+// ---- chunked vs folded workspace -------------------------------------------------------------------------
+TE_DEVICE_TEST_CASE("convolution gives the same result under every workspace cap", "[conv][workspace]") {
+  // The column matrix of one image: 3*3*3 rows x 6*5 positions = 810 doubles = 6480 bytes.
+  ConvolutionParam p;
+  p.kernel = {3, 3};
+  p.stride = {2, 1};
+  p.pad = {1, 1};
+  p.num_filter = 4;
+  p.num_group = 1;
+  const Vec dshape = {5, 3, 11, 5};
+  const double MB = 1048576.0;
+  const ops::ConvGeometry geom = ops::MakeConvGeometry(p, dshape);
+  REQUIRE(geom.ColRows() == 27);
+  REQUIRE(geom.OutSize() == 30);
+  struct CapCase {
+    double cap_mb;
+    index_t images, positions;
+  };
+  const CapCase caps[] = {
+      {1024.0, 5, 30},                // everything folded into one chunk
+      {810.0 * 2 * 8 / MB, 2, 30},    // two images per chunk (5 = 2 + 2 + 1)
+      {810.0 * 8 / MB, 1, 30},        // one image per chunk
+      {27.0 * 7 * 8 / MB, 1, 7},      // positions of one image split into chunks of 7
+      {0.0, 1, 1},                    // no cap at all: one column at a time
+  };
+  TensorContainer<cpu, 4, double> xh(ToShape<4>(dshape)), dyh(Shape4(5, 4, 6, 5));
+  TensorContainer<cpu, 4, double> wh(Shape4(4, 3, 3, 3));
+  TensorContainer<cpu, 1, double> bh(Shape1(4));
+  FillRandom(xh.view());
+  FillRandom(dyh.view());
+  FillRandom(wh.view());
+  FillRandom(bh.view());
+  auto xd = DeviceCopy<Device>(xh.view(), stream, false);
+  auto dyd = DeviceCopy<Device>(dyh.view(), stream, false);
+  auto wd = DeviceCopy<Device>(wh.view(), stream, false);
+  auto bd = DeviceCopy<Device>(bh.view(), stream, false);
+  std::vector<double> y_first, dx_first, dw_first, db_first;
+  for (const CapCase& cc : caps) {
+    p.workspace = cc.cap_mb;
+    const ops::ConvWorkPlan plan = ops::PlanConvWork(geom, sizeof(double), p.workspace, true);
+    INFO("cap " << cc.cap_mb << " MB");
+    CHECK(plan.images == cc.images);
+    CHECK(plan.positions == cc.positions);
+    CHECK(ops::ConvolutionWorkspaceBytes(p, dshape, sizeof(double)) ==
+          size_t(cc.images * 27 * cc.positions * sizeof(double)));
+    TensorContainer<Device, 4, double> yd, dxd, dwd;
+    TensorContainer<Device, 1, double> dbd;
+    for (auto* t : {&yd, &dxd}) t->set_stream(stream);
+    yd.Resize(Shape4(5, 4, 6, 5));
+    dxd.Resize(ToShape<4>(dshape));
+    dwd.set_stream(stream);
+    dwd.Resize(Shape4(4, 3, 3, 3));
+    dbd.set_stream(stream);
+    dbd.Resize(Shape1(4));
+    ops::ConvolutionForward(p, xd.view(), wd.view(), bd.view(), kWriteTo, yd.view());
+    ops::ConvolutionBackward(p, dyd.view(), xd.view(), wd.view(), kWriteTo, dxd.view(), kWriteTo, dwd.view(),
+                             kWriteTo, dbd.view());
+    const auto y = ToVec(ToHost(yd.view()).view()), dx = ToVec(ToHost(dxd.view()).view()),
+               dw = ToVec(ToHost(dwd.view()).view()), db = ToVec(ToHost(dbd.view()).view());
+    if (y_first.empty()) {
+      y_first = y, dx_first = dx, dw_first = dw, db_first = db;
+      continue;
+    }
+    auto same = [](const std::vector<double>& a, const std::vector<double>& b) {
+      if (a.size() != b.size()) return false;
+      for (size_t i = 0; i < a.size(); ++i)
+        if (std::fabs(a[i] - b[i]) > 1e-12 * std::max(1.0, std::fabs(a[i]))) return false;
+      return true;
+    };
+    CHECK(same(y, y_first));
+    CHECK(same(dx, dx_first));
+    CHECK(same(dw, dw_first));
+    CHECK(same(db, db_first));
+  }
+  // And the folded run against the reference (the others equal it).
+  Case c;
+  c.data = dshape;
+  c.param = p;
+  c.param.workspace = 1024.0;
+  c.ref_pb = {1, 1};
+  c.ref_pe = {1, 1};
+  RunCase<Device, double, 4, 4>(stream, c, Reqs{});
+  c.param.workspace = 27.0 * 7 * 8 / MB;
+  RunCase<Device, double, 4, 4>(stream, c, ReqPattern(1));
+}
+
+// ---- finite differences ------------------------------------------------------------------------------------
+// L(x, W, b) = sum(conv(x, W, b) * R): its gradients are the backward pass with dY = R.
+TE_DEVICE_TEST_CASE("convolution gradients match finite differences in double", "[conv][grad]") {
+  const std::vector<Case> cases = {
+      MakeCase({2, 4, 6, 5}, {3, 3}, {2, 1}, {1, 1}, {1, 2}, 4, 2, true),
+      MakeCase({2, 2, 9}, {3}, {1}, {2}, {2}, 3, 1, true),
+      MakeCase({1, 2, 4, 4, 5}, {2, 3, 2}, {1, 1, 2}, {1, 0, 1}, {1, 1, 1}, 2, 1, true),
+  };
+  for (const Case& cs : cases) {
+    const auto shapes = ops::InferConvShapes(cs.param, cs.data);
+    auto run = [&](auto dshape_tag) {
+      constexpr int dd = decltype(dshape_tag)::value;
+      const Shape<dd> xs = ToShape<dd>(cs.data), ys = ToShape<dd>(shapes.out);
+      const Shape<dd> ws = ToShape<dd>(shapes.weight);
+      TensorContainer<cpu, dd, double> xh(xs), rh(ys), wh(ws);
+      TensorContainer<cpu, 1, double> bh(Shape1(cs.param.num_filter));
+      FillRandom(xh.view());
+      FillRandom(rh.view());
+      FillRandom(wh.view());
+      FillRandom(bh.view());
+      auto xd = DeviceCopy<Device>(xh.view(), stream, false);
+      auto rd = DeviceCopy<Device>(rh.view(), stream, false);
+      auto wd = DeviceCopy<Device>(wh.view(), stream, false);
+      auto bd = DeviceCopy<Device>(bh.view(), stream, false);
+      TensorContainer<Device, dd, double> yd, dxd, dwd;
+      TensorContainer<Device, 1, double> dbd;
+      yd.set_stream(stream), dxd.set_stream(stream), dwd.set_stream(stream), dbd.set_stream(stream);
+      yd.Resize(ys), dxd.Resize(xs), dwd.Resize(ws), dbd.Resize(Shape1(cs.param.num_filter));
+      const std::vector<double> R = ToVec(rh.view());
+      auto loss = [&]() {
+        ops::ConvolutionForward(cs.param, xd.view(), wd.view(), bd.view(), kWriteTo, yd.view());
+        const auto y = ToVec(ToHost(yd.view()).view());
+        double l = 0;
+        for (size_t i = 0; i < y.size(); ++i) l += y[i] * R[i];
+        return l;
+      };
+      ops::ConvolutionBackward(cs.param, rd.view(), xd.view(), wd.view(), kWriteTo, dxd.view(), kWriteTo,
+                               dwd.view(), kWriteTo, dbd.view());
+      const auto gx = ToVec(ToHost(dxd.view()).view()), gw = ToVec(ToHost(dwd.view()).view()),
+                 gb = ToVec(ToHost(dbd.view()).view());
+      // Central differences on a sample of elements of each parameter (the host copy is perturbed and
+      // sent again, so the op always reads an untouched device tensor layout).
+      const double h = 1e-5;
+      auto check = [&](auto& host, auto& dev, const std::vector<double>& grad, const char* what) {
+        std::uniform_int_distribution<index_t> pick(0, host.shape_.Size() - 1);
+        for (int t = 0; t < 6; ++t) {
+          const index_t i = pick(Rng());
+          const double orig = host.dptr_[i];
+          host.dptr_[i] = orig + h;
+          Copy(dev.view(), host.view(), stream);
+          const double lp = loss();
+          host.dptr_[i] = orig - h;
+          Copy(dev.view(), host.view(), stream);
+          const double lm = loss();
+          host.dptr_[i] = orig;
+          Copy(dev.view(), host.view(), stream);
+          const double fd = (lp - lm) / (2 * h);
+          INFO(what << " element " << i << ": finite difference " << fd << " vs backward " << grad[i]);
+          CHECK(std::fabs(fd - grad[i]) <= 1e-6 * std::max(1.0, std::fabs(fd)));
+        }
+      };
+      check(xh, xd, gx, "data");
+      check(wh, wd, gw, "weight");
+      check(bh, bd, gb, "bias");
+    };
+    if (cs.data.size() == 4) run(std::integral_constant<int, 4>());
+    if (cs.data.size() == 3) run(std::integral_constant<int, 3>());
+    if (cs.data.size() == 5) run(std::integral_constant<int, 5>());
+  }
+}
+
+// ---- the workspace resource ------------------------------------------------------------------------------
+TE_DEVICE_TEST_CASE("workspace grows when needed and is reused", "[conv][workspace]") {
+  ops::ReleaseWorkspace<Device>(stream);
+  CHECK(ops::WorkspaceBytesHeld<Device>(stream) == 0);
+  auto a = ops::get_space_typed<Device, 2, float>(Shape2(10, 100), stream);
+  CHECK(a.shape_ == Shape2(10, 100));
+  CHECK(a.CheckContiguous());
+  const size_t held = ops::WorkspaceBytesHeld<Device>(stream);
+  CHECK(held >= 4000);
+  auto b = ops::get_space_typed<Device, 1, double>(Shape1(50), stream);  // smaller: the same memory
+  CHECK(static_cast<void*>(b.dptr_) == static_cast<void*>(a.dptr_));
+  CHECK(ops::WorkspaceBytesHeld<Device>(stream) == held);
+  auto c = ops::get_space_typed<Device, 3, float>(Shape3(10, 100, 10), stream);  // larger: grows
+  CHECK(ops::WorkspaceBytesHeld<Device>(stream) >= 40000);
+  // The memory is usable: write it and read it back.
+  TensorContainer<cpu, 3, float> h(c.shape_);
+  FillRandom(h.view());
+  Copy(c, h.view(), stream);
+  auto back = ToHost(c);
+  CheckClose(back.view(), [&](const Shape<3>& i) { return AtExact(h.view(), i); }, 0.0, "workspace round trip");
+  // An op reports its need up front, and afterwards the stream holds at least that much.
+  ConvolutionParam p;
+  p.kernel = {3, 3};
+  p.pad = {1, 1};
+  p.num_filter = 2;
+  ops::ReleaseWorkspace<Device>(stream);
+  const size_t need = ops::ConvolutionWorkspaceBytes(p, {2, 3, 40, 40}, sizeof(float));
+  CHECK(need == size_t(2 * 27 * 1600 * 4));
+  TensorContainer<cpu, 4, float> xh(Shape4(2, 3, 40, 40)), wh(Shape4(2, 3, 3, 3));
+  TensorContainer<cpu, 1, float> bh(Shape1(2));
+  FillRandom(xh.view()), FillRandom(wh.view()), FillRandom(bh.view());
+  auto xd = DeviceCopy<Device>(xh.view(), stream, false);
+  auto wd = DeviceCopy<Device>(wh.view(), stream, false);
+  auto bd = DeviceCopy<Device>(bh.view(), stream, false);
+  TensorContainer<Device, 4, float> yd;
+  yd.set_stream(stream);
+  yd.Resize(Shape4(2, 2, 40, 40));
+  ops::ConvolutionForward(p, xd.view(), wd.view(), bd.view(), kWriteTo, yd.view());
+  CHECK(ops::WorkspaceBytesHeld<Device>(stream) >= need);
+  const size_t after_first = ops::WorkspaceBytesHeld<Device>(stream);
+  ops::ConvolutionForward(p, xd.view(), wd.view(), bd.view(), kAddTo, yd.view());  // reused, not grown
+  CHECK(ops::WorkspaceBytesHeld<Device>(stream) == after_first);
+  Sync(stream);
+  ops::ReleaseWorkspace<Device>(stream);
+  CHECK(ops::WorkspaceBytesHeld<Device>(stream) == 0);
+}
+
+// ---- shape and cost inference, errors ---------------------------------------------------------------------
+TE_DEVICE_TEST_CASE("convolution shape and cost inference", "[conv]") {
+  ConvolutionParam p;
+  p.kernel = {7, 7};
+  p.stride = {2, 2};
+  p.pad = {3, 3};
+  p.num_filter = 64;
+  const auto s = ops::InferConvShapes(p, {32, 3, 224, 224});
+  CHECK(s.out == Vec{32, 64, 112, 112});
+  CHECK(s.weight == Vec{64, 3, 7, 7});
+  CHECK(s.bias == Vec{64});
+  const auto c = ops::InferConvCost(p, {32, 3, 224, 224}, 4);
+  const double macs = 32.0 * 64 * 112 * 112 * 3 * 49;
+  CHECK(c.forward_flops == 2 * macs + 32.0 * 64 * 112 * 112);
+  CHECK(c.backward_data_flops == 2 * macs);
+  CHECK(c.backward_weight_flops == 2 * macs);
+  CHECK(c.forward_bytes == 4.0 * (32.0 * 3 * 224 * 224 + 64 * 3 * 49 + 64 + 32.0 * 64 * 112 * 112));
+  p.no_bias = true;
+  p.num_group = 1;
+  p.kernel = {3, 3, 3};
+  p.stride = {};
+  p.pad = {};
+  p.num_filter = 8;
+  const auto s3 = ops::InferConvShapes(p, {2, 4, 5, 6, 7});
+  CHECK(s3.out == Vec{2, 8, 3, 4, 5});
+  CHECK(s3.weight == Vec{8, 4, 3, 3, 3});
+  CHECK(s3.bias.empty());
+  // The 3-D benchmark case: 1x1x256^3 input, 8 filters 7x7x7.
+  ConvolutionParam big;
+  big.kernel = {7, 7, 7};
+  big.num_filter = 8;
+  const auto s_big = ops::InferConvShapes(big, {1, 1, 256, 256, 256});
+  CHECK(s_big.out == Vec{1, 8, 250, 250, 250});
+}
+
+namespace {
+// Requires that `f` throws tensorexpr::Error whose message contains every one of `parts`.
+template <typename F>
+void RequireError(F f, std::vector<std::string> parts) {
+  try {
+    f();
+  } catch (const tensorexpr::Error& e) {
+    const std::string msg = e.what();
+    INFO("message: " << msg);
+    for (const std::string& part : parts) CHECK(msg.find(part) != std::string::npos);
+    return;
+  }
+  FAIL("no tensorexpr::Error thrown; expected one mentioning " << parts[0]);
+}
+}  // namespace
+
+TE_DEVICE_TEST_CASE("convolution rejects bad parameters with useful messages", "[conv][error]") {
+  auto base = [] {
+    ConvolutionParam p;
+    p.kernel = {3, 3};
+    p.stride = {1, 1};
+    p.pad = {1, 1};
+    p.dilate = {1, 1};
+    p.num_filter = 4;
+    p.num_group = 2;
+    return p;
+  };
+  const Vec data = {2, 6, 8, 8};
+  auto infer = [&](ConvolutionParam p, Vec d = {}) {
+    return [p, d, &data] { ops::InferConvShapes(p, d.empty() ? data : d); };
+  };
+  ConvolutionParam p = base();
+  p.stride = {1, 0};
+  RequireError(infer(p), {"stride[1] = 0", "(1,0)"});
+  p = base();
+  p.dilate = {0, 1};
+  RequireError(infer(p), {"dilate[0] = 0"});
+  p = base();
+  p.pad = {-1, 1};
+  RequireError(infer(p), {"pad[0] = -1"});
+  p = base();
+  p.pad_end = {1, -2};
+  RequireError(infer(p), {"pad_end[1] = -2"});
+  p = base();
+  p.kernel = {0, 3};
+  RequireError(infer(p), {"kernel[0] = 0"});
+  p = base();
+  p.kernel = {11, 3};
+  RequireError(infer(p), {"kernel[0] = 11", "spans 11", "(2,6,8,8)", "10 after padding"});
+  p = base();
+  p.dilate = {1, 5};
+  RequireError(infer(p), {"kernel[1] = 3", "dilate 5", "spans 11"});
+  p = base();
+  p.num_group = 4;
+  RequireError(infer(p), {"input channels C = 6", "num_group = 4"});
+  p = base();
+  p.num_filter = 5;
+  RequireError(infer(p), {"num_filter = 5", "num_group = 2"});
+  p = base();
+  p.num_group = 0;
+  RequireError(infer(p), {"num_group = 0"});
+  p = base();
+  p.num_filter = 0;
+  RequireError(infer(p), {"num_filter = 0"});
+  p = base();
+  p.stride = {1, 1, 1};
+  RequireError(infer(p), {"stride (1,1,1)", "3 entries", "2 spatial"});
+  p = base();
+  p.kernel = {3, 3, 3, 3};
+  RequireError(infer(p, {1, 2, 3, 4, 5, 6}), {"1, 2 or 3 spatial dimensions"});
+  p = base();
+  RequireError(infer(p, {6, 8}), {"data shape (6,8)", "expected 4 dimensions"});
+  p = base();
+  p.padding = ConvPadding::kSame;
+  RequireError(infer(p), {"SAME", "pad (1,1)"});
+
+  // Tensors that do not match the inferred shapes.
+  p = base();
+  TensorContainer<Device, 4, float> x(Shape4(2, 6, 8, 8)), w(Shape4(4, 3, 3, 3)), y(Shape4(2, 4, 8, 8));
+  TensorContainer<Device, 4, float> w_bad(Shape4(4, 6, 3, 3)), y_bad(Shape4(2, 4, 7, 8));
+  TensorContainer<Device, 1, float> b(Shape1(4)), b_bad(Shape1(3));
+  RequireError([&] { ops::ConvolutionForward(p, x.view(), w_bad.view(), b.view(), kWriteTo, y.view()); },
+               {"weight shape (4,6,3,3)", "(4,3,3,3)"});
+  RequireError([&] { ops::ConvolutionForward(p, x.view(), w.view(), b_bad.view(), kWriteTo, y.view()); },
+               {"bias shape (3,)", "(4,)"});
+  RequireError([&] { ops::ConvolutionForward(p, x.view(), w.view(), b.view(), kWriteTo, y_bad.view()); },
+               {"output shape (2,4,7,8)", "(2,4,8,8)"});
+  RequireError([&] {
+    ops::ConvolutionBackward(p, y.view(), x.view(), w.view(), kWriteTo, x.view(), kWriteTo, w_bad.view(), kWriteTo,
+                             b.view());
+  }, {"weight gradient shape (4,6,3,3)"});
+  RequireError([&] {
+    ops::ConvolutionBackward(p, y.view(), x.view(), w.view(), kWriteTo, x.view(), kWriteTo, w.view(), kWriteTo,
+                             b_bad.view());
+  }, {"bias gradient shape (3,)"});
+  TensorContainer<Device, 4, float> y_padded(Shape4(2, 4, 8, 8), true);  // rows padded to 16 floats
+  RequireError([&] { ops::ConvolutionForward(p, x.view(), w.view(), b.view(), kWriteTo, y_padded.view()); },
+               {"output of shape (2,4,8,8) must be contiguous"});
+  // A weight of another rank than the kernel.
+  TensorContainer<Device, 3, float> w1(Shape3(4, 3, 3));
+  TensorContainer<Device, 3, float> x1(Shape3(2, 6, 8)), y1(Shape3(2, 4, 8));
+  RequireError([&] { ops::ConvolutionForward(p, x1.view(), w1.view(), b.view(), kWriteTo, y1.view()); },
+               {"1 spatial dimensions", "kernel (3,3)"});
+}
