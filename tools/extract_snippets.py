@@ -1,25 +1,37 @@
 #!/usr/bin/env python3
-"""Turns the README's ```cpp blocks into one Catch2 test file, so the API tour always compiles and runs.
+"""Turns the README's code blocks into a Catch2 test file, so the API tour always compiles and runs.
 
-Every ```cpp block becomes the body of a [cpu] test case; blocks may use CHECK/REQUIRE. A block that starts
-with `// file scope` is pasted at namespace scope instead (for user functors and helpers)."""
+    extract_snippets.py README.md out.cc        every ```cpp block -> a [cpu][readme] test case
+    extract_snippets.py README.md out.cu cu     every ```cu block  -> a [gpu][readme] test case
+
+Blocks may use CHECK/REQUIRE. A block that starts with `// file scope` is pasted at namespace scope
+instead (for user functors and helpers)."""
 import re
 import sys
 
 readme, out = sys.argv[1], sys.argv[2]
+lang = sys.argv[3] if len(sys.argv) > 3 else "cpp"
 text = open(readme, encoding="utf-8").read()
-blocks = re.findall(r"```cpp\n(.*?)```", text, flags=re.S)
+blocks = re.findall(r"```%s\n(.*?)```" % lang, text, flags=re.S)
 lines = [
     "// Generated from README.md by tools/extract_snippets.py: do not edit.",
     "#include <catch2/catch.hpp>",
     "#include <tensorexpr/tensorexpr.h>",
+]
+if lang == "cu":
+    lines.append("#include <tensorexpr/cuda/tensorexpr_cuda.cuh>")
+# Resolved against the target's own source folder (tests/ or tests/gpu/), which Meson puts on the path.
+lines.append('#include "%s/ops/convolution.h"' % ("../.." if lang == "cu" else ".."))
+lines += [
     "#include <cstdio>",
     "using namespace tensorexpr;",
     "using namespace tensorexpr::expr;",
+    "using namespace tensorexpr::ops;",
 ]
+tags = "[gpu][readme]" if lang == "cu" else "[cpu][readme]"
 for i, block in enumerate(blocks):
     if block.lstrip().startswith("// file scope"):
         lines.append(block)
     else:
-        lines.append('TEST_CASE("README snippet %d", "[cpu][readme]") {\n%s}\n' % (i + 1, block))
+        lines.append('TEST_CASE("README %s snippet %d", "%s") {\n%s}\n' % (lang, i + 1, tags, block))
 open(out, "w", encoding="utf-8").write("\n".join(lines) + "\n")

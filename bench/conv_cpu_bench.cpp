@@ -1,0 +1,425 @@
+// bench/conv_cpu_bench.cpp — ops/convolution.h on the host CPU against PyTorch (oneDNN), measured in this one run.
+// Five ResNet-50 layers (C H K R stride pad, H=W, R=S): (64,56,64,3,1,1) (256,56,64,1,1,0) (128,28,128,3,1,1)
+// (256,14,256,3,1,1) (512,7,512,3,1,1), batch N = 8, NCHW, fp32, no bias: forward, and backward (data and
+// weight gradients together), per layer and summed, at each thread count asked for.
+// The peer (bench/conv_cpu_peer.py: F.conv2d and aten.convolution_backward with torch.set_num_threads) runs
+// after ours at the same thread count, as a separate process, so the two never share the cores; its lines
+// are parsed and each row prints ours / peer as a time ratio (below 1: we are faster).
+// Timing: std::chrono::steady_clock around each call, after warm-up (which also sizes the workspace);
+// the median is reported. After timing, sampled outputs of the last forward and backward of every layer are
+// checked against a float64 direct convolution, so that a wrong result cannot pass as a fast one.
+//
+// Usage: conv_cpu_bench [--threads 16[,2...]] [--n 8] [--reps 10] [--warmup 2] [--workspace-mb 1024]
+//                       [--split] [--no-peer]
+//   --threads  a thread count, or a comma list run one after the other (default: tensorexpr's default)
+//   --split    also time the data and the weight gradient apart (ours only; to see where backward goes)
+// Run from the repository root or from bench/ (or set TE_CPU_PEER_SCRIPT to the peer script).
+// The last line per thread count is machine-readable:
+//   conv_cpu_total threads N fwd_ms X bwd_ms Y peer_fwd_ms A peer_bwd_ms B    (peer -1 when not measured)
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+#include <sys/stat.h>
+#include <tensorexpr/tensorexpr.h>
+#include "../ops/convolution.h"
+
+namespace {
+using namespace tensorexpr;
+
+struct Layer {
+  index_t C, H, K, R, stride, pad;
+};
+
+// The subset of bench/resnet50_layers.txt that peers-h200.md measured on the CPU.
+const std::vector<Layer> kLayers = {
+    {64, 56, 64, 3, 1, 1}, {256, 56, 64, 1, 1, 0}, {128, 28, 128, 3, 1, 1}, {256, 14, 256, 3, 1, 1}, {512, 7, 512, 3, 1, 1}};
+
+struct Timing {
+  double fwd_ms = -1, bwd_ms = -1;
+  double bwd_data_ms = -1, bwd_weight_ms = -1;  // only with --split
+};
+
+bool FileExists(const std::string& p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0;
+}
+
+// The first of the candidate locations that exists (an environment variable overrides them all).
+std::string FindFile(const char* env, const std::string& name) {
+  if (const char* e = std::getenv(env)) return e;
+#ifdef TE_BENCH_SOURCE_DIR
+  if (FileExists(std::string(TE_BENCH_SOURCE_DIR) + "/" + name)) return std::string(TE_BENCH_SOURCE_DIR) + "/" + name;
+#endif
+  for (const std::string& dir : {std::string("bench/"), std::string("./"), std::string("../bench/")})
+    if (FileExists(dir + name)) return dir + name;
+  return "bench/" + name;
+}
+
+// Values in [-1, 1) from a hash of the index (deterministic, the same hash as conv_bench.cu's GPU fill).
+float HashValue(index_t i, uint32_t seed) {
+  uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed ^ static_cast<uint32_t>(i >> 32) * 40503u;
+  h ^= h >> 15;
+  h *= 2246822519u;
+  h ^= h >> 13;
+  h *= 3266489917u;
+  h ^= h >> 16;
+  return static_cast<float>(h) * (2.0f / 4294967296.0f) - 1.0f;
+}
+template <int dim>
+void FillHash(Tensor<cpu, dim, float> t, uint32_t seed) {
+  const index_t n = t.shape_.Size();
+  ParallelFor(n, 16, [&](index_t begin, index_t end) {
+    for (index_t i = begin; i < end; ++i) t.dptr_[i] = HashValue(i, seed);
+  });
+}
+template <int dim>
+void FillNaN(Tensor<cpu, dim, float> t) {
+  std::fill(t.dptr_, t.dptr_ + t.shape_.Size(), std::numeric_limits<float>::quiet_NaN());
+}
+
+// Median milliseconds of `reps` runs of f, after `warmup` runs.
+double MedianMs(int warmup, int reps, const std::function<void()>& f) {
+  for (int w = 0; w < warmup; ++w) f();
+  std::vector<double> times;
+  for (int r = 0; r < reps; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    f();
+    const auto stop = std::chrono::steady_clock::now();
+    times.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
+  }
+  std::sort(times.begin(), times.end());
+  const size_t m = times.size() / 2;
+  return times.size() % 2 ? times[m] : 0.5 * (times[m - 1] + times[m]);
+}
+
+// ---- the float64 check of sampled outputs ---------------------------------------------------------------
+// Each sampled value must be within 1e-4 of the sum of the magnitudes of its terms (fp32 accumulation over
+// a few thousand terms stays far inside that; a missing channel, tap or image does not).
+struct Checker {
+  const Layer& L;
+  index_t N, OH;
+  const float *x, *w, *y, *dy, *dx, *dw;
+  uint64_t state = 88172645463325252ull;
+  int bad = 0;
+  double worst = 0;  // largest |error| / (sum of |terms|)
+
+  index_t Rand(index_t n) {  // xorshift64: a fixed sample, independent of the library
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return static_cast<index_t>(state % static_cast<uint64_t>(n));
+  }
+  index_t X(index_t n, index_t c, index_t h, index_t v) const { return ((n * L.C + c) * L.H + h) * L.H + v; }
+  index_t Y(index_t n, index_t k, index_t h, index_t v) const { return ((n * L.K + k) * OH + h) * OH + v; }
+  index_t Wt(index_t k, index_t c, index_t r, index_t s) const { return ((k * L.C + c) * L.R + r) * L.R + s; }
+
+  void Compare(const char* what, index_t index, double got, double ref, double mag) {
+    const double err = std::fabs(got - ref), scale = mag + 1e-30;
+    if (std::isfinite(got)) worst = std::max(worst, err / scale);
+    if (!(err <= 1e-4 * mag + 1e-6)) {  // NaN fails too: outputs start as NaN
+      if (bad < 5)
+        std::printf("  MISMATCH %s[%lld]: ours %.8g, float64 reference %.8g (sum of |terms| %.4g)\n", what,
+                    static_cast<long long>(index), got, ref, mag);
+      ++bad;
+    }
+  }
+  // The output element and, at the same time, a check that the sample reaches the padded border.
+  void CheckForward(index_t n, index_t k, index_t oh, index_t ow) {
+    double ref = 0, mag = 0;
+    for (index_t c = 0; c < L.C; ++c)
+      for (index_t r = 0; r < L.R; ++r)
+        for (index_t s = 0; s < L.R; ++s) {
+          const index_t ih = oh * L.stride - L.pad + r, iw = ow * L.stride - L.pad + s;
+          if (ih < 0 || ih >= L.H || iw < 0 || iw >= L.H) continue;
+          const double t = double(x[X(n, c, ih, iw)]) * w[Wt(k, c, r, s)];
+          ref += t, mag += std::fabs(t);
+        }
+    Compare("y", Y(n, k, oh, ow), y[Y(n, k, oh, ow)], ref, mag);
+  }
+  void CheckData(index_t n, index_t c, index_t ih, index_t iw) {
+    double ref = 0, mag = 0;
+    for (index_t k = 0; k < L.K; ++k)
+      for (index_t r = 0; r < L.R; ++r)
+        for (index_t s = 0; s < L.R; ++s) {
+          const index_t hn = ih + L.pad - r, wn = iw + L.pad - s;
+          if (hn < 0 || wn < 0 || hn % L.stride || wn % L.stride) continue;
+          const index_t oh = hn / L.stride, ow = wn / L.stride;
+          if (oh >= OH || ow >= OH) continue;
+          const double t = double(dy[Y(n, k, oh, ow)]) * w[Wt(k, c, r, s)];
+          ref += t, mag += std::fabs(t);
+        }
+    Compare("dx", X(n, c, ih, iw), dx[X(n, c, ih, iw)], ref, mag);
+  }
+  void CheckWeight(index_t k, index_t c, index_t r, index_t s) {
+    double ref = 0, mag = 0;
+    for (index_t n = 0; n < N; ++n)
+      for (index_t oh = 0; oh < OH; ++oh)
+        for (index_t ow = 0; ow < OH; ++ow) {
+          const index_t ih = oh * L.stride - L.pad + r, iw = ow * L.stride - L.pad + s;
+          if (ih < 0 || ih >= L.H || iw < 0 || iw >= L.H) continue;
+          const double t = double(dy[Y(n, k, oh, ow)]) * x[X(n, c, ih, iw)];
+          ref += t, mag += std::fabs(t);
+        }
+    Compare("dW", Wt(k, c, r, s), dw[Wt(k, c, r, s)], ref, mag);
+  }
+  // Random samples plus the corners (first / last image, channel and pixel), where padding and chunk edges bite.
+  void Run(int samples) {
+    for (int i = 0; i < samples; ++i) {
+      const bool edge = i < 2;
+      const index_t n = edge ? i * (N - 1) : Rand(N), k = edge ? i * (L.K - 1) : Rand(L.K),
+                    c = edge ? i * (L.C - 1) : Rand(L.C);
+      const index_t oh = edge ? i * (OH - 1) : Rand(OH), ow = edge ? i * (OH - 1) : Rand(OH);
+      const index_t ih = edge ? i * (L.H - 1) : Rand(L.H), iw = edge ? i * (L.H - 1) : Rand(L.H);
+      const index_t r = edge ? i * (L.R - 1) : Rand(L.R), s = edge ? i * (L.R - 1) : Rand(L.R);
+      CheckForward(n, k, oh, ow);
+      CheckData(n, c, ih, iw);
+      CheckWeight(k, c, r, s);
+    }
+  }
+};
+
+ops::ConvolutionParam ParamFor(const Layer& L, double workspace_mb) {
+  ops::ConvolutionParam p;
+  p.kernel = {L.R, L.R};
+  p.stride = {L.stride, L.stride};
+  p.pad = {L.pad, L.pad};
+  p.num_filter = L.K;
+  p.no_bias = true;
+  p.workspace = workspace_mb;
+  return p;
+}
+
+// Times one layer, forward and backward (data + weight), fp32, no bias; then checks samples of what the
+// last timed calls wrote. Returns false when the check fails.
+bool TimeLayer(const Layer& L, index_t n, double workspace_mb, int warmup, int reps, bool split, Timing* t) {
+  const ops::ConvolutionParam p = ParamFor(L, workspace_mb);
+  const Shape<4> xshape = Shape4(n, L.C, L.H, L.H);
+  const ops::ConvShapes shapes = ops::InferConvShapes(p, {n, L.C, L.H, L.H});
+  const Shape<4> yshape = Shape4(shapes.out[0], shapes.out[1], shapes.out[2], shapes.out[3]);
+  const Shape<4> wshape = Shape4(shapes.weight[0], shapes.weight[1], shapes.weight[2], shapes.weight[3]);
+  TensorContainer<cpu, 4, float> x(xshape), dx(xshape), y(yshape), dy(yshape), w(wshape), dw(wshape);
+  TensorContainer<cpu, 1, float> b;  // unused: no_bias
+  FillHash(x.view(), 1u), FillHash(w.view(), 2u), FillHash(dy.view(), 3u);
+  FillNaN(y.view()), FillNaN(dx.view()), FillNaN(dw.view());
+  if (split) {
+    t->bwd_data_ms = MedianMs(warmup, reps, [&] {
+      ops::ConvolutionBackward(p, dy.view(), x.view(), w.view(), kWriteTo, dx.view(), kNullOp, dw.view(), kNullOp,
+                               b.view());
+    });
+    t->bwd_weight_ms = MedianMs(warmup, reps, [&] {
+      ops::ConvolutionBackward(p, dy.view(), x.view(), w.view(), kNullOp, dx.view(), kWriteTo, dw.view(), kNullOp,
+                               b.view());
+    });
+    FillNaN(dx.view()), FillNaN(dw.view());
+  }
+  t->fwd_ms = MedianMs(warmup, reps, [&] { ops::ConvolutionForward(p, x.view(), w.view(), b.view(), kWriteTo, y.view()); });
+  t->bwd_ms = MedianMs(warmup, reps, [&] {
+    ops::ConvolutionBackward(p, dy.view(), x.view(), w.view(), kWriteTo, dx.view(), kWriteTo, dw.view(), kNullOp, b.view());
+  });
+  Checker check{L, n, yshape[2], x.dptr_, w.dptr_, y.dptr_, dy.dptr_, dx.dptr_, dw.dptr_};
+  check.Run(24);
+  if (check.bad) {
+    std::printf("  check FAILED: %d of 72 sampled outputs differ from the float64 reference\n", check.bad);
+    return false;
+  }
+  std::printf("  check ok: 24 samples each of y, dx, dW match float64 (worst |err| / sum|terms| = %.1e)\n",
+              check.worst);
+  return true;
+}
+
+// Runs the peer script at one thread count; returns its per-layer timings (by index) and total.
+struct PeerResult {
+  std::map<int, Timing> layers;
+  Timing total;
+  bool ok = false;
+};
+// The layers as the peer's --layers takes them: C:H:K:R:stride:pad, comma-separated.
+std::string LayerSpec() {
+  std::string s;
+  for (const Layer& L : kLayers) {
+    char buf[128];
+    std::snprintf(buf, sizeof(buf), "%s%lld:%lld:%lld:%lld:%lld:%lld", s.empty() ? "" : ",", (long long)L.C,
+                  (long long)L.H, (long long)L.K, (long long)L.R, (long long)L.stride, (long long)L.pad);
+    s += buf;
+  }
+  return s;
+}
+PeerResult RunPeer(const std::string& script, int threads, index_t n, int warmup, int reps) {
+  PeerResult r;
+  const std::string cmd = "python3 " + script + " --threads " + std::to_string(threads) + " --layers " + LayerSpec() +
+                          " --n " + std::to_string(n) + " --warmup " + std::to_string(warmup) + " --reps " +
+                          std::to_string(reps) + " 2>&1";
+  std::printf("peer: %s\n", cmd.c_str());
+  std::fflush(stdout);
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  char line[2048];
+  while (std::fgets(line, sizeof(line), p)) {
+    std::printf("  | %s", line);
+    int idx;
+    long long c, h, k, rr, s, pad;
+    double f, b;
+    if (std::sscanf(line, "peer_conv_cpu_layer %d %lld %lld %lld %lld %lld %lld fwd_ms %lf bwd_ms %lf", &idx, &c, &h,
+                    &k, &rr, &s, &pad, &f, &b) == 9) {
+      Timing t;
+      t.fwd_ms = f, t.bwd_ms = b;
+      r.layers[idx] = t;
+    } else if (std::sscanf(line, "peer_conv_cpu_total fwd_ms %lf bwd_ms %lf", &f, &b) == 2) {
+      r.total.fwd_ms = f, r.total.bwd_ms = b;
+    }
+  }
+  const int status = pclose(p);
+  if (status != 0) std::printf("  (peer exited with status %d)\n", status);
+  r.ok = r.layers.size() == kLayers.size() && r.total.fwd_ms > 0;  // a partial peer run is no comparison
+  return r;
+}
+
+std::string Ratio(double ours, double peer) {
+  if (ours <= 0 || peer <= 0) return "   -  ";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%6.2f", ours / peer);
+  return buf;
+}
+std::string Ms(double v) {
+  if (v <= 0) return "     -   ";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%9.3f", v);
+  return buf;
+}
+std::string Gflops(double gflop, double ms) {
+  if (ms <= 0) return "    -  ";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%7.1f", gflop / ms * 1e3);
+  return buf;
+}
+
+// One full round at one thread count: ours, then the peer, then the table. Returns false on a failed check.
+bool RunAtThreads(int threads, index_t n, double workspace_mb, int warmup, int reps, bool split, bool do_peer) {
+  SetNumThreads(threads);
+  std::printf("\n=== %d threads ===\n", threads);
+  std::vector<Timing> ours;
+  std::vector<double> fwd_gflop, bwd_gflop;
+  bool ok = true;
+  for (size_t i = 0; i < kLayers.size(); ++i) {
+    const Layer& L = kLayers[i];
+    const ops::ConvCost cost = ops::InferConvCost(ParamFor(L, workspace_mb), {n, L.C, L.H, L.H}, 4);
+    fwd_gflop.push_back(cost.forward_flops / 1e9);
+    bwd_gflop.push_back((cost.backward_data_flops + cost.backward_weight_flops) / 1e9);
+    Timing t;
+    std::printf("ours layer %zu  C %4lld H %3lld K %4lld R %lld s %lld p %lld\n", i, (long long)L.C, (long long)L.H,
+                (long long)L.K, (long long)L.R, (long long)L.stride, (long long)L.pad);
+    std::fflush(stdout);
+    ok = TimeLayer(L, n, workspace_mb, warmup, reps, split, &t) && ok;
+    std::printf("  fwd %9.3f ms (%s GFLOP/s)  bwd %9.3f ms (%s GFLOP/s)", t.fwd_ms, Gflops(fwd_gflop[i], t.fwd_ms).c_str(),
+                t.bwd_ms, Gflops(bwd_gflop[i], t.bwd_ms).c_str());
+    if (split) std::printf("  [bwd data alone %.3f ms, weight alone %.3f ms]", t.bwd_data_ms, t.bwd_weight_ms);
+    std::printf("\n");
+    std::fflush(stdout);
+    ours.push_back(t);
+  }
+  ops::ReleaseWorkspace<cpu>(nullptr);
+
+  PeerResult peer;
+  if (do_peer) peer = RunPeer(FindFile("TE_CPU_PEER_SCRIPT", "conv_cpu_peer.py"), threads, n, warmup, reps);
+  if (!peer.ok) std::printf("peer not measured%s\n", do_peer ? " (see its output above)" : " (--no-peer)");
+
+  std::printf("\n%d threads, N=%lld, fp32%-12s %9s %9s %6s %7s   %9s %9s %6s %7s\n", threads, (long long)n, "",
+              "fwd ours", "peer", "ratio", "GFLOP/s", "bwd ours", "peer", "ratio", "GFLOP/s");
+  Timing sum;
+  sum.fwd_ms = sum.bwd_ms = 0;
+  double fwd_total = 0, bwd_total = 0;
+  for (size_t i = 0; i < kLayers.size(); ++i) {
+    const Layer& L = kLayers[i];
+    char name[64];
+    std::snprintf(name, sizeof(name), "%zu: %lld %lld %lld %lld %lld %lld", i, (long long)L.C, (long long)L.H,
+                  (long long)L.K, (long long)L.R, (long long)L.stride, (long long)L.pad);
+    const Timing pt = peer.ok ? peer.layers[int(i)] : Timing();
+    std::printf("%-36s %s %s %s %s   %s %s %s %s\n", name, Ms(ours[i].fwd_ms).c_str(), Ms(pt.fwd_ms).c_str(),
+                Ratio(ours[i].fwd_ms, pt.fwd_ms).c_str(), Gflops(fwd_gflop[i], ours[i].fwd_ms).c_str(),
+                Ms(ours[i].bwd_ms).c_str(), Ms(pt.bwd_ms).c_str(), Ratio(ours[i].bwd_ms, pt.bwd_ms).c_str(),
+                Gflops(bwd_gflop[i], ours[i].bwd_ms).c_str());
+    sum.fwd_ms += ours[i].fwd_ms;
+    sum.bwd_ms += ours[i].bwd_ms;
+    fwd_total += fwd_gflop[i];
+    bwd_total += bwd_gflop[i];
+  }
+  const Timing pt = peer.ok ? peer.total : Timing();
+  std::printf("%-36s %s %s %s %s   %s %s %s %s\n", "total (sum of layers)", Ms(sum.fwd_ms).c_str(),
+              Ms(pt.fwd_ms).c_str(), Ratio(sum.fwd_ms, pt.fwd_ms).c_str(), Gflops(fwd_total, sum.fwd_ms).c_str(),
+              Ms(sum.bwd_ms).c_str(), Ms(pt.bwd_ms).c_str(), Ratio(sum.bwd_ms, pt.bwd_ms).c_str(),
+              Gflops(bwd_total, sum.bwd_ms).c_str());
+  std::printf("  work: forward %.2f GFLOP, backward %.2f GFLOP; peer GFLOP/s: forward %s, backward %s\n", fwd_total,
+              bwd_total, Gflops(fwd_total, pt.fwd_ms).c_str(), Gflops(bwd_total, pt.bwd_ms).c_str());
+  std::printf("ratio = our time / peer time (below 1: ours is faster)%s\n",
+              ok ? "" : "  -- RESULT CHECK FAILED: these timings are of wrong results");
+  std::printf("conv_cpu_total threads %d fwd_ms %.6f bwd_ms %.6f peer_fwd_ms %.6f peer_bwd_ms %.6f\n", threads,
+              sum.fwd_ms, sum.bwd_ms, peer.ok ? pt.fwd_ms : -1.0, peer.ok ? pt.bwd_ms : -1.0);
+  std::fflush(stdout);
+  return ok;
+}
+
+std::vector<int> ParseThreads(const std::string& s) {
+  std::vector<int> v;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    const size_t comma = std::min(s.find(',', pos), s.size());
+    const int t = std::atoi(s.substr(pos, comma - pos).c_str());
+    TE_CHECK(t >= 1, "conv_cpu_bench: --threads ", s, " must be thread counts >= 1, separated by commas");
+    v.push_back(t);
+    pos = comma + 1;
+  }
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  index_t n = 8;
+  int reps = 10, warmup = 2;
+  double workspace_mb = 1024;
+  bool split = false, do_peer = true;
+  std::string threads_arg = std::to_string(GetNumThreads());
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--threads" && i + 1 < argc) threads_arg = argv[++i];
+    else if (a == "--n" && i + 1 < argc) n = std::atoll(argv[++i]);
+    else if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
+    else if (a == "--warmup" && i + 1 < argc) warmup = std::atoi(argv[++i]);
+    else if (a == "--workspace-mb" && i + 1 < argc) workspace_mb = std::atof(argv[++i]);
+    else if (a == "--split") split = true;
+    else if (a == "--no-peer") do_peer = false;
+    else {
+      std::fprintf(stderr,
+                   "usage: %s [--threads 16[,2...]] [--n 8] [--reps 10] [--warmup 2] [--workspace-mb 1024] [--split] "
+                   "[--no-peer]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  try {
+    TE_CHECK(n >= 1 && reps >= 1 && warmup >= 1, "conv_cpu_bench: need --n, --reps and --warmup >= 1 (got ", n, ", ",
+             reps, ", ", warmup, ")");
+    const std::vector<int> thread_counts = ParseThreads(threads_arg);
+    std::printf("conv_cpu_bench: host CPU, N=%lld, fp32 NCHW, no bias, workspace cap %.0f MB, %d warm-up + %d reps "
+                "(median), threads %s\n",
+                static_cast<long long>(n), workspace_mb, warmup, reps, threads_arg.c_str());
+    bool ok = true;
+    for (int t : thread_counts) ok = RunAtThreads(t, n, workspace_mb, warmup, reps, split, do_peer) && ok;
+    if (!ok) {
+      std::fprintf(stderr, "conv_cpu_bench: results did not match the float64 reference\n");
+      return 1;
+    }
+  } catch (const Error& e) {
+    std::fprintf(stderr, "conv_cpu_bench: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
