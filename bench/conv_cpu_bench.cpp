@@ -28,6 +28,8 @@
 #include <string>
 #include <vector>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <cblas.h>  // OpenBLAS's: openblas_get_config, openblas_get_parallel
 #include <tensorexpr/tensorexpr.h>
 #include "../ops/convolution.h"
 
@@ -277,7 +279,7 @@ PeerResult RunPeer(const std::string& script, int threads, index_t n, int warmup
     }
   }
   const int status = pclose(p);
-  if (status != 0) std::printf("  (peer exited with status %d)\n", status);
+  if (status != 0) std::printf("  (peer exited with status %d)\n", WIFEXITED(status) ? WEXITSTATUS(status) : status);
   r.ok = r.layers.size() == kLayers.size() && r.total.fwd_ms > 0;  // a partial peer run is no comparison
   return r;
 }
@@ -372,7 +374,7 @@ std::vector<int> ParseThreads(const std::string& s) {
   while (pos <= s.size()) {
     const size_t comma = std::min(s.find(',', pos), s.size());
     const int t = std::atoi(s.substr(pos, comma - pos).c_str());
-    TE_CHECK(t >= 1, "conv_cpu_bench: --threads ", s, " must be thread counts >= 1, separated by commas");
+    TE_CHECK(t >= 1, "--threads ", s, " must be thread counts >= 1, separated by commas");
     v.push_back(t);
     pos = comma + 1;
   }
@@ -405,12 +407,19 @@ int main(int argc, char** argv) {
     }
   }
   try {
-    TE_CHECK(n >= 1 && reps >= 1 && warmup >= 1, "conv_cpu_bench: need --n, --reps and --warmup >= 1 (got ", n, ", ",
+    TE_CHECK(n >= 1 && reps >= 1 && warmup >= 1, "need --n, --reps and --warmup >= 1 (got ", n, ", ",
              reps, ", ", warmup, ")");
     const std::vector<int> thread_counts = ParseThreads(threads_arg);
     std::printf("conv_cpu_bench: host CPU, N=%lld, fp32 NCHW, no bias, workspace cap %.0f MB, %d warm-up + %d reps "
                 "(median), threads %s\n",
                 static_cast<long long>(n), workspace_mb, warmup, reps, threads_arg.c_str());
+    // How the BLAS threads (its own pool or OpenMP's) and idle OpenMP threads (spinning or sleeping) behave
+    // decides how well im2col's OpenMP loops and the BLAS calls share the cores: say which ones ran.
+    const int blas_parallel = openblas_get_parallel();
+    const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
+    std::printf("  OpenBLAS %s (threading: %s), OMP_WAIT_POLICY=%s\n", openblas_get_config(),
+                blas_parallel == 0 ? "none" : blas_parallel == 1 ? "pthreads" : "OpenMP",
+                wait_policy ? wait_policy : "(unset)");
     bool ok = true;
     for (int t : thread_counts) ok = RunAtThreads(t, n, workspace_mb, warmup, reps, split, do_peer) && ok;
     if (!ok) {

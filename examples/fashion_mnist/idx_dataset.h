@@ -1,0 +1,180 @@
+// examples/fashion_mnist/idx_dataset.h — reads the (Fashion-)MNIST IDX files, gzip-compressed or not.
+//
+// IDX layout (big-endian): a 4-byte magic number 0x000008DD (0x08: unsigned bytes; DD: the number of
+// dimensions), one 4-byte extent per dimension, then the bytes. Images are idx3 (count, rows, cols),
+// labels idx1 (count). Files are read through zlib's gzopen / gzread, which also read uncompressed files
+// as they are. Everything that can be wrong with a file is checked (magic, extents, truncation, trailing
+// bytes, labels out of range, image / label counts) and reported as a DataError naming the file, the
+// directories searched and the package that provides the data; nothing here crashes on a bad file.
+#pragma once
+#include <zlib.h>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace fashion_mnist {
+
+// A data set that could not be found or read. what() is a complete message for the user.
+struct DataError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Images as unsigned bytes, row-major (count, rows, cols), and their labels 0..9.
+struct ImageSet {
+  int64_t count = 0, rows = 0, cols = 0;
+  std::vector<uint8_t> pixels;
+  std::vector<uint8_t> labels;
+  int64_t PixelsPerImage() const { return rows * cols; }
+};
+
+struct Dataset {
+  ImageSet train, test;
+  std::string directory;  // where the files were found
+};
+
+constexpr const char* kDefaultDataDir = "/usr/share/datasets/fashion-mnist";
+constexpr const char* kDataHint =
+    "Fashion-MNIST comes with the Debian package dataset-fashion-mnist (apt-get install dataset-fashion-mnist, "
+    "installed in /usr/share/datasets/fashion-mnist); or download train-images-idx3-ubyte.gz, "
+    "train-labels-idx1-ubyte.gz, t10k-images-idx3-ubyte.gz and t10k-labels-idx1-ubyte.gz "
+    "(Fashion-MNIST or the original MNIST) into a directory and pass --data DIR or set FASHION_MNIST_DIR.";
+
+// The directory to read: --data if given, else $FASHION_MNIST_DIR, else the Debian package's directory.
+// `how` says which of the three it was, for messages.
+inline std::string ChooseDataDir(const std::string& flag_value, std::string* how) {
+  if (!flag_value.empty()) {
+    *how = "from --data";
+    return flag_value;
+  }
+  if (const char* env = std::getenv("FASHION_MNIST_DIR"); env != nullptr && env[0] != '\0') {
+    *how = "from $FASHION_MNIST_DIR";
+    return env;
+  }
+  *how = "the default; neither --data nor $FASHION_MNIST_DIR was given";
+  return kDefaultDataDir;
+}
+
+namespace detail {
+
+struct GzCloser {
+  void operator()(gzFile_s* f) const { gzclose(f); }
+};
+using GzFile = std::unique_ptr<gzFile_s, GzCloser>;
+
+// Opens dir/name, or dir/name without its ".gz" when only the unpacked file is there. Returns the path
+// opened in *path; null when neither exists.
+inline GzFile OpenIdx(const std::string& dir, const std::string& name, std::string* path) {
+  const std::string base = dir.empty() || dir.back() == '/' ? dir : dir + "/";
+  const std::string unpacked = name.substr(0, name.size() - 3);  // name ends in ".gz"
+  for (const std::string& candidate : {base + name, base + unpacked}) {
+    if (gzFile_s* f = gzopen(candidate.c_str(), "rb")) {
+      *path = candidate;
+      return GzFile(f);
+    }
+  }
+  *path = base + name;
+  return GzFile();
+}
+
+// Reads exactly n bytes; false on a short read or a zlib error (a corrupt or truncated .gz).
+inline bool ReadExactly(gzFile_s* f, void* dst, int64_t n) {
+  auto* out = static_cast<uint8_t*>(dst);
+  while (n > 0) {
+    const unsigned chunk = static_cast<unsigned>(n < (int64_t(1) << 30) ? n : (int64_t(1) << 30));
+    const int got = gzread(f, out, chunk);
+    if (got <= 0) return false;
+    out += got;
+    n -= got;
+  }
+  return true;
+}
+
+inline uint32_t BigEndian32(const uint8_t b[4]) {
+  return (uint32_t(b[0]) << 24) | (uint32_t(b[1]) << 16) | (uint32_t(b[2]) << 8) | uint32_t(b[3]);
+}
+
+// One IDX file of unsigned bytes with `ndim` dimensions: its extents and its bytes.
+struct IdxContents {
+  std::vector<int64_t> extents;
+  std::vector<uint8_t> bytes;
+};
+
+inline IdxContents ReadIdx(const std::string& dir, const std::string& where, const std::string& name, int ndim) {
+  std::string path;
+  GzFile f = OpenIdx(dir, name, &path);
+  auto fail = [&](const std::string& what) -> DataError {
+    return DataError("cannot read the data set: " + path + ": " + what + ".\nLooked in " + dir + " (" +
+                     where + ").\n" + kDataHint);
+  };
+  if (!f) throw fail("no such file (nor its unpacked form without .gz)");
+  uint8_t header[4];
+  if (!ReadExactly(f.get(), header, 4)) throw fail("empty, truncated or not a valid gzip file");
+  const uint32_t magic = BigEndian32(header);
+  const uint32_t want = 0x0800u | uint32_t(ndim);
+  if (magic != want) {
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "bad IDX magic number 0x%08X, expected 0x%08X (unsigned bytes, %d dimension%s)",
+                  magic, want, ndim, ndim == 1 ? "" : "s");
+    throw fail(buf);
+  }
+  IdxContents c;
+  int64_t total = 1;
+  for (int d = 0; d < ndim; ++d) {
+    if (!ReadExactly(f.get(), header, 4)) throw fail("truncated IDX header");
+    const int64_t extent = BigEndian32(header);
+    // Real files hold at most 60000 images of 28x28; anything far beyond is a corrupt header.
+    if (extent <= 0 || extent > (int64_t(1) << 24))
+      throw fail("implausible extent " + std::to_string(extent) + " in dimension " + std::to_string(d));
+    c.extents.push_back(extent);
+    total *= extent;
+    if (total > (int64_t(1) << 32)) throw fail("implausible total size in the IDX header");
+  }
+  c.bytes.resize(static_cast<size_t>(total));
+  if (!ReadExactly(f.get(), c.bytes.data(), total))
+    throw fail("truncated: the header promises " + std::to_string(total) + " bytes of data");
+  uint8_t extra;
+  if (gzread(f.get(), &extra, 1) != 0) throw fail("trailing bytes after the " + std::to_string(total) + " bytes of data");
+  return c;
+}
+
+inline ImageSet ReadImageSet(const std::string& dir, const std::string& where, const std::string& images_name,
+                             const std::string& labels_name) {
+  IdxContents images = ReadIdx(dir, where, images_name, 3);
+  IdxContents labels = ReadIdx(dir, where, labels_name, 1);
+  const std::string base = dir.empty() || dir.back() == '/' ? dir : dir + "/";
+  if (images.extents[0] != labels.extents[0])
+    throw DataError("cannot read the data set: " + base + images_name + " holds " +
+                    std::to_string(images.extents[0]) + " images but " + base + labels_name + " holds " +
+                    std::to_string(labels.extents[0]) + " labels.\n" + kDataHint);
+  if (images.extents[1] != 28 || images.extents[2] != 28)
+    throw DataError("cannot read the data set: " + base + images_name + " holds " +
+                    std::to_string(images.extents[1]) + "x" + std::to_string(images.extents[2]) +
+                    " images; the network expects 28x28 (Fashion-MNIST or MNIST).\n" + kDataHint);
+  for (size_t i = 0; i < labels.bytes.size(); ++i)
+    if (labels.bytes[i] > 9)
+      throw DataError("cannot read the data set: " + base + labels_name + ": label " + std::to_string(i) +
+                      " is " + std::to_string(labels.bytes[i]) + ", outside 0..9.\n" + kDataHint);
+  ImageSet s;
+  s.count = images.extents[0];
+  s.rows = images.extents[1];
+  s.cols = images.extents[2];
+  s.pixels = std::move(images.bytes);
+  s.labels = std::move(labels.bytes);
+  return s;
+}
+
+}  // namespace detail
+
+// Reads the four files from `dir`; `where` says how dir was chosen (for the error message).
+inline Dataset LoadDataset(const std::string& dir, const std::string& where) {
+  Dataset d;
+  d.directory = dir;
+  d.train = detail::ReadImageSet(dir, where, "train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz");
+  d.test = detail::ReadImageSet(dir, where, "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz");
+  return d;
+}
+
+}  // namespace fashion_mnist

@@ -1,0 +1,297 @@
+// examples/fashion_mnist/network.h — the convnet, written once for both devices:
+//
+//   x (N,1,28,28) -> conv 5x5x32 SAME [-> batch norm] -> relu -> max pool 2   (N,32,14,14)
+//                 -> conv 5x5x64 SAME [-> batch norm] -> relu -> max pool 2   (N,64,7,7)
+//                 -> fc 1024 -> relu [-> dropout] -> fc 10 -> softmax cross-entropy
+//
+// Each layer is one call into the ops layer (ops/*.h); this file only owns the tensors between them and
+// the order of the calls. Forward keeps every intermediate that Backward needs; Backward writes every
+// parameter's gradient (kWriteTo, nothing accumulates across batches); Update applies momentum SGD.
+// The batch size may change from call to call (the last, partial batch): containers are resized, which
+// reallocates only when they must grow.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+#include <tensorexpr/tensorexpr.h>
+#include <tensorexpr/random.h>
+#include "../../ops/activation.h"
+#include "../../ops/batch_norm.h"
+#include "../../ops/convolution.h"
+#include "../../ops/dropout.h"
+#include "../../ops/fully_connected.h"
+#include "../../ops/init.h"
+#include "../../ops/pooling.h"
+#include "../../ops/sgd.h"
+#include "../../ops/softmax_output.h"
+#if defined(__CUDACC__)
+#include <tensorexpr/cuda/random.cuh>
+#endif
+
+namespace fashion_mnist {
+
+using namespace tensorexpr;
+
+struct NetConfig {
+  bool batch_norm = false;
+  double dropout = 0.5;
+  uint64_t seed = 42;
+};
+
+// One learnable tensor with its gradient and momentum, stored flat; views give it its shape.
+template <typename Device>
+struct Parameter {
+  std::string name;
+  TensorContainer<Device, 1, float> value, grad, momentum;
+
+  template <int dim>
+  Tensor<Device, dim, float> Value(const Shape<dim>& s) const { return Tensor<Device, dim, float>(value.dptr_, s, value.stream_); }
+  template <int dim>
+  Tensor<Device, dim, float> Grad(const Shape<dim>& s) const { return Tensor<Device, dim, float>(grad.dptr_, s, grad.stream_); }
+};
+
+template <typename Device>
+class ConvNet {
+ public:
+  static constexpr index_t kImage = 28, kClasses = 10, kHidden = 1024;
+  static constexpr index_t kC1 = 32, kC2 = 64;
+
+  ConvNet(const NetConfig& cfg, Stream<Device>* stream) : cfg_(cfg), stream_(stream), rnd_(cfg.seed) {
+    rnd_.set_stream(stream);
+    conv1_.kernel = {5, 5};
+    conv1_.num_filter = kC1;
+    conv1_.padding = ops::ConvPadding::kSame;
+    conv1_.no_bias = cfg.batch_norm;  // batch norm's beta takes the bias's place
+    conv2_ = conv1_;
+    conv2_.num_filter = kC2;
+    pool_.kernel = {2, 2};
+    pool_.stride = {2, 2};
+    pool_.pool_type = ops::PoolType::kMax;
+    bn_.eps = 1e-5;        // PyTorch's default, as in the peer
+    bn_.momentum = 0.9;
+    bn_.fix_gamma = false;
+    fc1_.num_hidden = kHidden;
+    fc2_.num_hidden = kClasses;
+    drop_.p = cfg.dropout;
+
+    w_conv1_ = AddParam("conv1.weight", Shape4(kC1, 1, 5, 5).Size());
+    w_conv2_ = AddParam("conv2.weight", Shape4(kC2, kC1, 5, 5).Size());
+    if (cfg.batch_norm) {
+      gamma1_ = AddParam("bn1.gamma", kC1), beta1_ = AddParam("bn1.beta", kC1);
+      gamma2_ = AddParam("bn2.gamma", kC2), beta2_ = AddParam("bn2.beta", kC2);
+    } else {
+      b_conv1_ = AddParam("conv1.bias", kC1), b_conv2_ = AddParam("conv2.bias", kC2);
+    }
+    w_fc1_ = AddParam("fc1.weight", kHidden * kC2 * 7 * 7);
+    b_fc1_ = AddParam("fc1.bias", kHidden);
+    w_fc2_ = AddParam("fc2.weight", kClasses * kHidden);
+    b_fc2_ = AddParam("fc2.bias", kClasses);
+    Initialise();
+    for (int i = 0; i < 2; ++i) {
+      Stat(&moving_mean_[i], i), Stat(&moving_var_[i], i), Stat(&save_mean_[i], i), Stat(&save_inv_std_[i], i);
+      moving_mean_[i] = 0.0f;
+      moving_var_[i] = 1.0f;
+    }
+    loss_.set_stream(stream);
+    loss_.Resize(Shape1(1));
+  }
+
+  // Runs the network on x (N,1,28,28). In training, also the loss of the batch against `labels` (N),
+  // stored as loss_req says into LossTensor() (kAddTo sums the batches' mean losses on the device).
+  void Forward(const Tensor<Device, 4, float>& x, const Tensor<Device, 1, int32_t>& labels, bool train,
+               OpReqType loss_req) {
+    const index_t N = x.size(0);
+    x_ = x;
+    Fit(&conv1_out_, Shape4(N, kC1, kImage, kImage));
+    Fit(&act1_, conv1_out_.shape_);
+    Fit(&pool1_, Shape4(N, kC1, kImage / 2, kImage / 2));
+    Fit(&conv2_out_, Shape4(N, kC2, kImage / 2, kImage / 2));
+    Fit(&act2_, conv2_out_.shape_);
+    Fit(&pool2_, Shape4(N, kC2, kImage / 4, kImage / 4));
+    Fit(&fc1_out_, Shape2(N, kHidden));
+    Fit(&drop_mask_, fc1_out_.shape_);
+    Fit(&drop_out_, fc1_out_.shape_);
+    Fit(&fc2_out_, Shape2(N, kClasses));
+    Fit(&prob_, fc2_out_.shape_);
+
+    ConvBlock(0, train, x, &conv1_out_, &act1_, &pool1_);
+    ConvBlock(1, train, pool1_, &conv2_out_, &act2_, &pool2_);
+    ops::FullyConnectedForward(fc1_, pool2_.view(), Value(w_fc1_, Shape2(kHidden, kC2 * 7 * 7)),
+                               Value(b_fc1_, Shape1(kHidden)), kWriteTo, fc1_out_.view());
+    ops::ActivationForward(relu_, fc1_out_.view(), kWriteInplace, fc1_out_.view());
+    Tensor<Device, 2, float> hidden = fc1_out_;
+    if (drop_.p > 0) {
+      ops::DropoutForward(drop_, train, &rnd_, fc1_out_.view(), kWriteTo, drop_out_.view(), drop_mask_.view());
+      hidden = drop_out_;
+    }
+    ops::FullyConnectedForward(fc2_, hidden, Value(w_fc2_, Shape2(kClasses, kHidden)), Value(b_fc2_, Shape1(kClasses)),
+                               kWriteTo, fc2_out_.view());
+    ops::SoftmaxOutputForward(softmax_, fc2_out_.view(), labels, kWriteTo, prob_.view(),
+                              train ? loss_req : kNullOp, loss_.view());
+  }
+
+  // Gradients of the mean loss of the last training Forward with respect to every parameter.
+  void Backward(const Tensor<Device, 1, int32_t>& labels) {
+    const index_t N = x_.size(0);
+    Fit(&d_fc2_out_, fc2_out_.shape_);
+    Fit(&d_hidden_, fc1_out_.shape_);
+    Fit(&d_pool2_, pool2_.shape_);
+    Fit(&d_act2_, act2_.shape_);
+    Fit(&d_conv2_out_, conv2_out_.shape_);
+    Fit(&d_pool1_, pool1_.shape_);
+    Fit(&d_act1_, act1_.shape_);
+    Fit(&d_conv1_out_, conv1_out_.shape_);
+    (void)N;
+
+    ops::SoftmaxOutputBackward(softmax_, prob_.view(), labels, kWriteTo, d_fc2_out_.view());
+    const Tensor<Device, 2, float> hidden = drop_.p > 0 ? drop_out_.view() : fc1_out_.view();
+    ops::FullyConnectedBackward(fc2_, d_fc2_out_.view(), hidden, Value(w_fc2_, Shape2(kClasses, kHidden)), kWriteTo,
+                                d_hidden_.view(), kWriteTo, Grad(w_fc2_, Shape2(kClasses, kHidden)), kWriteTo,
+                                Grad(b_fc2_, Shape1(kClasses)));
+    if (drop_.p > 0) ops::DropoutBackward(drop_, d_hidden_.view(), drop_mask_.view(), kWriteInplace, d_hidden_.view());
+    ops::ActivationBackward(relu_, d_hidden_.view(), fc1_out_.view(), kWriteInplace, d_hidden_.view());
+    ops::FullyConnectedBackward(fc1_, d_hidden_.view(), pool2_.view(), Value(w_fc1_, Shape2(kHidden, kC2 * 7 * 7)),
+                                kWriteTo, d_pool2_.view(), kWriteTo, Grad(w_fc1_, Shape2(kHidden, kC2 * 7 * 7)),
+                                kWriteTo, Grad(b_fc1_, Shape1(kHidden)));
+    ConvBlockBackward(1, pool1_.view(), conv2_out_, act2_, pool2_, d_pool2_, &d_act2_, &d_conv2_out_, &d_pool1_);
+    ConvBlockBackward(0, x_, conv1_out_, act1_, pool1_, d_pool1_, &d_act1_, &d_conv1_out_, nullptr);
+  }
+
+  // One momentum-SGD step on every parameter (weight decay on the weights only, not biases / BN).
+  void Update(double lr, double momentum, double weight_decay) {
+    for (Parameter<Device>& p : params_) {
+      ops::SGDMomParam sp;
+      sp.lr = lr;
+      sp.momentum = momentum;
+      sp.wd = IsWeight(p) ? weight_decay : 0.0;
+      ops::SGDMomUpdate(sp, p.value.view(), p.grad.view(), p.momentum.view(), kWriteInplace, p.value.view());
+    }
+  }
+
+  // Class probabilities (N, 10) of the last Forward.
+  Tensor<Device, 2, float> Probabilities() const { return prob_.view(); }
+  // The loss accumulator of Forward (shape (1)).
+  Tensor<Device, 1, float> LossTensor() const { return loss_.view(); }
+  index_t NumParameters() const {
+    index_t n = 0;
+    for (const auto& p : params_) n += p.value.size(0);
+    return n;
+  }
+
+ private:
+  using Param = size_t;  // an index into params_ (the vector may grow while the net is built)
+
+  Param AddParam(const std::string& name, index_t size) {
+    params_.emplace_back();
+    Parameter<Device>& p = params_.back();
+    p.name = name;
+    for (TensorContainer<Device, 1, float>* t : {&p.value, &p.grad, &p.momentum}) {
+      t->set_stream(stream_);
+      t->Resize(Shape1(size), 0.0f);
+    }
+    return params_.size() - 1;
+  }
+  static bool IsWeight(const Parameter<Device>& p) {
+    return p.name.size() > 7 && p.name.compare(p.name.size() - 7, 7, ".weight") == 0;
+  }
+  template <int dim>
+  Tensor<Device, dim, float> Value(Param i, const Shape<dim>& s) const { return params_[i].Value(s); }
+  template <int dim>
+  Tensor<Device, dim, float> Grad(Param i, const Shape<dim>& s) const { return params_[i].Grad(s); }
+  template <int dim>
+  void Fit(TensorContainer<Device, dim, float>* t, const Shape<dim>& s) {
+    t->set_stream(stream_);
+    t->Resize(s);
+  }
+  void Stat(TensorContainer<Device, 1, float>* t, int layer) { Fit(t, Shape1(layer == 0 ? kC1 : kC2)); }
+
+  // He (Kaiming) normal for the weights feeding a relu, Xavier uniform for the last layer, zero biases,
+  // batch-norm gamma 1 and beta 0 — the peer (bench/fashion_mnist_peer.py) does the same.
+  void Initialise() {
+    const ops::HeParam he;  // normal, fan in, for relu
+    ops::HeInit(he, &rnd_, Value(w_conv1_, ConvWeightShape(0)));
+    ops::HeInit(he, &rnd_, Value(w_conv2_, ConvWeightShape(1)));
+    ops::HeInit(he, &rnd_, Value(w_fc1_, Shape2(kHidden, kC2 * 7 * 7)));
+    ops::XavierParam xavier;  // uniform, bound sqrt(6 / (fan_in + fan_out)): PyTorch's xavier_uniform_
+    xavier.magnitude = 3.0;
+    ops::XavierInit(xavier, &rnd_, Value(w_fc2_, Shape2(kClasses, kHidden)));
+    if (cfg_.batch_norm) {
+      params_[gamma1_].value = 1.0f;
+      params_[gamma2_].value = 1.0f;
+    }
+  }
+
+  Shape<4> ConvWeightShape(int layer) const { return layer == 0 ? Shape4(kC1, 1, 5, 5) : Shape4(kC2, kC1, 5, 5); }
+  index_t Channels(int layer) const { return layer == 0 ? kC1 : kC2; }
+
+  // conv [-> bn] -> relu -> pool. conv_out keeps the convolution's output (batch norm's input); act the
+  // relu's output (the pool's input, and what relu's backward reads).
+  void ConvBlock(int layer, bool train, const Tensor<Device, 4, float>& in, TensorContainer<Device, 4, float>* conv_out,
+                 TensorContainer<Device, 4, float>* act, TensorContainer<Device, 4, float>* pooled) {
+    const ops::ConvolutionParam& cp = layer == 0 ? conv1_ : conv2_;
+    const index_t C = Channels(layer);
+    const Tensor<Device, 1, float> bias = cfg_.batch_norm ? Tensor<Device, 1, float>() : Value(layer == 0 ? b_conv1_ : b_conv2_, Shape1(C));
+    ops::ConvolutionForward(cp, in, Value(layer == 0 ? w_conv1_ : w_conv2_, ConvWeightShape(layer)), bias, kWriteTo,
+                            conv_out->view());
+    if (cfg_.batch_norm) {
+      ops::BatchNormForward(bn_, train, conv_out->view(), Value(layer == 0 ? gamma1_ : gamma2_, Shape1(C)),
+                            Value(layer == 0 ? beta1_ : beta2_, Shape1(C)), moving_mean_[layer].view(),
+                            moving_var_[layer].view(), kWriteTo, act->view(), save_mean_[layer].view(),
+                            save_inv_std_[layer].view());
+      ops::ActivationForward(relu_, act->view(), kWriteInplace, act->view());
+    } else {
+      ops::ActivationForward(relu_, conv_out->view(), kWriteTo, act->view());
+    }
+    ops::PoolingForward(pool_, act->view(), kWriteTo, pooled->view());
+  }
+
+  void ConvBlockBackward(int layer, const Tensor<Device, 4, float>& in, const TensorContainer<Device, 4, float>& conv_out,
+                         const TensorContainer<Device, 4, float>& act, const TensorContainer<Device, 4, float>& pooled,
+                         const TensorContainer<Device, 4, float>& d_pooled, TensorContainer<Device, 4, float>* d_act,
+                         TensorContainer<Device, 4, float>* d_conv_out, TensorContainer<Device, 4, float>* d_in) {
+    const ops::ConvolutionParam& cp = layer == 0 ? conv1_ : conv2_;
+    const index_t C = Channels(layer);
+    ops::PoolingBackward(pool_, d_pooled.view(), act.view(), pooled.view(), kWriteTo, d_act->view());
+    ops::ActivationBackward(relu_, d_act->view(), act.view(), kWriteInplace, d_act->view());
+    Tensor<Device, 4, float> d_conv = d_act->view();
+    if (cfg_.batch_norm) {
+      ops::BatchNormBackward(bn_, d_act->view(), conv_out.view(), Value(layer == 0 ? gamma1_ : gamma2_, Shape1(C)),
+                             save_mean_[layer].view(), save_inv_std_[layer].view(), moving_mean_[layer].view(),
+                             moving_var_[layer].view(), kWriteTo, d_conv_out->view(), kWriteTo,
+                             Grad(layer == 0 ? gamma1_ : gamma2_, Shape1(C)), kWriteTo,
+                             Grad(layer == 0 ? beta1_ : beta2_, Shape1(C)));
+      d_conv = d_conv_out->view();
+    }
+    const Tensor<Device, 1, float> bias_grad =
+        cfg_.batch_norm ? Tensor<Device, 1, float>() : Grad(layer == 0 ? b_conv1_ : b_conv2_, Shape1(C));
+    ops::ConvolutionBackward(cp, d_conv, in, Value(layer == 0 ? w_conv1_ : w_conv2_, ConvWeightShape(layer)),
+                             d_in != nullptr ? kWriteTo : kNullOp, d_in != nullptr ? d_in->view() : in, kWriteTo,
+                             Grad(layer == 0 ? w_conv1_ : w_conv2_, ConvWeightShape(layer)),
+                             cfg_.batch_norm ? kNullOp : kWriteTo, bias_grad);
+  }
+
+  NetConfig cfg_;
+  Stream<Device>* stream_;
+  Random<Device, float> rnd_;
+  ops::ConvolutionParam conv1_, conv2_;
+  ops::PoolingParam pool_;
+  ops::BatchNormParam bn_;
+  ops::ActivationParam relu_;
+  ops::FullyConnectedParam fc1_, fc2_;
+  ops::DropoutParam drop_;
+  ops::SoftmaxOutputParam softmax_;
+
+  std::vector<Parameter<Device>> params_;
+  Param w_conv1_ = 0, b_conv1_ = 0, w_conv2_ = 0, b_conv2_ = 0, gamma1_ = 0, beta1_ = 0, gamma2_ = 0, beta2_ = 0;
+  Param w_fc1_ = 0, b_fc1_ = 0, w_fc2_ = 0, b_fc2_ = 0;
+  TensorContainer<Device, 1, float> moving_mean_[2], moving_var_[2], save_mean_[2], save_inv_std_[2], loss_;
+
+  // Activations (forward) and their gradients (backward).
+  Tensor<Device, 4, float> x_;
+  TensorContainer<Device, 4, float> conv1_out_, act1_, pool1_, conv2_out_, act2_, pool2_;
+  TensorContainer<Device, 2, float> fc1_out_, drop_mask_, drop_out_, fc2_out_, prob_;
+  TensorContainer<Device, 2, float> d_fc2_out_, d_hidden_;
+  TensorContainer<Device, 4, float> d_pool2_, d_act2_, d_conv2_out_, d_pool1_, d_act1_, d_conv1_out_;
+};
+
+}  // namespace fashion_mnist

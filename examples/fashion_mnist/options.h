@@ -1,0 +1,147 @@
+// examples/fashion_mnist/options.h — the trainer's command line.
+//
+// Flags take their value as the next argument or after '=' (--epochs 3, --epochs=3). Anything unknown or
+// malformed is an OptionsError with a message naming the flag; --help prints Usage().
+#pragma once
+#include <cerrno>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+namespace fashion_mnist {
+
+struct OptionsError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+enum class DeviceChoice { kAuto, kCpu, kGpu };
+
+struct Options {
+  DeviceChoice device = DeviceChoice::kAuto;
+  int epochs = 0;             // 0: the device's default (DefaultEpochs)
+  long limit = 0;             // use only the first `limit` training images; 0: all, or the device's default
+  bool limit_given = false;   // --limit was passed (then 0 really means all)
+  int batch = 64;
+  double lr = 0.05;
+  double momentum = 0.9;
+  double weight_decay = 0.0;
+  double dropout = 0.5;       // probability of dropping an fc1 activation; 0 turns dropout off
+  int threads = 0;            // 0: the OpenMP default
+  bool batch_norm = false;
+  unsigned long long seed = 42;
+  std::string data_dir;       // empty: $FASHION_MNIST_DIR, then the Debian package's directory
+  std::string log_file;       // empty: no log; .json -> JSON, anything else -> CSV
+  std::string plot_file = "fashion_mnist.svg";
+  bool help = false;
+};
+
+inline const char* Usage() {
+  return "usage: fashion_mnist [options]\n"
+         "Trains a small convnet (conv5x5x32-pool-conv5x5x64-pool-fc1024-fc10) on Fashion-MNIST.\n"
+         "  --data DIR       directory of the IDX .gz files (default: $FASHION_MNIST_DIR, then\n"
+         "                   /usr/share/datasets/fashion-mnist from the package dataset-fashion-mnist)\n"
+         "  --device D       auto | cpu | gpu (auto: the GPU when one is present and this is the CUDA build)\n"
+         "  --epochs N       passes over the training set (default: 10 on the GPU, 2 on the CPU)\n"
+         "  --limit N        train on the first N training images only (0: all; default: all)\n"
+         "  --batch N        minibatch size (default 64)\n"
+         "  --lr X           learning rate (default 0.05), SGD with momentum 0.9\n"
+         "  --momentum X     SGD momentum (default 0.9)\n"
+         "  --wd X           weight decay (default 0)\n"
+         "  --dropout P      dropout probability after fc1 (default 0.5; 0 turns it off)\n"
+         "  --bn             batch normalisation after each convolution\n"
+         "  --threads N      CPU threads (default: all cores)\n"
+         "  --seed N         random seed for initialisation, shuffling and dropout (default 42)\n"
+         "  --log FILE       per-epoch log, JSON when FILE ends in .json, CSV otherwise\n"
+         "  --plot FILE      training curve as SVG (default fashion_mnist.svg; --plot '' for none)\n"
+         "  --help           this text\n";
+}
+
+namespace detail {
+
+inline long long ParseInteger(const std::string& flag, const std::string& v, long long lo, long long hi) {
+  errno = 0;
+  char* end = nullptr;
+  const long long x = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || errno != 0 || x < lo || x > hi)
+    throw OptionsError(flag + " wants an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                       "], got '" + v + "'");
+  return x;
+}
+
+inline double ParseReal(const std::string& flag, const std::string& v, double lo, double hi) {
+  errno = 0;
+  char* end = nullptr;
+  const double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || errno != 0 || !(x >= lo && x <= hi))
+    throw OptionsError(flag + " wants a number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" +
+                       v + "'");
+  return x;
+}
+
+}  // namespace detail
+
+inline Options ParseOptions(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i], value;
+    bool has_value = false;
+    if (const size_t eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+      has_value = true;
+    }
+    auto next = [&]() -> std::string {
+      if (has_value) return value;
+      if (i + 1 >= argc) throw OptionsError(flag + " needs a value");
+      return argv[++i];
+    };
+    auto no_value = [&]() {
+      if (has_value) throw OptionsError(flag + " takes no value");
+    };
+    using detail::ParseInteger;
+    using detail::ParseReal;
+    if (flag == "--help" || flag == "-h") {
+      no_value();
+      o.help = true;
+    } else if (flag == "--bn") {
+      no_value();
+      o.batch_norm = true;
+    } else if (flag == "--device") {
+      const std::string d = next();
+      if (d == "auto") o.device = DeviceChoice::kAuto;
+      else if (d == "cpu") o.device = DeviceChoice::kCpu;
+      else if (d == "gpu") o.device = DeviceChoice::kGpu;
+      else throw OptionsError("--device wants auto, cpu or gpu, got '" + d + "'");
+    } else if (flag == "--epochs") {
+      o.epochs = static_cast<int>(ParseInteger(flag, next(), 1, 100000));
+    } else if (flag == "--limit") {
+      o.limit = static_cast<long>(ParseInteger(flag, next(), 0, 1LL << 40));
+      o.limit_given = true;
+    } else if (flag == "--batch") {
+      o.batch = static_cast<int>(ParseInteger(flag, next(), 1, 1 << 16));
+    } else if (flag == "--lr") {
+      o.lr = ParseReal(flag, next(), 0.0, 100.0);
+    } else if (flag == "--momentum") {
+      o.momentum = ParseReal(flag, next(), 0.0, 0.999999);
+    } else if (flag == "--wd") {
+      o.weight_decay = ParseReal(flag, next(), 0.0, 1.0);
+    } else if (flag == "--dropout") {
+      o.dropout = ParseReal(flag, next(), 0.0, 0.95);
+    } else if (flag == "--threads") {
+      o.threads = static_cast<int>(ParseInteger(flag, next(), 1, 4096));
+    } else if (flag == "--seed") {
+      o.seed = static_cast<unsigned long long>(ParseInteger(flag, next(), 0, 1LL << 62));
+    } else if (flag == "--data") {
+      o.data_dir = next();
+    } else if (flag == "--log") {
+      o.log_file = next();
+    } else if (flag == "--plot") {
+      o.plot_file = next();
+    } else {
+      throw OptionsError("unknown option '" + std::string(argv[i]) + "' (try --help)");
+    }
+  }
+  return o;
+}
+
+}  // namespace fashion_mnist

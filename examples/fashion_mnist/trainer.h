@@ -1,0 +1,190 @@
+// examples/fashion_mnist/trainer.h — the training loop, the same for both devices.
+//
+// Data path: the training images stay as bytes on the host; each epoch they are shuffled and normalised
+// ((pixel / 255 - mean) / std, the training set's own statistics) into one float buffer in a single pass,
+// which on the GPU is uploaded once per epoch — minibatches are then contiguous slices (no per-batch
+// gather or copy). The test set is normalised (and uploaded) once. The loss is summed on the device
+// (softmax_output's kAddTo) and read back only when the progress line is redrawn, so the GPU is not
+// synchronised per batch.
+#pragma once
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+#include "idx_dataset.h"
+#include "network.h"
+#include "options.h"
+#include "progress_bar.h"
+#include "training_log.h"
+
+namespace fashion_mnist {
+
+// Mean and standard deviation of the pixels (in [0, 1]) of the first `count` images.
+struct PixelStats {
+  double mean = 0, std = 1;
+};
+
+inline PixelStats ComputePixelStats(const ImageSet& s, int64_t count) {
+  const int64_t n = count * s.PixelsPerImage();
+  double sum = 0, sum_sq = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = s.pixels[i] / 255.0;
+    sum += v;
+    sum_sq += v * v;
+  }
+  PixelStats st;
+  st.mean = n > 0 ? sum / n : 0;
+  st.std = n > 0 ? std::sqrt(std::max(sum_sq / n - st.mean * st.mean, 1e-12)) : 1;
+  return st;
+}
+
+// Images order[0..n) of `s`, normalised, into dst (n, 1, 28, 28) on the host; their labels into labels.
+inline void NormaliseInto(const ImageSet& s, const std::vector<int64_t>& order, const PixelStats& st,
+                          const Tensor<cpu, 4, float>& dst, const Tensor<cpu, 1, int32_t>& labels) {
+  const int64_t pixels = s.PixelsPerImage();
+  const float scale = static_cast<float>(1.0 / (255.0 * st.std)), shift = static_cast<float>(st.mean / st.std);
+  ParallelFor(static_cast<index_t>(order.size()), pixels, [&](index_t begin, index_t end) {
+    for (index_t i = begin; i < end; ++i) {
+      const uint8_t* src = s.pixels.data() + order[i] * pixels;
+      float* out = dst.dptr_ + i * pixels;
+      for (int64_t p = 0; p < pixels; ++p) out[p] = src[p] * scale - shift;
+      labels.dptr_[i] = s.labels[order[i]];
+    }
+  });
+}
+
+// Host buffers, and where the device needs its own copy, device buffers of the same shapes.
+template <typename Device>
+struct DeviceData {
+  TensorContainer<cpu, 4, float> host_images;
+  TensorContainer<cpu, 1, int32_t> host_labels;
+  TensorContainer<Device, 4, float> images;  // unused on the CPU: the host buffers are the data
+  TensorContainer<Device, 1, int32_t> labels;
+
+  DeviceData(index_t n, Stream<Device>* s) : host_images(Shape4(n, 1, 28, 28)), host_labels(Shape1(n)) {
+    if constexpr (!std::is_same<Device, cpu>::value) {
+      images.set_stream(s);
+      labels.set_stream(s);
+      images.Resize(host_images.shape_);
+      labels.Resize(host_labels.shape_);
+    }
+  }
+  // Makes the device see what the host buffers hold.
+  void Upload(Stream<Device>* s) {
+    if constexpr (!std::is_same<Device, cpu>::value) {
+      Copy(images.view(), host_images.view(), s);
+      Copy(labels.view(), host_labels.view(), s);
+      s->Wait();  // the host buffers are rewritten next epoch
+    }
+  }
+  Tensor<Device, 4, float> Images(index_t b, index_t e) const {
+    if constexpr (std::is_same<Device, cpu>::value) return host_images.Slice(b, e);
+    else return images.Slice(b, e);
+  }
+  Tensor<Device, 1, int32_t> Labels(index_t b, index_t e) const {
+    if constexpr (std::is_same<Device, cpu>::value) return host_labels.Slice(b, e);
+    else return labels.Slice(b, e);
+  }
+};
+
+template <typename Device>
+inline float ReadScalar(const Tensor<Device, 1, float>& t, Stream<Device>* s) {
+  if constexpr (std::is_same<Device, cpu>::value) {
+    return t.dptr_[0];
+  } else {
+    TensorContainer<cpu, 1, float> h(Shape1(1));
+    Copy(h.view(), t, s);
+    s->Wait();
+    return h.dptr_[0];
+  }
+}
+
+// Fraction of the test set the network classifies correctly (inference mode: no dropout, running BN).
+template <typename Device>
+double Evaluate(ConvNet<Device>* net, const DeviceData<Device>& test, const ImageSet& raw, Stream<Device>* s) {
+  const index_t n = test.host_labels.size(0), chunk = 500;
+  TensorContainer<cpu, 2, float> prob_host;
+  int64_t correct = 0;
+  for (index_t b = 0; b < n; b += chunk) {
+    const index_t e = std::min(n, b + chunk);
+    net->Forward(test.Images(b, e), test.Labels(b, e), false, kNullOp);
+    const Tensor<Device, 2, float> prob = net->Probabilities();
+    prob_host.Resize(prob.shape_);
+    Copy(prob_host.view(), prob, s);
+    s->Wait();
+    for (index_t i = 0; i < e - b; ++i) {
+      const float* row = prob_host.dptr_ + i * prob_host.stride_;
+      const index_t guess = std::max_element(row, row + prob_host.size(1)) - row;
+      correct += guess == raw.labels[b + i];
+    }
+  }
+  return n > 0 ? static_cast<double>(correct) / n : 0.0;
+}
+
+// Trains for o.epochs on the first `train_count` training images; calls on_epoch after each epoch.
+template <typename Device, typename OnEpoch>
+void Train(const Options& o, const Dataset& data, int64_t train_count, Stream<Device>* s, OnEpoch on_epoch) {
+  using Clock = std::chrono::steady_clock;
+  const PixelStats st = ComputePixelStats(data.train, train_count);
+  NetConfig cfg;
+  cfg.batch_norm = o.batch_norm;
+  cfg.dropout = o.dropout;
+  cfg.seed = o.seed;
+  ConvNet<Device> net(cfg, s);
+  std::printf("network: %lld parameters%s%s; pixels normalised with mean %.4f, std %.4f\n",
+              static_cast<long long>(net.NumParameters()), o.batch_norm ? ", batch norm" : "",
+              o.dropout > 0 ? ", dropout" : "", st.mean, st.std);
+
+  DeviceData<Device> train(train_count, s), test(data.test.count, s);
+  std::vector<int64_t> test_order(data.test.count);
+  std::iota(test_order.begin(), test_order.end(), 0);
+  NormaliseInto(data.test, test_order, st, test.host_images.view(), test.host_labels.view());
+  test.Upload(s);
+
+  std::vector<int64_t> order(train_count);
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 shuffle_rng(o.seed);
+  const index_t batch = o.batch;
+  const index_t batches = (train_count + batch - 1) / batch;
+  for (int epoch = 1; epoch <= o.epochs; ++epoch) {
+    std::shuffle(order.begin(), order.end(), shuffle_rng);
+    NormaliseInto(data.train, order, st, train.host_images.view(), train.host_labels.view());
+    train.Upload(s);
+    s->Wait();
+    const auto start = Clock::now();
+    ProgressBar bar("epoch " + std::to_string(epoch) + "/" + std::to_string(o.epochs), train_count);
+    net.LossTensor() = 0.0f;
+    for (index_t bi = 0; bi < batches; ++bi) {
+      const index_t b = bi * batch, e = std::min<index_t>(train_count, b + batch);
+      const Tensor<Device, 1, int32_t> labels = train.Labels(b, e);
+      net.Forward(train.Images(b, e), labels, true, kAddTo);
+      net.Backward(labels);
+      net.Update(o.lr, o.momentum, o.weight_decay);
+      if ((bi + 1) % 20 == 0 || bi + 1 == batches) {
+        const float loss = ReadScalar(net.LossTensor(), s) / static_cast<float>(bi + 1);
+        if (!std::isfinite(loss))
+          throw std::runtime_error("the training loss is " + std::to_string(loss) + " at epoch " +
+                                   std::to_string(epoch) + ", batch " + std::to_string(bi + 1) +
+                                   ": training diverged (try a smaller --lr, or --bn)");
+        bar.Update(e, loss);
+      }
+    }
+    const double train_loss = ReadScalar(net.LossTensor(), s) / static_cast<double>(batches);
+    s->Wait();
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    bar.Finish();
+    EpochRecord r;
+    r.epoch = epoch;
+    r.seconds = seconds;
+    r.images_per_second = seconds > 0 ? train_count / seconds : 0;
+    r.train_loss = train_loss;
+    r.test_accuracy = Evaluate(&net, test, data.test, s);
+    on_epoch(r);
+  }
+}
+
+}  // namespace fashion_mnist

@@ -1,0 +1,202 @@
+// ops/batch_norm.h — batch normalisation (MXNet's BatchNorm) over the channel axis 1 of (N, C), (N, C, W),
+// (N, C, H, W) or (N, C, D, H, W) data, on the CPU and (compiled by nvcc) the GPU, for every float dtype.
+//
+//   training   mean_c = E[x_c], var_c = E[(x_c - mean_c)^2] over N and the spatial positions (biased, as
+//              MXNet), inv_std_c = 1 / sqrt(var_c + eps), y = gamma_c (x - mean_c) inv_std_c + beta_c;
+//              mean and inv_std are saved for backward, and the running statistics move towards the batch's:
+//              moving = moving * momentum + batch * (1 - momentum).
+//   inference  (or use_global_stats) the same with the running mean / variance; nothing is saved.
+//   backward   with xhat = (x - mean) inv_std and m values per channel:
+//              dbeta = sum dy,  dgamma = sum dy xhat,
+//              dx = gamma inv_std (dy - dbeta / m - xhat dgamma / m)        (batch statistics)
+//              dx = gamma inv_std dy                                        (use_global_stats: constants)
+// fix_gamma (MXNet's default) uses gamma = 1 whatever the tensor holds, and its gradient is 0.
+// Everything is composed of core expressions (broadcast<1>, sumall_except_dim<1>, F<op>), so the same code
+// runs on both devices. Statistics and per-element arithmetic are in accum_t<DType> (float for half / bf16);
+// the tensors the caller passes (gamma, beta, running and saved statistics) are DType.
+#pragma once
+#include <tensorexpr/tensorexpr.h>
+#include "workspace.h"
+#if defined(__CUDACC__)
+#include <tensorexpr/cuda/tensorexpr_cuda.cuh>
+#endif
+
+namespace tensorexpr {
+namespace ops {
+
+struct BatchNormParam {
+  double eps = 1e-3;              // added to the variance (MXNet's default)
+  double momentum = 0.9;          // weight of the old running statistics
+  bool fix_gamma = true;          // gamma taken as 1, its gradient 0 (MXNet's default)
+  bool use_global_stats = false;  // normalise with the running statistics in training too
+};
+
+namespace detail {
+
+template <int dim>
+struct check_bn_dims {
+  static_assert(dim >= 2 && dim <= 5, "BatchNorm normalises (N, C, spatial...) data with 0 to 3 spatial dimensions");
+  static constexpr bool value = true;
+};
+
+inline void CheckBatchNormParam(const BatchNormParam& p) {
+  TE_CHECK(p.eps > 0, "BatchNorm: eps = ", p.eps, " must be > 0");
+  TE_CHECK(p.momentum >= 0 && p.momentum <= 1, "BatchNorm: momentum = ", p.momentum, " must lie in [0, 1]");
+}
+
+template <typename Device, int dim, typename DType>
+inline void CheckChannelVector(const Tensor<Device, 1, DType>& v, const Shape<dim>& data, const char* name) {
+  TE_CHECK(v.shape_[0] == data[1], "BatchNorm: ", name, " of shape ", v.shape_, " does not match the ", data[1],
+           " channels of data shape ", data);
+}
+
+template <typename Device, int dim, typename DType>
+inline void CheckSameShape(const Tensor<Device, dim, DType>& t, const Shape<dim>& want, const char* op,
+                           const char* name) {
+  TE_CHECK(t.shape_ == want, op, ": ", name, " of shape ", t.shape_, " does not match data shape ", want);
+}
+
+inline void CheckReq(OpReqType r, const char* op) {
+  TE_CHECK(r == kNullOp || r == kWriteTo || r == kWriteInplace || r == kAddTo, op, ": unknown req ",
+           static_cast<int>(r));
+}
+
+}  // namespace detail
+
+// out = BN(data), stored as req says. gamma, beta, moving_mean, moving_var: (C). In training without
+// use_global_stats, save_mean and save_inv_std (C) receive the batch statistics and moving_mean /
+// moving_var are updated; otherwise those four are only read (save_* may be empty). Rows may be padded.
+template <typename Device, int dim, typename DType>
+void BatchNormForward(const BatchNormParam& p, bool is_train, const Tensor<Device, dim, DType>& data,
+                      const Tensor<Device, 1, DType>& gamma, const Tensor<Device, 1, DType>& beta,
+                      const Tensor<Device, 1, DType>& moving_mean, const Tensor<Device, 1, DType>& moving_var,
+                      OpReqType req, const Tensor<Device, dim, DType>& out, const Tensor<Device, 1, DType>& save_mean,
+                      const Tensor<Device, 1, DType>& save_inv_std) {
+  static_assert(detail::check_bn_dims<dim>::value, "");
+  using A = accum_t<DType>;  // statistics and the arithmetic per element: float for half / bf16
+  using expr::broadcast;
+  using expr::tcast;
+  detail::CheckBatchNormParam(p);
+  detail::CheckReq(req, "BatchNorm forward");
+  const Shape<dim> s = data.shape_;
+  detail::CheckSameShape(out, s, "BatchNorm forward", "output");
+  detail::CheckChannelVector(gamma, s, "gamma");
+  detail::CheckChannelVector(beta, s, "beta");
+  detail::CheckChannelVector(moving_mean, s, "moving_mean");
+  detail::CheckChannelVector(moving_var, s, "moving_var");
+  const index_t C = s[1], m = C > 0 ? s.Size() / C : 0;
+  const bool batch_stats = is_train && !p.use_global_stats;
+  if (batch_stats) {
+    detail::CheckChannelVector(save_mean, s, "save_mean");
+    detail::CheckChannelVector(save_inv_std, s, "save_inv_std");
+    TE_CHECK(m > 0 || C == 0, "BatchNorm: training needs at least one value per channel; data shape ", s,
+             " has none");
+  }
+  if (C == 0 || (req == kNullOp && !batch_stats)) return;
+  Stream<Device>* stream = out.stream_;
+  Tensor<Device, 2, A> ws = get_space_typed<Device, 2, A>(Shape2(3, C), stream);
+  Tensor<Device, 1, A> mean = ws[0], var = ws[1], scale = ws[2];
+  if (batch_stats) {
+    const A inv_m = A(1.0 / double(m));
+    // Each reduction is a whole assignment, so the fast parallel reduction runs (see expr/reduce.h).
+    mean = expr::sumall_except_dim<1>(tcast<A>(data));
+    mean *= inv_m;
+    // Two passes: the variance of the centred data keeps the digits E[x^2] - E[x]^2 would lose.
+    var = expr::sumall_except_dim<1>(expr::F<op::square>(tcast<A>(data) - broadcast<1>(mean, s)));
+    var *= inv_m;
+    const A mom = A(p.momentum), rest = A(1.0 - p.momentum);
+    Tensor<Device, 1, DType> mm = moving_mean, mv = moving_var, sm = save_mean, si = save_inv_std;
+    mm = tcast<DType>(tcast<A>(moving_mean) * mom + mean * rest);
+    mv = tcast<DType>(tcast<A>(moving_var) * mom + var * rest);
+    sm = tcast<DType>(mean);
+    si = tcast<DType>(expr::F<op::rsqrt>(var + A(p.eps)));
+  } else {
+    mean = tcast<A>(moving_mean);
+    var = tcast<A>(moving_var);
+  }
+  if (req == kNullOp) return;
+  if (p.fix_gamma) {
+    scale = expr::F<op::rsqrt>(var + A(p.eps));
+  } else {
+    scale = expr::F<op::rsqrt>(var + A(p.eps)) * tcast<A>(gamma);
+  }
+  Assign(out, req,
+         tcast<DType>((tcast<A>(data) - broadcast<1>(mean, s)) * broadcast<1>(scale, s) +
+                      broadcast<1>(tcast<A>(beta), s)));
+}
+
+// Gradients of BatchNormForward in training. save_mean / save_inv_std are what the forward saved (with
+// use_global_stats, moving_mean / moving_var are read instead and the statistics are constants). Each of
+// data_grad, gamma_grad, beta_grad is stored as its req says; kNullOp skips it.
+template <typename Device, int dim, typename DType>
+void BatchNormBackward(const BatchNormParam& p, const Tensor<Device, dim, DType>& out_grad,
+                       const Tensor<Device, dim, DType>& data, const Tensor<Device, 1, DType>& gamma,
+                       const Tensor<Device, 1, DType>& save_mean, const Tensor<Device, 1, DType>& save_inv_std,
+                       const Tensor<Device, 1, DType>& moving_mean, const Tensor<Device, 1, DType>& moving_var,
+                       OpReqType req_data, const Tensor<Device, dim, DType>& data_grad, OpReqType req_gamma,
+                       const Tensor<Device, 1, DType>& gamma_grad, OpReqType req_beta,
+                       const Tensor<Device, 1, DType>& beta_grad) {
+  static_assert(detail::check_bn_dims<dim>::value, "");
+  using A = accum_t<DType>;
+  using expr::broadcast;
+  using expr::tcast;
+  detail::CheckBatchNormParam(p);
+  for (OpReqType r : {req_data, req_gamma, req_beta}) detail::CheckReq(r, "BatchNorm backward");
+  const Shape<dim> s = data.shape_;
+  detail::CheckSameShape(out_grad, s, "BatchNorm backward", "output gradient");
+  if (req_data != kNullOp) detail::CheckSameShape(data_grad, s, "BatchNorm backward", "data gradient");
+  detail::CheckChannelVector(gamma, s, "gamma");
+  if (req_gamma != kNullOp) detail::CheckChannelVector(gamma_grad, s, "gamma gradient");
+  if (req_beta != kNullOp) detail::CheckChannelVector(beta_grad, s, "beta gradient");
+  if (p.use_global_stats) {
+    detail::CheckChannelVector(moving_mean, s, "moving_mean");
+    detail::CheckChannelVector(moving_var, s, "moving_var");
+  } else {
+    detail::CheckChannelVector(save_mean, s, "save_mean");
+    detail::CheckChannelVector(save_inv_std, s, "save_inv_std");
+  }
+  const index_t C = s[1], m = C > 0 ? s.Size() / C : 0;
+  if (C == 0) return;
+  Stream<Device>* stream = out_grad.stream_;
+  Tensor<Device, 2, A> ws = get_space_typed<Device, 2, A>(Shape2(7, C), stream);
+  Tensor<Device, 1, A> mean = ws[0], inv_std = ws[1], sum_dy = ws[2], sum_dy_xhat = ws[3];
+  Tensor<Device, 1, A> k_dy = ws[4], k_mean = ws[5], k_xhat = ws[6];
+  if (p.use_global_stats) {
+    mean = tcast<A>(moving_mean);
+    inv_std = expr::F<op::rsqrt>(tcast<A>(moving_var) + A(p.eps));
+  } else {
+    mean = tcast<A>(save_mean);
+    inv_std = tcast<A>(save_inv_std);
+  }
+  const auto dy = tcast<A>(out_grad);
+  const auto centred = tcast<A>(data) - broadcast<1>(mean, s);
+  sum_dy = expr::sumall_except_dim<1>(dy);
+  // sum dy (x - mean), times inv_std afterwards: one multiply per channel instead of one per element.
+  sum_dy_xhat = expr::sumall_except_dim<1>(dy * centred);
+  sum_dy_xhat *= inv_std;
+  Assign(beta_grad, req_beta, tcast<DType>(sum_dy));
+  if (p.fix_gamma) {
+    if (req_gamma != kAddTo) Assign(gamma_grad, req_gamma, expr::scalar<DType>(DType(0.0f)));
+  } else {
+    Assign(gamma_grad, req_gamma, tcast<DType>(sum_dy_xhat));
+  }
+  if (req_data == kNullOp) return;
+  if (p.fix_gamma) {
+    k_dy = expr::F<op::identity>(inv_std);
+  } else {
+    k_dy = inv_std * tcast<A>(gamma);
+  }
+  if (p.use_global_stats) {  // the statistics are constants: dx = gamma inv_std dy
+    Assign(data_grad, req_data, tcast<DType>(dy * broadcast<1>(k_dy, s)));
+    return;
+  }
+  // dx = gamma inv_std (dy - sum_dy / m - (x - mean) inv_std sum_dy_xhat / m)
+  const A inv_m = A(1.0 / double(m));
+  k_mean = sum_dy * inv_m;
+  k_xhat = inv_std * sum_dy_xhat * inv_m;
+  Assign(data_grad, req_data,
+         tcast<DType>(broadcast<1>(k_dy, s) * (dy - broadcast<1>(k_mean, s) - centred * broadcast<1>(k_xhat, s))));
+}
+
+}  // namespace ops
+}  // namespace tensorexpr

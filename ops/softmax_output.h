@@ -1,0 +1,210 @@
+// ops/softmax_output.h — softmax with the cross-entropy loss against integer class labels (MXNet's
+// SoftmaxOutput, plus the loss value), on any device, for float, double, half_t and bf16_t.
+//
+//   forward   prob[i, :] = softmax(data[i, :])                       data, prob (N, K)
+//             loss       = mean_i ( -log prob[i, label[i]] )         a 1-element tensor, so it stays on the device
+//   backward  data_grad  = (prob - onehot(label)) * grad_scale / N  [* loss_grad[0]]
+//
+// Numerically stable: the row maximum m is subtracted before exp, and the loss is computed from the
+// log-sum-exp, -log p = m + log(sum_j exp(x_j - m)) - x_label, never from log(prob) (which underflows).
+// Everything is composed from core expressions (reduce_with_axis, broadcast_keepdim, sumall, F<op>) and
+// two small nodes of this header (pick: data[i, label[i]]; onehot), so the same code runs on the CPU and
+// the GPU. Sums accumulate in accum_t (float for half / bf16).
+//
+// Labels: a 1-D tensor of N class indices of any element type LType — the data's DType (MXNet's
+// convention) or int32_t. Floating labels must hold whole numbers (exact up to 2^11 classes in half_t, 2^8
+// in bf16_t: use int32_t or float labels for more). On the CPU a label that is not a whole number in
+// [0, K) throws Error naming it; on the GPU (no host check, which would need a copy and a sync) such a
+// row's loss term is NaN and its one-hot row is all zero.
+#pragma once
+#include <cmath>
+#include <limits>
+#include <type_traits>
+#include <tensorexpr/tensorexpr.h>
+#include "workspace.h"
+#if defined(__CUDACC__)
+#include <tensorexpr/cuda/tensorexpr_cuda.cuh>
+#include "cuda/workspace_gpu.cuh"
+#endif
+
+namespace tensorexpr {
+namespace ops {
+
+struct SoftmaxOutputParam {
+  double grad_scale = 1.0;  // multiplies the gradient (MXNet's grad_scale)
+};
+
+namespace detail {
+
+// A label value as a class index (whole numbers only; the CPU checks that beforehand).
+template <typename LType>
+TE_XINLINE index_t LabelIndex(LType v) {
+  if constexpr (std::is_integral<LType>::value) {
+    return static_cast<index_t>(v);
+  } else {
+    return static_cast<index_t>(static_cast<compute_t<LType>>(v));
+  }
+}
+
+// pick(data, label): 1-D (N), element i = data[i, label[i]]; NaN when the label is out of [0, K).
+template <typename EData, typename ELabel>
+struct PickExp : public expr::Exp<PickExp<EData, ELabel>, typename EData::value_type, expr::type::kChainer> {
+  using DType = typename EData::value_type;
+  using LType = typename ELabel::value_type;
+  static_assert(EData::kDim == 2 && ELabel::kDim == 1, "pick(data, label): data is (N, K), label is (N)");
+  static constexpr int kDim = 1;
+  static constexpr bool kFlat = false;
+  using device_type = typename expr::common_device<typename EData::device_type, typename ELabel::device_type>::type;
+  EData data_;
+  ELabel label_;
+  PickExp(const EData& data, const ELabel& label) : data_(data), label_(label) {
+    TE_CHECK(data_.shape()[0] == label_.shape()[0], "pick: data shape ", data_.shape(), " and label shape ",
+             label_.shape(), " disagree on N");
+  }
+  Shape<1> shape() const { return label_.shape(); }
+  struct Plan {
+    typename EData::Plan data_;
+    typename ELabel::Plan label_;
+    index_t classes_;
+    TE_XINLINE DType Eval(index_t, index_t x) const {  // a 1-D expression is one row: x is the sample
+      const index_t c = LabelIndex(label_.Eval(0, x));
+      if (c < 0 || c >= classes_) return static_cast<DType>(std::numeric_limits<compute_t<DType>>::quiet_NaN());
+      return data_.Eval(x, c);
+    }
+  };
+  Plan plan() const { return Plan{data_.plan(), label_.plan(), data_.shape()[1]}; }
+};
+
+// onehot<DType>(label, K): (N, K), 1 where the column is the row's label, else 0.
+template <typename DType, typename ELabel>
+struct OneHotExp : public expr::Exp<OneHotExp<DType, ELabel>, DType, expr::type::kChainer> {
+  static_assert(ELabel::kDim == 1, "onehot(label, K): label is (N)");
+  static constexpr int kDim = 2;
+  static constexpr bool kFlat = false;
+  using device_type = typename ELabel::device_type;
+  ELabel label_;
+  index_t classes_;
+  OneHotExp(const ELabel& label, index_t classes) : label_(label), classes_(classes) {}
+  Shape<2> shape() const { return Shape2(label_.shape()[0], classes_); }
+  struct Plan {
+    typename ELabel::Plan label_;
+    TE_XINLINE DType Eval(index_t y, index_t x) const {
+      return LabelIndex(label_.Eval(0, y)) == x ? DType(1) : DType(0);
+    }
+  };
+  Plan plan() const { return Plan{label_.plan()}; }
+};
+
+template <typename Device, typename LType>
+inline void CheckSoftmaxShapes(const char* what, const Shape<2>& data, const Tensor<Device, 1, LType>& label) {
+  TE_CHECK(data[1] >= 1, "SoftmaxOutput ", what, ": data shape ", data, " has K = ", data[1],
+           " classes; need at least 1");
+  TE_CHECK(label.shape_[0] == data[0], "SoftmaxOutput ", what, ": label shape ", label.shape_,
+           " does not match data shape ", data, " (one label per row)");
+}
+
+// On the CPU every label is checked before use: a whole number in [0, K).
+template <typename Device, typename LType>
+inline void CheckLabels(const Tensor<Device, 1, LType>& label, index_t classes) {
+  if constexpr (std::is_same<Device, cpu>::value) {
+    for (index_t i = 0; i < label.shape_[0]; ++i) {
+      const double v = static_cast<double>(static_cast<compute_t<LType>>(label.dptr_[i]));
+      TE_CHECK(v == std::floor(v) && v >= 0 && v < static_cast<double>(classes), "SoftmaxOutput: label[", i,
+               "] = ", v, " is not a class index in [0, ", classes, ")");
+    }
+  }
+}
+
+inline void CheckSoftmaxReq(const char* what, OpReqType req, bool allow_add) {
+  TE_CHECK(req == kNullOp || req == kWriteTo || req == kWriteInplace || (allow_add && req == kAddTo),
+           "SoftmaxOutput ", what, ": req ", OpReqName(req), " (", static_cast<int>(req), ") is not supported");
+}
+
+}  // namespace detail
+
+// prob = softmax(data) (overwritten: req_prob is kWriteTo or kWriteInplace, prob may alias data) and,
+// unless req_loss is kNullOp, loss (shape (1)) = the mean cross-entropy, stored as req_loss says
+// (kAddTo accumulates). An empty batch has loss 0. data and prob may have padded rows.
+template <typename Device, typename DType, typename LType>
+void SoftmaxOutputForward(const SoftmaxOutputParam& p, const Tensor<Device, 2, DType>& data,
+                          const Tensor<Device, 1, LType>& label, OpReqType req_prob,
+                          const Tensor<Device, 2, DType>& prob, OpReqType req_loss,
+                          const Tensor<Device, 1, DType>& loss) {
+  detail::CheckSoftmaxShapes("forward", data.shape_, label);
+  detail::CheckSoftmaxReq("forward (prob)", req_prob, false);
+  detail::CheckSoftmaxReq("forward (loss)", req_loss, true);
+  TE_CHECK(req_prob != kNullOp, "SoftmaxOutput forward: prob is needed by backward and the loss; req kNullOp "
+           "is not supported for it");
+  TE_CHECK(prob.shape_ == data.shape_, "SoftmaxOutput forward: prob shape ", prob.shape_,
+           " does not match data shape ", data.shape_);
+  if (req_loss != kNullOp)
+    TE_CHECK(loss.shape_[0] == 1, "SoftmaxOutput forward: loss shape ", loss.shape_, " must be (1)");
+  const index_t N = data.shape_[0], K = data.shape_[1];
+  detail::CheckLabels(label, K);
+  Stream<Device>* s = prob.stream_;
+  // Workspace: the row maxima (N, 1), the row sums (N, 1), data[i, label[i]] (N), the total (1).
+  Tensor<Device, 1, DType> ws = get_space_typed<Device, 1, DType>(Shape1(3 * N + 1), s);
+  Tensor<Device, 2, DType> row_max(ws.dptr_, Shape2(N, 1), s), row_sum(ws.dptr_ + N, Shape2(N, 1), s);
+  Tensor<Device, 1, DType> max1(ws.dptr_, Shape1(N), s), sum1(ws.dptr_ + N, Shape1(N), s);
+  Tensor<Device, 1, DType> nll(ws.dptr_ + 2 * N, Shape1(N), s), total(ws.dptr_ + 3 * N, Shape1(1), s);
+  Tensor<Device, 2, DType> pr = prob;
+  if (N > 0) {
+    row_max = expr::reduce_with_axis<red::maximum, true>(data, 1);
+    if (req_loss != kNullOp) nll = detail::PickExp<Tensor<Device, 2, DType>, Tensor<Device, 1, LType>>(data, label);
+    // Read before prob is written: prob may alias data.
+    pr = expr::F<op::exp>(data - expr::broadcast_keepdim(row_max, 1, K));
+    row_sum = expr::reduce_with_axis<red::sum, true>(pr, 1);
+    pr /= expr::broadcast_keepdim(row_sum, 1, K);
+  }
+  if (req_loss == kNullOp) return;
+  if (N > 0) {
+    // -log p[label] = max + log(sum exp(x - max)) - x[label]
+    nll = max1 + expr::F<op::log>(sum1) - nll;
+    total = expr::sumall(nll);
+  } else {
+    total = DType(0);
+  }
+  Assign(loss, req_loss, total * DType(1.0 / static_cast<double>(N > 0 ? N : 1)));
+}
+
+// data_grad = (prob - onehot(label)) * grad_scale / N, stored as req says (data_grad may alias prob).
+template <typename Device, typename DType, typename LType>
+void SoftmaxOutputBackward(const SoftmaxOutputParam& p, const Tensor<Device, 2, DType>& prob,
+                           const Tensor<Device, 1, LType>& label, OpReqType req,
+                           const Tensor<Device, 2, DType>& data_grad) {
+  detail::CheckSoftmaxShapes("backward", prob.shape_, label);
+  detail::CheckSoftmaxReq("backward", req, true);
+  TE_CHECK(data_grad.shape_ == prob.shape_, "SoftmaxOutput backward: data gradient shape ", data_grad.shape_,
+           " does not match prob shape ", prob.shape_);
+  if (req == kNullOp) return;
+  const index_t N = prob.shape_[0], K = prob.shape_[1];
+  detail::CheckLabels(label, K);
+  if (N == 0) return;
+  const DType scale(p.grad_scale / static_cast<double>(N));
+  Assign(data_grad, req, (prob - detail::OneHotExp<DType, Tensor<Device, 1, LType>>(label, K)) * scale);
+}
+
+// The same times loss_grad[0] (shape (1), on the device): the gradient flowing into the loss.
+template <typename Device, typename DType, typename LType>
+void SoftmaxOutputBackward(const SoftmaxOutputParam& p, const Tensor<Device, 2, DType>& prob,
+                           const Tensor<Device, 1, LType>& label, const Tensor<Device, 1, DType>& loss_grad,
+                           OpReqType req, const Tensor<Device, 2, DType>& data_grad) {
+  detail::CheckSoftmaxShapes("backward", prob.shape_, label);
+  detail::CheckSoftmaxReq("backward", req, true);
+  TE_CHECK(data_grad.shape_ == prob.shape_, "SoftmaxOutput backward: data gradient shape ", data_grad.shape_,
+           " does not match prob shape ", prob.shape_);
+  TE_CHECK(loss_grad.shape_[0] == 1, "SoftmaxOutput backward: loss gradient shape ", loss_grad.shape_,
+           " must be (1)");
+  if (req == kNullOp) return;
+  const index_t N = prob.shape_[0], K = prob.shape_[1];
+  detail::CheckLabels(label, K);
+  if (N == 0) return;
+  const DType scale(p.grad_scale / static_cast<double>(N));
+  const Tensor<Device, 2, DType> g11(loss_grad.dptr_, Shape2(1, 1), loss_grad.stream_);
+  Assign(data_grad, req,
+         (prob - detail::OneHotExp<DType, Tensor<Device, 1, LType>>(label, K)) * scale *
+             expr::broadcast_keepdim(expr::broadcast_keepdim(g11, 0, N), 1, K));
+}
+
+}  // namespace ops
+}  // namespace tensorexpr

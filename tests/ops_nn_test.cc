@@ -1,0 +1,500 @@
+// ops_nn_test.cc — the network operators of ops/: Activation, FullyConnected, SoftmaxOutput and Pooling,
+// each against a naive float64 reference on fresh random inputs (every dtype, padded-row views, odd
+// sizes), every req (kAddTo onto random prefill, kNullOp leaving poison), finite-difference gradient
+// checks in double, and the errors bad shapes and parameters raise.
+#include "test_util.h"
+#include "../ops/activation.h"
+#include "../ops/fully_connected.h"
+#include "../ops/softmax_output.h"
+#include "../ops/pooling.h"
+
+namespace {
+using namespace te_test;
+using Vec = std::vector<double>;
+
+// ---- helpers ------------------------------------------------------------------------------------------
+template <int dim, typename DType>
+double AtX(const Tensor<cpu, dim, DType>& t, const Shape<dim>& idx) {  // exact for double
+  index_t row = 0;
+  for (int i = 0; i + 1 < dim; ++i) row = row * t.shape_[i] + idx[i];
+  return AsDouble(t.dptr_[row * t.stride_ + idx[dim - 1]]);
+}
+template <int dim, typename DType>
+Vec ToVec(const Tensor<cpu, dim, DType>& t) {
+  Vec v;
+  ForEachIndex(t.shape_, [&](const Shape<dim>& idx) { v.push_back(AtX(t, idx)); });
+  return v;
+}
+template <int dim>
+index_t Flat(const Shape<dim>& shape, const Shape<dim>& idx) {
+  index_t f = 0;
+  for (int i = 0; i < dim; ++i) f = f * shape[i] + idx[i];
+  return f;
+}
+// Every element of `got` (row-major order) within rtol * max(1, |want|).
+template <int dim, typename DType>
+void CheckVec(const Tensor<cpu, dim, DType>& got, const Vec& want, double rtol, const std::string& what) {
+  REQUIRE(static_cast<size_t>(got.shape_.Size()) == want.size());
+  index_t bad = 0;
+  std::string first;
+  ForEachIndex(got.shape_, [&](const Shape<dim>& idx) {
+    const double g = AtX(got, idx), r = want[Flat(got.shape_, idx)];
+    if (!(std::fabs(g - r) <= rtol * std::max(1.0, std::fabs(r)))) {
+      if (bad++ == 0) {
+        std::ostringstream os;
+        os.precision(17);
+        os << what << ": first mismatch at " << idx << ": got " << g << ", expected " << r;
+        first = os.str();
+      }
+    }
+  });
+  INFO(first);
+  INFO(what << ": mismatches " << bad << " of " << got.shape_.Size() << " (shape " << got.shape_ << ")");
+  CHECK(bad == 0);
+}
+// A device tensor holding `h`, with padded rows when asked.
+template <typename Device, int dim, typename DType>
+TensorContainer<Device, dim, DType> Dev(const Tensor<cpu, dim, DType>& h, Stream<Device>* s, bool pad = false) {
+  TensorContainer<Device, dim, DType> d(pad);
+  d.set_stream(s);
+  d.Resize(h.shape_);
+  Copy(d.view(), h, s);
+  Sync(s);
+  return d;
+}
+// Random prefill for kAddTo, poison otherwise; returns what the output holds before the op.
+template <int dim, typename DType>
+Vec Prefill(Tensor<cpu, dim, DType> t, OpReqType req) {
+  if (req == kAddTo) FillRandom(t); else Poison(t);
+  return ToVec(t);
+}
+// What an output should hold after the op, given its prefill and the reference result.
+inline Vec Expect(OpReqType req, const Vec& before, const Vec& ref) {
+  Vec e(before.size());
+  for (size_t i = 0; i < e.size(); ++i)
+    e[i] = req == kNullOp ? before[i] : (req == kAddTo ? before[i] + ref[i] : ref[i]);
+  return e;
+}
+template <int dim, typename DType>
+TensorContainer<cpu, dim, DType> Random(const Shape<dim>& s, double lo = -1, double hi = 1) {
+  TensorContainer<cpu, dim, DType> t(s);
+  FillRandom(t.view(), lo, hi);
+  return t;
+}
+// Messages must name what is wrong.
+template <typename F>
+void RequireError(F f, const std::vector<std::string>& needles) {
+  try {
+    f();
+    FAIL("expected tensorexpr::Error");
+  } catch (const tensorexpr::Error& e) {
+    const std::string msg = e.what();
+    for (const auto& n : needles) {
+      INFO("message: " << msg << "\nmissing: " << n);
+      CHECK(msg.find(n) != std::string::npos);
+    }
+  }
+}
+const OpReqType kAllReqs[] = {kNullOp, kWriteTo, kWriteInplace, kAddTo};
+
+// ---- Activation ---------------------------------------------------------------------------------------
+using ops::ActType;
+const ActType kActs[] = {ActType::kReLU, ActType::kSigmoid, ActType::kTanh, ActType::kSoftReLU};
+
+double RefAct(ActType t, double x) {
+  switch (t) {
+    case ActType::kReLU: return x > 0 ? x : 0;
+    case ActType::kSigmoid: return 1 / (1 + std::exp(-x));
+    case ActType::kTanh: return std::tanh(x);
+    case ActType::kSoftReLU: return std::log1p(std::exp(x));
+  }
+  return 0;
+}
+double RefActGrad(ActType t, double x) {  // from the input, independently of the library's output form
+  switch (t) {
+    case ActType::kReLU: return x > 0 ? 1 : 0;
+    case ActType::kSigmoid: return RefAct(ActType::kSigmoid, x) * (1 - RefAct(ActType::kSigmoid, x));
+    case ActType::kTanh: return 1 - std::tanh(x) * std::tanh(x);
+    case ActType::kSoftReLU: return 1 / (1 + std::exp(-x));
+  }
+  return 0;
+}
+
+template <typename Device, typename DType>
+void RunActivation(Stream<Device>* stream, ActType t, Shape<2> shape, bool padded, OpReqType req) {
+  ops::ActivationParam p;
+  p.act_type = t;
+  auto xh = Random<2, DType>(shape, -3, 3);
+  auto dyh = Random<2, DType>(shape);
+  TensorContainer<cpu, 2, DType> yh(shape), dxh(shape);
+  const Vec x = ToVec(xh.view()), dy = ToVec(dyh.view());
+  const Vec y0 = Prefill(yh.view(), req), dx0 = Prefill(dxh.view(), req);
+  Vec y(x.size()), dx(x.size()), yexact(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    y[i] = RefAct(t, x[i]);
+    dx[i] = dy[i] * RefActGrad(t, x[i]);
+  }
+  auto xd = Dev<Device>(xh.view(), stream, padded), dyd = Dev<Device>(dyh.view(), stream, padded);
+  auto yd = Dev<Device>(yh.view(), stream, padded), dxd = Dev<Device>(dxh.view(), stream, padded);
+  INFO("act " << ops::ActTypeName(t) << " shape " << shape << " padded " << padded << " req " << OpReqName(req)
+              << " dtype " << DataType<DType>::name());
+  ops::ActivationForward(p, xd.view(), req, yd.view());
+  CheckVec(ToHost(yd.view()).view(), Expect(req, y0, y), 2 * Tol<DType>(), "forward");
+  // Backward reads the output: give it the exact forward result, rounded to DType.
+  TensorContainer<cpu, 2, DType> youth(shape);
+  ForEachIndex(shape, [&](const Shape<2>& i) { youth[i[0]][i[1]] = DType(static_cast<float>(y[Flat(shape, i)])); });
+  if constexpr (std::is_same<DType, double>::value)
+    ForEachIndex(shape, [&](const Shape<2>& i) { youth[i[0]][i[1]] = y[Flat(shape, i)]; });
+  auto youtd = Dev<Device>(youth.view(), stream, padded);
+  ops::ActivationBackward(p, dyd.view(), youtd.view(), req, dxd.view());
+  CheckVec(ToHost(dxd.view()).view(), Expect(req, dx0, dx), 4 * Tol<DType>(), "backward");
+}
+
+TE_DEVICE_TEST_CASE("Activation forward and backward match the float64 reference", "[ops_nn][activation]") {
+  for (ActType t : kActs) {
+    for (OpReqType req : kAllReqs) RunActivation<Device, float>(stream, t, Shape2(17, 33), true, req);
+    RunActivation<Device, double>(stream, t, Shape2(3, 1000), false, kWriteTo);
+    RunActivation<Device, double>(stream, t, Shape2(1, 1), false, kAddTo);
+    RunActivation<Device, half_t>(stream, t, Shape2(5, 7), true, kWriteTo);
+    RunActivation<Device, bf16_t>(stream, t, Shape2(5, 7), false, kAddTo);
+    RunActivation<Device, float>(stream, t, Shape2(0, 7), false, kWriteTo);
+  }
+}
+
+TE_DEVICE_TEST_CASE("Activation works in place and its gradient matches finite differences", "[ops_nn][activation]") {
+  for (ActType t : kActs) {
+    ops::ActivationParam p;
+    p.act_type = t;
+    const Shape<2> shape = Shape2(3, 5);
+    auto xh = Random<2, double>(shape, -2, 2);
+    auto dyh = Random<2, double>(shape);
+    const Vec x = ToVec(xh.view()), dy = ToVec(dyh.view());
+    // In place: y overwrites x, then dx overwrites dy.
+    auto buf = Dev<Device>(xh.view(), stream);
+    ops::ActivationForward(p, buf.view(), kWriteInplace, buf.view());
+    auto dyd = Dev<Device>(dyh.view(), stream);
+    ops::ActivationBackward(p, dyd.view(), buf.view(), kWriteInplace, dyd.view());
+    const Vec dx = ToVec(ToHost(dyd.view()).view());
+    // d/dx_i of sum(dy * f(x)), by central differences on the library's own forward.
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double h = 1e-6;
+      auto f_at = [&](double xi) {
+        TensorContainer<cpu, 2, double> xp(shape);
+        Copy(xp.view(), xh.view());
+        xp.dptr_[i] = xi;
+        auto xd = Dev<Device>(xp.view(), stream);
+        TensorContainer<Device, 2, double> yd(shape);
+        yd.set_stream(stream);
+        ops::ActivationForward(p, xd.view(), kWriteTo, yd.view());
+        const Vec y = ToVec(ToHost(yd.view()).view());
+        double l = 0;
+        for (size_t j = 0; j < y.size(); ++j) l += dy[j] * y[j];
+        return l;
+      };
+      const double fd = (f_at(x[i] + h) - f_at(x[i] - h)) / (2 * h);
+      INFO("act " << ops::ActTypeName(t) << " element " << i << " x " << x[i]);
+      CHECK(std::fabs(fd - dx[i]) <= 1e-6 * std::max(1.0, std::fabs(fd)));
+    }
+  }
+}
+
+TE_DEVICE_TEST_CASE("Activation rejects mismatched shapes", "[ops_nn][activation][error]") {
+  ops::ActivationParam p;
+  p.act_type = ActType::kTanh;
+  TensorContainer<Device, 2, float> a(Shape2(3, 4)), b(Shape2(4, 3));
+  a.set_stream(stream);
+  b.set_stream(stream);
+  RequireError([&] { ops::ActivationForward(p, a.view(), kWriteTo, b.view()); }, {"tanh", "(3,4)", "(4,3)"});
+  RequireError([&] { ops::ActivationBackward(p, a.view(), a.view(), kWriteTo, b.view()); }, {"(3,4)", "(4,3)"});
+}
+
+// ---- FullyConnected -----------------------------------------------------------------------------------
+struct FcReqs {
+  OpReqType fwd = kWriteTo, data = kWriteTo, weight = kWriteTo, bias = kWriteTo;
+};
+
+// data of `dim` dimensions; padded rows only for 2-D data (the flattening needs contiguous N-D data).
+template <typename Device, typename DType, int dim>
+void RunFc(Stream<Device>* stream, Shape<dim> xs, index_t K, bool bias, FcReqs r, bool padded) {
+  ops::FullyConnectedParam p;
+  p.num_hidden = K;
+  p.no_bias = !bias;
+  const auto shapes = ops::InferFullyConnectedShapes(p, xs);
+  const index_t N = xs[0], D = xs.ProdShape(1, dim);
+  REQUIRE(shapes.out == Shape2(N, K));
+  REQUIRE(shapes.weight == Shape2(K, D));
+  REQUIRE(shapes.bias == Shape1(bias ? K : 0));
+  auto xh = Random<dim, DType>(xs);
+  auto wh = Random<2, DType>(shapes.weight);
+  auto bh = Random<1, DType>(Shape1(K));
+  auto dyh = Random<2, DType>(shapes.out);
+  TensorContainer<cpu, 2, DType> yh(shapes.out), dwh(shapes.weight);
+  TensorContainer<cpu, dim, DType> dxh(xs);
+  TensorContainer<cpu, 1, DType> dbh(Shape1(K));
+  const Vec x = ToVec(xh.view()), w = ToVec(wh.view()), b = ToVec(bh.view()), dy = ToVec(dyh.view());
+  const Vec y0 = Prefill(yh.view(), r.fwd), dx0 = Prefill(dxh.view(), r.data), dw0 = Prefill(dwh.view(), r.weight),
+            db0 = Prefill(dbh.view(), r.bias);
+  Vec y(N * K, 0.0), dx(N * D, 0.0), dw(K * D, 0.0), db(K, 0.0);
+  for (index_t n = 0; n < N; ++n)
+    for (index_t k = 0; k < K; ++k) {
+      double acc = bias ? b[k] : 0.0;
+      for (index_t d = 0; d < D; ++d) {
+        acc += x[n * D + d] * w[k * D + d];
+        dx[n * D + d] += dy[n * K + k] * w[k * D + d];
+        dw[k * D + d] += dy[n * K + k] * x[n * D + d];
+      }
+      y[n * K + k] = acc;
+      db[k] += dy[n * K + k];
+    }
+  auto xd = Dev<Device>(xh.view(), stream, padded), dxd = Dev<Device>(dxh.view(), stream, padded);
+  auto wd = Dev<Device>(wh.view(), stream), bd = Dev<Device>(bh.view(), stream), dyd = Dev<Device>(dyh.view(), stream);
+  auto yd = Dev<Device>(yh.view(), stream, padded), dwd = Dev<Device>(dwh.view(), stream),
+       dbd = Dev<Device>(dbh.view(), stream);
+  ops::FullyConnectedForward(p, xd.view(), wd.view(), bd.view(), r.fwd, yd.view());
+  ops::FullyConnectedBackward(p, dyd.view(), xd.view(), wd.view(), r.data, dxd.view(), r.weight, dwd.view(), r.bias,
+                              dbd.view());
+  INFO("data " << xs << " K " << K << " bias " << bias << " padded " << padded << " reqs " << OpReqName(r.fwd) << "/"
+               << OpReqName(r.data) << "/" << OpReqName(r.weight) << "/" << OpReqName(r.bias) << " dtype "
+               << DataType<DType>::name());
+  auto tol = [](index_t terms) { return Tol<DType>() * std::max(1.0, std::sqrt(double(terms))); };
+  CheckVec(ToHost(yd.view()).view(), Expect(r.fwd, y0, y), tol(D), "forward");
+  CheckVec(ToHost(dxd.view()).view(), Expect(r.data, dx0, dx), tol(K), "data grad");
+  CheckVec(ToHost(dwd.view()).view(), Expect(r.weight, dw0, dw), tol(N), "weight grad");
+  CheckVec(ToHost(dbd.view()).view(), Expect(bias ? r.bias : kNullOp, db0, db), tol(N), "bias grad");
+}
+
+TE_DEVICE_TEST_CASE("FullyConnected matches the float64 reference", "[ops_nn][fully_connected]") {
+  for (OpReqType req : kAllReqs) {
+    FcReqs r{req, req, req, req};
+    RunFc<Device, float, 2>(stream, Shape2(17, 33), 13, true, r, true);
+    RunFc<Device, double, 4>(stream, Shape4(5, 3, 2, 7), 11, true, r, false);
+  }
+  // Mixed reqs: each output on its own.
+  RunFc<Device, float, 2>(stream, Shape2(9, 20), 7, true, FcReqs{kAddTo, kNullOp, kWriteTo, kAddTo}, false);
+  RunFc<Device, float, 3>(stream, Shape3(4, 5, 6), 3, true, FcReqs{kWriteTo, kAddTo, kNullOp, kNullOp}, false);
+  RunFc<Device, float, 2>(stream, Shape2(9, 20), 7, false, FcReqs{kWriteTo, kWriteTo, kAddTo, kWriteTo}, true);
+  // Odd sizes.
+  RunFc<Device, double, 2>(stream, Shape2(1, 1), 1, true, FcReqs{}, false);
+  RunFc<Device, float, 2>(stream, Shape2(3, 1000), 5, true, FcReqs{}, false);
+  RunFc<Device, float, 2>(stream, Shape2(0, 6), 4, true, FcReqs{kWriteTo, kWriteTo, kWriteTo, kWriteTo}, false);
+  RunFc<Device, half_t, 2>(stream, Shape2(6, 16), 8, true, FcReqs{}, false);
+  RunFc<Device, bf16_t, 3>(stream, Shape3(6, 4, 4), 8, true, FcReqs{kAddTo, kAddTo, kAddTo, kAddTo}, false);
+}
+
+TE_DEVICE_TEST_CASE("FullyConnected gradients match finite differences", "[ops_nn][fully_connected]") {
+  ops::FullyConnectedParam p;
+  p.num_hidden = 3;
+  const Shape<3> xs = Shape3(2, 2, 3);
+  auto xh = Random<3, double>(xs);
+  auto wh = Random<2, double>(Shape2(3, 6));
+  auto bh = Random<1, double>(Shape1(3));
+  auto dyh = Random<2, double>(Shape2(2, 3));
+  const Vec dy = ToVec(dyh.view());
+  // L = sum(dy * FC(x, W, b)) evaluated by the library's forward.
+  auto loss = [&]() {
+    auto xd = Dev<Device>(xh.view(), stream), wd = Dev<Device>(wh.view(), stream), bd = Dev<Device>(bh.view(), stream);
+    TensorContainer<Device, 2, double> yd(Shape2(2, 3));
+    yd.set_stream(stream);
+    ops::FullyConnectedForward(p, xd.view(), wd.view(), bd.view(), kWriteTo, yd.view());
+    const Vec y = ToVec(ToHost(yd.view()).view());
+    double l = 0;
+    for (size_t j = 0; j < y.size(); ++j) l += dy[j] * y[j];
+    return l;
+  };
+  auto xd = Dev<Device>(xh.view(), stream), wd = Dev<Device>(wh.view(), stream), dyd = Dev<Device>(dyh.view(), stream);
+  TensorContainer<Device, 3, double> dxd(xs);
+  TensorContainer<Device, 2, double> dwd(Shape2(3, 6));
+  TensorContainer<Device, 1, double> dbd(Shape1(3));
+  dxd.set_stream(stream);
+  dwd.set_stream(stream);
+  dbd.set_stream(stream);
+  ops::FullyConnectedBackward(p, dyd.view(), xd.view(), wd.view(), kWriteTo, dxd.view(), kWriteTo, dwd.view(), kWriteTo,
+                              dbd.view());
+  const Vec dx = ToVec(ToHost(dxd.view()).view()), dw = ToVec(ToHost(dwd.view()).view()),
+            db = ToVec(ToHost(dbd.view()).view());
+  auto check = [&](double* v, double analytic, const char* what) {
+    const double h = 1e-6, keep = *v;
+    *v = keep + h;
+    const double lp = loss();
+    *v = keep - h;
+    const double lm = loss();
+    *v = keep;
+    const double fd = (lp - lm) / (2 * h);
+    INFO(what << ": finite difference " << fd << " vs backward " << analytic);
+    CHECK(std::fabs(fd - analytic) <= 1e-7 * std::max(1.0, std::fabs(fd)));
+  };
+  for (index_t i = 0; i < xs.Size(); ++i) check(xh.dptr_ + i, dx[i], "data");
+  for (index_t i = 0; i < 18; ++i) check(wh.dptr_ + i, dw[i], "weight");
+  for (index_t i = 0; i < 3; ++i) check(bh.dptr_ + i, db[i], "bias");
+}
+
+TE_DEVICE_TEST_CASE("FullyConnected names bad shapes and parameters", "[ops_nn][fully_connected][error]") {
+  ops::FullyConnectedParam p;
+  p.num_hidden = 4;
+  TensorContainer<Device, 2, float> x(Shape2(3, 5)), w(Shape2(4, 6)), y(Shape2(3, 4)), wgood(Shape2(4, 5));
+  TensorContainer<Device, 1, float> b(Shape1(4)), bbad(Shape1(3));
+  for (auto* t : {&x, &w, &y, &wgood}) t->set_stream(stream);
+  RequireError([&] { ops::FullyConnectedForward(p, x.view(), w.view(), b.view(), kWriteTo, y.view()); },
+               {"weight", "(4,6)", "(4,5)"});
+  RequireError([&] { ops::FullyConnectedForward(p, x.view(), wgood.view(), bbad.view(), kWriteTo, y.view()); },
+               {"bias", "(3,)"});
+  p.num_hidden = 0;
+  RequireError([&] { ops::FullyConnectedForward(p, x.view(), wgood.view(), b.view(), kWriteTo, y.view()); },
+               {"num_hidden = 0"});
+  // N-D data with padded rows cannot be flattened.
+  p.num_hidden = 4;
+  TensorContainer<Device, 3, float> x3(true);
+  x3.set_stream(stream);
+  x3.Resize(Shape3(3, 1, 5));
+  if (!x3.CheckContiguous())
+    RequireError([&] { ops::FullyConnectedForward(p, x3.view(), wgood.view(), b.view(), kWriteTo, y.view()); },
+                 {"contiguous", "(3,1,5)"});
+}
+
+// ---- SoftmaxOutput ------------------------------------------------------------------------------------
+// Labels of type LType for N rows, K classes; returns them as integers too.
+template <typename LType>
+TensorContainer<cpu, 1, LType> RandomLabels(index_t N, index_t K, std::vector<index_t>* out) {
+  TensorContainer<cpu, 1, LType> l(Shape1(N));
+  std::uniform_int_distribution<index_t> u(0, K - 1);
+  out->clear();
+  for (index_t i = 0; i < N; ++i) {
+    out->push_back(u(Rng()));
+    l.dptr_[i] = static_cast<LType>(static_cast<float>(out->back()));
+  }
+  return l;
+}
+
+template <typename Device, typename DType, typename LType>
+void RunSoftmax(Stream<Device>* stream, index_t N, index_t K, double offset, double spread, bool padded,
+                OpReqType req_loss, OpReqType req_grad, double grad_scale, bool with_loss_grad) {
+  ops::SoftmaxOutputParam p;
+  p.grad_scale = grad_scale;
+  auto xh = Random<2, DType>(Shape2(N, K), offset - spread, offset + spread);
+  std::vector<index_t> lab;
+  auto lh = RandomLabels<LType>(N, K, &lab);
+  const Vec x = ToVec(xh.view());
+  // Reference: stable softmax and mean cross-entropy in double.
+  Vec prob(N * K), grad(N * K);
+  double loss = 0;
+  for (index_t n = 0; n < N; ++n) {
+    double m = -INFINITY, s = 0;
+    for (index_t k = 0; k < K; ++k) m = std::max(m, x[n * K + k]);
+    for (index_t k = 0; k < K; ++k) s += std::exp(x[n * K + k] - m);
+    for (index_t k = 0; k < K; ++k) prob[n * K + k] = std::exp(x[n * K + k] - m) / s;
+    loss += m + std::log(s) - x[n * K + lab[n]];
+  }
+  if (N > 0) loss /= N;
+  TensorContainer<cpu, 1, DType> lgh(Shape1(1));
+  lgh.dptr_[0] = DType(1.75f);
+  const double lg = with_loss_grad ? 1.75 : 1.0;
+  for (index_t n = 0; n < N; ++n)
+    for (index_t k = 0; k < K; ++k)
+      grad[n * K + k] = (prob[n * K + k] - (k == lab[n] ? 1.0 : 0.0)) * grad_scale / N * lg;
+
+  TensorContainer<cpu, 2, DType> ph(Shape2(N, K)), gh(Shape2(N, K));
+  TensorContainer<cpu, 1, DType> lossh(Shape1(1));
+  Poison(ph.view());
+  const Vec loss0 = Prefill(lossh.view(), req_loss), g0 = Prefill(gh.view(), req_grad);
+  auto xd = Dev<Device>(xh.view(), stream, padded), pd = Dev<Device>(ph.view(), stream, padded);
+  auto gd = Dev<Device>(gh.view(), stream, padded), lossd = Dev<Device>(lossh.view(), stream);
+  auto ld = Dev<Device>(lh.view(), stream), lgd = Dev<Device>(lgh.view(), stream);
+  ops::SoftmaxOutputForward(p, xd.view(), ld.view(), kWriteTo, pd.view(), req_loss, lossd.view());
+  if (with_loss_grad) {
+    ops::SoftmaxOutputBackward(p, pd.view(), ld.view(), lgd.view(), req_grad, gd.view());
+  } else {
+    ops::SoftmaxOutputBackward(p, pd.view(), ld.view(), req_grad, gd.view());
+  }
+  INFO("N " << N << " K " << K << " offset " << offset << " spread " << spread << " padded " << padded << " reqs "
+            << OpReqName(req_loss) << "/" << OpReqName(req_grad) << " dtype " << DataType<DType>::name()
+            << " label " << typeid(LType).name());
+  const double tol = Tol<DType>() * std::max(1.0, std::sqrt(double(K)));
+  CheckVec(ToHost(pd.view()).view(), prob, tol, "prob");
+  CheckVec(ToHost(lossd.view()).view(), Expect(req_loss, loss0, Vec{loss}), tol, "loss");
+  CheckVec(ToHost(gd.view()).view(), Expect(req_grad, g0, grad), tol, "grad");
+}
+
+TE_DEVICE_TEST_CASE("SoftmaxOutput matches the float64 reference", "[ops_nn][softmax_output]") {
+  for (OpReqType req : kAllReqs) {
+    RunSoftmax<Device, float, float>(stream, 17, 10, 0, 3, true, req, req, 1.0, false);
+    RunSoftmax<Device, double, int32_t>(stream, 5, 7, 0, 3, false, req, req, 0.5, true);
+  }
+  // Large logits: naive exp would overflow; and a wide spread whose small probabilities underflow.
+  RunSoftmax<Device, float, int32_t>(stream, 9, 13, 500, 40, false, kWriteTo, kWriteTo, 1.0, false);
+  RunSoftmax<Device, double, double>(stream, 4, 6, -800, 300, false, kWriteTo, kWriteTo, 1.0, false);
+  // Odd sizes.
+  RunSoftmax<Device, float, float>(stream, 1, 1, 0, 1, false, kWriteTo, kWriteTo, 1.0, false);
+  RunSoftmax<Device, float, int32_t>(stream, 3, 1000, 0, 5, true, kAddTo, kAddTo, 2.0, true);
+  RunSoftmax<Device, double, int32_t>(stream, 1000, 3, 0, 2, false, kWriteTo, kWriteTo, 1.0, false);
+  RunSoftmax<Device, float, float>(stream, 0, 5, 0, 1, false, kWriteTo, kWriteTo, 1.0, false);
+  RunSoftmax<Device, half_t, half_t>(stream, 6, 10, 0, 3, false, kWriteTo, kAddTo, 1.0, false);
+  RunSoftmax<Device, bf16_t, int32_t>(stream, 6, 10, 0, 3, true, kAddTo, kWriteTo, 1.0, true);
+}
+
+TE_DEVICE_TEST_CASE("SoftmaxOutput works in place and its gradient matches finite differences",
+                    "[ops_nn][softmax_output]") {
+  ops::SoftmaxOutputParam p;
+  const index_t N = 3, K = 4;
+  auto xh = Random<2, double>(Shape2(N, K), -2, 2);
+  std::vector<index_t> lab;
+  auto lh = RandomLabels<int32_t>(N, K, &lab);
+  auto ld = Dev<Device>(lh.view(), stream);
+  auto loss_at = [&]() {
+    auto xd = Dev<Device>(xh.view(), stream);
+    TensorContainer<Device, 1, double> lossd(Shape1(1));
+    lossd.set_stream(stream);
+    // prob overwrites data in place.
+    ops::SoftmaxOutputForward(p, xd.view(), ld.view(), kWriteInplace, xd.view(), kWriteTo, lossd.view());
+    return ToVec(ToHost(lossd.view()).view())[0];
+  };
+  auto xd = Dev<Device>(xh.view(), stream);
+  TensorContainer<Device, 1, double> lossd(Shape1(1));
+  lossd.set_stream(stream);
+  ops::SoftmaxOutputForward(p, xd.view(), ld.view(), kWriteInplace, xd.view(), kWriteTo, lossd.view());
+  ops::SoftmaxOutputBackward(p, xd.view(), ld.view(), kWriteInplace, xd.view());  // the gradient over prob
+  const Vec g = ToVec(ToHost(xd.view()).view());
+  for (index_t i = 0; i < N * K; ++i) {
+    const double h = 1e-6, keep = xh.dptr_[i];
+    xh.dptr_[i] = keep + h;
+    const double lp = loss_at();
+    xh.dptr_[i] = keep - h;
+    const double lm = loss_at();
+    xh.dptr_[i] = keep;
+    const double fd = (lp - lm) / (2 * h);
+    INFO("element " << i << ": finite difference " << fd << " vs backward " << g[i]);
+    CHECK(std::fabs(fd - g[i]) <= 1e-7);
+  }
+}
+
+TE_DEVICE_TEST_CASE("SoftmaxOutput names bad shapes, labels and reqs", "[ops_nn][softmax_output][error]") {
+  ops::SoftmaxOutputParam p;
+  TensorContainer<Device, 2, float> x(Shape2(3, 4)), prob(Shape2(3, 4)), prob_bad(Shape2(3, 5));
+  TensorContainer<Device, 1, float> loss(Shape1(1)), lab_short(Shape1(2));
+  for (auto* t : {&x, &prob, &prob_bad}) t->set_stream(stream);
+  loss.set_stream(stream);
+  lab_short.set_stream(stream);
+  RequireError([&] { ops::SoftmaxOutputForward(p, x.view(), lab_short.view(), kWriteTo, prob.view(), kWriteTo, loss.view()); },
+               {"label", "(2,)", "(3,4)"});
+  TensorContainer<cpu, 1, float> lab_h(Shape1(3));
+  lab_h.dptr_[0] = 0;
+  lab_h.dptr_[1] = 3;
+  lab_h.dptr_[2] = 1;
+  auto lab = Dev<Device>(lab_h.view(), stream);
+  RequireError([&] { ops::SoftmaxOutputForward(p, x.view(), lab.view(), kWriteTo, prob_bad.view(), kWriteTo, loss.view()); },
+               {"prob", "(3,5)", "(3,4)"});
+  RequireError([&] { ops::SoftmaxOutputForward(p, x.view(), lab.view(), kAddTo, prob.view(), kWriteTo, loss.view()); },
+               {"kAddTo"});
+  if constexpr (std::is_same<Device, cpu>::value) {
+    // Labels are checked on the host only.
+    lab_h.dptr_[1] = 4;
+    auto lab4 = Dev<Device>(lab_h.view(), stream);
+    RequireError([&] { ops::SoftmaxOutputForward(p, x.view(), lab4.view(), kWriteTo, prob.view(), kWriteTo, loss.view()); },
+                 {"label[1] = 4", "[0, 4)"});
+    lab_h.dptr_[1] = 1.5f;
+    auto lab15 = Dev<Device>(lab_h.view(), stream);
+    RequireError([&] { ops::SoftmaxOutputBackward(p, prob.view(), lab15.view(), kWriteTo, prob.view()); },
+                 {"label[1] = 1.5"});
+  }
+}
+
+}  // namespace
