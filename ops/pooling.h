@@ -323,9 +323,7 @@ void PoolingForward(const PoolingParam& p, const Tensor<Device, dim, DType>& dat
   detail::CheckPoolReq("forward", req);
   if (req == kNullOp || want.Size() == 0) return;
   if (detail::PoolUsesCoreExpr(p, g)) {
-    if constexpr (dim >= 2) {
-      if (g.nd == 2) return detail::PoolForwardCore<2>(p, g, data, req, out);
-    }
+    if (g.nd == 2) return detail::PoolForwardCore<2>(p, g, data, req, out);
     return detail::PoolForwardCore<1>(p, g, data, req, out);
   }
   Assign(out, req, detail::PoolingNdExp<Tensor<Device, dim, DType>>(data, g, want));
@@ -351,9 +349,7 @@ void PoolingBackward(const PoolingParam& p, const Tensor<Device, dim, DType>& ou
     return;
   }
   if (detail::PoolUsesCoreExpr(p, g)) {
-    if constexpr (dim >= 2) {
-      if (g.nd == 2) return detail::PoolBackwardCore<2>(p, g, out_grad, data, out, req, in_grad);
-    }
+    if (g.nd == 2) return detail::PoolBackwardCore<2>(p, g, out_grad, data, out, req, in_grad);
     return detail::PoolBackwardCore<1>(p, g, out_grad, data, out, req, in_grad);
   }
   using T = Tensor<Device, dim, DType>;

@@ -497,4 +497,259 @@ TE_DEVICE_TEST_CASE("SoftmaxOutput names bad shapes, labels and reqs", "[ops_nn]
   }
 }
 
+
+// ---- Pooling ------------------------------------------------------------------------------------------
+using ops::PoolType;
+using ops::PoolingConvention;
+using IVec = std::vector<index_t>;
+
+struct PoolCase {
+  IVec kernel, stride, pad;
+  PoolType type = PoolType::kMax;
+  PoolingConvention conv = PoolingConvention::kValid;
+  bool global = false, include_pad = true;
+};
+
+ops::PoolingParam ToParam(const PoolCase& c) {
+  ops::PoolingParam p;
+  p.kernel = c.kernel;
+  p.stride = c.stride;
+  p.pad = c.pad;
+  p.pool_type = c.type;
+  p.pooling_convention = c.conv;
+  p.global_pool = c.global;
+  p.count_include_pad = c.include_pad;
+  return p;
+}
+
+// The float64 reference, written from the definition: every kernel tap of every window is classified as
+// a real element, padding (inside the padded image) or beyond it (full convention's clipped windows).
+struct RefPool {
+  index_t planes = 1, in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1}, s[3] = {1, 1, 1}, p[3] = {0, 0, 0};
+  bool is_max = true, include_pad = true;
+  // f(output flat index, input flat index or -1 for padding), over taps inside the padded image.
+  template <typename F>
+  void ForEachTap(F f) const {
+    for (index_t n = 0; n < planes; ++n)
+      for (index_t od = 0; od < out[0]; ++od)
+        for (index_t oh = 0; oh < out[1]; ++oh)
+          for (index_t ow = 0; ow < out[2]; ++ow) {
+            const index_t o = ((n * out[0] + od) * out[1] + oh) * out[2] + ow;
+            for (index_t a = 0; a < k[0]; ++a)
+              for (index_t b = 0; b < k[1]; ++b)
+                for (index_t c = 0; c < k[2]; ++c) {
+                  const index_t z = od * s[0] - p[0] + a, y = oh * s[1] - p[1] + b, x = ow * s[2] - p[2] + c;
+                  if (z >= in[0] + p[0] || y >= in[1] + p[1] || x >= in[2] + p[2]) continue;
+                  const bool real = z >= 0 && y >= 0 && x >= 0 && z < in[0] && y < in[1] && x < in[2];
+                  f(o, real ? ((n * in[0] + z) * in[1] + y) * in[2] + x : index_t(-1));
+                }
+          }
+  }
+  void Run(const Vec& x, const Vec& dy, Vec* y, Vec* dx) const {
+    const size_t nout = static_cast<size_t>(planes * out[0] * out[1] * out[2]);
+    Vec acc(nout, is_max ? -INFINITY : 0.0), count(nout, 0.0);
+    ForEachTap([&](index_t o, index_t i) {
+      if (i < 0 && !include_pad) return;
+      count[o] += 1;
+      if (i < 0) return;
+      acc[o] = is_max ? std::max(acc[o], x[i]) : acc[o] + x[i];
+    });
+    *y = acc;
+    if (!is_max)
+      for (size_t o = 0; o < nout; ++o) (*y)[o] = acc[o] / count[o];
+    dx->assign(x.size(), 0.0);
+    ForEachTap([&](index_t o, index_t i) {
+      if (i < 0) return;
+      if (is_max) {
+        if (x[i] == (*y)[o]) (*dx)[i] += dy[o];  // every tie receives the gradient
+      } else {
+        (*dx)[i] += dy[o] / count[o];
+      }
+    });
+  }
+};
+
+template <int dim>
+RefPool MakeRefPool(const PoolCase& c, const Shape<dim>& xs, int nd) {
+  RefPool r;
+  r.is_max = c.type == PoolType::kMax;
+  r.include_pad = c.include_pad;
+  for (int i = 0; i < dim - nd; ++i) r.planes *= xs[i];
+  for (int i = 0; i < nd; ++i) {
+    const int j = 3 - nd + i;
+    const index_t in = xs[dim - nd + i];
+    r.in[j] = in;
+    r.k[j] = c.global ? in : c.kernel[i];
+    r.s[j] = c.global || c.stride.empty() ? 1 : c.stride[i];
+    r.p[j] = c.global || c.pad.empty() ? 0 : c.pad[i];
+    const index_t span = in + 2 * r.p[j] - r.k[j];
+    if (c.conv == PoolingConvention::kValid) {
+      r.out[j] = span / r.s[j] + 1;
+    } else {
+      r.out[j] = (span + r.s[j] - 1) / r.s[j] + 1;
+      if ((r.out[j] - 1) * r.s[j] >= in + r.p[j]) --r.out[j];
+    }
+  }
+  return r;
+}
+
+template <typename Device, typename DType, int dim>
+void RunPool(Stream<Device>* stream, const PoolCase& c, Shape<dim> xs, int nd, OpReqType req, bool padded) {
+  const ops::PoolingParam p = ToParam(c);
+  const RefPool r = MakeRefPool(c, xs, nd);
+  Shape<dim> ys = xs;
+  for (int i = 0; i < nd; ++i) ys[dim - nd + i] = r.out[3 - nd + i];
+  REQUIRE(ops::InferPoolingShape(p, xs) == ys);
+  auto xh = Random<dim, DType>(xs);
+  auto dyh = Random<dim, DType>(ys);
+  TensorContainer<cpu, dim, DType> yh(ys), dxh(xs);
+  const Vec x = ToVec(xh.view()), dy = ToVec(dyh.view());
+  const Vec y0 = Prefill(yh.view(), req), dx0 = Prefill(dxh.view(), req);
+  Vec y, dx;
+  r.Run(x, dy, &y, &dx);
+  auto xd = Dev<Device>(xh.view(), stream, padded), dxd = Dev<Device>(dxh.view(), stream, padded);
+  auto yd = Dev<Device>(yh.view(), stream, padded), dyd = Dev<Device>(dyh.view(), stream, padded);
+  INFO("data " << xs << " out " << ys << " kernel " << r.k[0] << "x" << r.k[1] << "x" << r.k[2] << " stride "
+               << r.s[0] << "x" << r.s[1] << "x" << r.s[2] << " pad " << r.p[0] << "x" << r.p[1] << "x" << r.p[2]
+               << (c.type == PoolType::kMax ? " max" : " avg") << (c.include_pad ? "" : " exclude-pad")
+               << (c.conv == PoolingConvention::kFull ? " full" : " valid") << (c.global ? " global" : "")
+               << " req " << OpReqName(req) << " padded " << padded << " dtype " << DataType<DType>::name());
+  ops::PoolingForward(p, xd.view(), req, yd.view());
+  const double tol = 2 * Tol<DType>();
+  CheckVec(ToHost(yd.view()).view(), Expect(req, y0, y), tol, "forward");
+  // Backward reads the forward output: give it the exact one (kNullOp / kAddTo leave yd elsewhere).
+  TensorContainer<cpu, dim, DType> yexact(ys);
+  ForEachIndex(ys, [&](const Shape<dim>& i) {
+    yexact.dptr_[Flat(ys, i)] = static_cast<DType>(static_cast<float>(y[Flat(ys, i)]));
+    if constexpr (std::is_same<DType, double>::value) yexact.dptr_[Flat(ys, i)] = y[Flat(ys, i)];
+  });
+  auto yed = Dev<Device>(yexact.view(), stream, padded);
+  ops::PoolingBackward(p, dyd.view(), xd.view(), yed.view(), req, dxd.view());
+  CheckVec(ToHost(dxd.view()).view(), Expect(req, dx0, dx), tol * 4, "backward");
+}
+
+PoolCase PC(IVec k, IVec s, IVec pad, PoolType t, PoolingConvention conv = PoolingConvention::kValid,
+            bool include_pad = true) {
+  PoolCase c;
+  c.kernel = k;
+  c.stride = s;
+  c.pad = pad;
+  c.type = t;
+  c.conv = conv;
+  c.include_pad = include_pad;
+  return c;
+}
+const PoolType kPoolTypes[] = {PoolType::kMax, PoolType::kAvg};
+const auto kValidConv = PoolingConvention::kValid;
+const auto kFullConv = PoolingConvention::kFull;
+
+TE_DEVICE_TEST_CASE("Pooling 2-D matches the float64 reference", "[ops_nn][pooling]") {
+  for (PoolType t : kPoolTypes) {
+    // The core pool / unpool path (no padding, valid convention), every req.
+    for (OpReqType req : kAllReqs) RunPool<Device, float, 4>(stream, PC({2, 2}, {2, 2}, {}, t), Shape4(2, 3, 8, 9), 2, req, true);
+    RunPool<Device, double, 4>(stream, PC({3, 2}, {1, 2}, {}, t), Shape4(2, 3, 7, 9), 2, kWriteTo, false);
+    RunPool<Device, float, 3>(stream, PC({3, 3}, {2, 2}, {0, 0}, t), Shape3(5, 9, 17), 2, kAddTo, false);  // unbatched
+    // The general path: padding and the full convention, every req.
+    for (OpReqType req : kAllReqs) RunPool<Device, float, 4>(stream, PC({3, 3}, {2, 2}, {1, 1}, t), Shape4(2, 3, 7, 9), 2, req, true);
+    RunPool<Device, double, 4>(stream, PC({3, 3}, {2, 2}, {1, 2}, t, kFullConv), Shape4(1, 2, 8, 10), 2, kWriteTo, false);
+    RunPool<Device, double, 4>(stream, PC({3, 3}, {2, 2}, {}, t, kFullConv), Shape4(1, 2, 8, 10), 2, kWriteTo, false);
+    RunPool<Device, double, 4>(stream, PC({3, 2}, {3, 1}, {2, 1}, t, kValidConv, false), Shape4(2, 2, 7, 5), 2, kAddTo, false);
+    RunPool<Device, double, 4>(stream, PC({4, 4}, {3, 3}, {1, 1}, t, kFullConv, false), Shape4(1, 3, 9, 11), 2, kWriteTo, true);
+    // Global pooling, and odd sizes.
+    PoolCase g = PC({}, {}, {}, t);
+    g.global = true;
+    RunPool<Device, float, 4>(stream, g, Shape4(3, 5, 7, 6), 2, kWriteTo, true);
+    RunPool<Device, float, 4>(stream, PC({1, 1}, {}, {}, t), Shape4(1, 1, 1, 1), 2, kWriteTo, false);
+    RunPool<Device, float, 4>(stream, PC({2, 2}, {2, 2}, {1, 1}, t), Shape4(1, 1, 1, 1), 2, kWriteTo, false);
+    RunPool<Device, float, 4>(stream, PC({3, 3}, {1, 1}, {}, t), Shape4(0, 3, 5, 5), 2, kWriteTo, false);
+    RunPool<Device, float, 4>(stream, PC({2, 2}, {2, 2}, {}, t), Shape4(1, 1, 3, 1000), 2, kWriteTo, false);
+    // Low precision (bf16 has few levels: max ties are likely, and every tie receives the gradient).
+    RunPool<Device, half_t, 4>(stream, PC({2, 2}, {2, 2}, {}, t), Shape4(2, 3, 6, 6), 2, kWriteTo, false);
+    RunPool<Device, bf16_t, 4>(stream, PC({3, 3}, {2, 2}, {1, 1}, t), Shape4(2, 3, 7, 7), 2, kAddTo, false);
+  }
+}
+
+TE_DEVICE_TEST_CASE("Pooling 1-D and 3-D match the float64 reference", "[ops_nn][pooling]") {
+  for (PoolType t : kPoolTypes) {
+    for (OpReqType req : kAllReqs) RunPool<Device, float, 3>(stream, PC({2}, {2}, {}, t), Shape3(2, 3, 11), 1, req, true);
+    RunPool<Device, double, 3>(stream, PC({3}, {2}, {1}, t), Shape3(2, 3, 11), 1, kWriteTo, false);
+    RunPool<Device, double, 3>(stream, PC({4}, {3}, {2}, t, kFullConv, false), Shape3(2, 2, 13), 1, kAddTo, true);
+    PoolCase g = PC({}, {}, {}, t);
+    g.global = true;
+    RunPool<Device, float, 3>(stream, g, Shape3(3, 4, 17), 1, kWriteTo, false);
+    for (OpReqType req : kAllReqs)
+      RunPool<Device, float, 5>(stream, PC({2, 3, 3}, {2, 1, 2}, {1, 1, 0}, t), Shape5(1, 2, 5, 6, 7), 3, req, true);
+    RunPool<Device, double, 5>(stream, PC({2, 2, 2}, {2, 2, 2}, {}, t, kFullConv), Shape5(2, 1, 5, 5, 3), 3, kWriteTo, false);
+    RunPool<Device, double, 5>(stream, PC({3, 2, 3}, {2, 2, 1}, {1, 1, 1}, t, kValidConv, false), Shape5(1, 2, 4, 5, 6), 3,
+                               kWriteTo, false);
+    RunPool<Device, double, 5>(stream, g, Shape5(2, 3, 3, 4, 5), 3, kAddTo, false);
+    RunPool<Device, half_t, 5>(stream, PC({2, 2, 2}, {1, 1, 1}, {1, 0, 1}, t), Shape5(1, 2, 3, 4, 5), 3, kWriteTo, false);
+  }
+}
+
+// d/dx of sum(dy * pool(x)) by central differences on the library's forward, against its backward.
+template <typename Device, int dim>
+void PoolFiniteDifferences(Stream<Device>* stream, const PoolCase& c, Shape<dim> xs) {
+  const ops::PoolingParam p = ToParam(c);
+  const Shape<dim> ys = ops::InferPoolingShape(p, xs);
+  auto xh = Random<dim, double>(xs);
+  auto dyh = Random<dim, double>(ys);
+  const Vec dy = ToVec(dyh.view());
+  auto forward = [&](TensorContainer<Device, dim, double>* yd) {
+    auto xd = Dev<Device>(xh.view(), stream);
+    ops::PoolingForward(p, xd.view(), kWriteTo, yd->view());
+  };
+  TensorContainer<Device, dim, double> yd(ys), dxd(xs);
+  yd.set_stream(stream);
+  dxd.set_stream(stream);
+  forward(&yd);
+  auto xd = Dev<Device>(xh.view(), stream), dyd = Dev<Device>(dyh.view(), stream);
+  ops::PoolingBackward(p, dyd.view(), xd.view(), yd.view(), kWriteTo, dxd.view());
+  const Vec dx = ToVec(ToHost(dxd.view()).view());
+  for (index_t i = 0; i < xs.Size(); ++i) {
+    const double h = 1e-7, keep = xh.dptr_[i];
+    double l[2];
+    for (int side = 0; side < 2; ++side) {
+      xh.dptr_[i] = keep + (side ? -h : h);
+      TensorContainer<Device, dim, double> yp(ys);
+      yp.set_stream(stream);
+      forward(&yp);
+      const Vec y = ToVec(ToHost(yp.view()).view());
+      l[side] = 0;
+      for (size_t j = 0; j < y.size(); ++j) l[side] += dy[j] * y[j];
+    }
+    xh.dptr_[i] = keep;
+    const double fd = (l[0] - l[1]) / (2 * h);
+    INFO((c.type == PoolType::kMax ? "max" : "avg") << " data " << xs << " element " << i << ": finite difference "
+                                                    << fd << " vs backward " << dx[i]);
+    CHECK(std::fabs(fd - dx[i]) <= 1e-6 * std::max(1.0, std::fabs(fd)));
+  }
+}
+
+TE_DEVICE_TEST_CASE("Pooling gradients match finite differences", "[ops_nn][pooling]") {
+  for (PoolType t : kPoolTypes) {
+    PoolFiniteDifferences<Device, 4>(stream, PC({2, 2}, {2, 2}, {}, t), Shape4(1, 2, 4, 5));
+    PoolFiniteDifferences<Device, 4>(stream, PC({3, 3}, {2, 2}, {1, 1}, t, kFullConv, false), Shape4(1, 1, 5, 6));
+    PoolFiniteDifferences<Device, 3>(stream, PC({3}, {2}, {1}, t), Shape3(1, 2, 7));
+    PoolFiniteDifferences<Device, 5>(stream, PC({2, 2, 2}, {1, 2, 1}, {1, 0, 1}, t), Shape5(1, 1, 3, 4, 3));
+  }
+}
+
+TE_DEVICE_TEST_CASE("Pooling names bad parameters and shapes", "[ops_nn][pooling][error]") {
+  TensorContainer<Device, 4, float> x(Shape4(1, 2, 5, 5)), y(Shape4(1, 2, 2, 2)), ybad(Shape4(1, 2, 3, 3));
+  for (auto* t : {&x, &y, &ybad}) t->set_stream(stream);
+  auto fwd = [&](const PoolCase& c, TensorContainer<Device, 4, float>& out) {
+    ops::PoolingForward(ToParam(c), x.view(), kWriteTo, out.view());
+  };
+  RequireError([&] { fwd(PC({2, 2}, {2, 2}, {2, 0}, PoolType::kMax), y); }, {"pad[0] = 2", "kernel[0] = 2"});
+  RequireError([&] { fwd(PC({6, 2}, {}, {}, PoolType::kMax), y); }, {"kernel[0] = 6", "(1,2,5,5)"});
+  RequireError([&] { fwd(PC({2, 2}, {0, 1}, {}, PoolType::kAvg), y); }, {"stride[0] = 0"});
+  RequireError([&] { fwd(PC({2, 2, 2, 2}, {}, {}, PoolType::kAvg), y); }, {"kernel (2,2,2,2)"});
+  RequireError([&] { fwd(PC({2, 2}, {1}, {}, PoolType::kAvg), y); }, {"stride (1,)", "2 spatial"});
+  RequireError([&] { fwd(PC({2, 2}, {2, 2}, {}, PoolType::kMax), ybad); }, {"(1,2,3,3)", "(1,2,2,2)"});
+  RequireError([&] { ops::PoolingBackward(ToParam(PC({2, 2}, {2, 2}, {}, PoolType::kMax)), y.view(), x.view(), y.view(),
+                                          kWriteTo, y.view()); },
+               {"input gradient shape (1,2,2,2)", "(1,2,5,5)"});
+}
+
 }  // namespace

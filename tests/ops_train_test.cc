@@ -54,6 +54,12 @@ TensorContainer<Device, dim, DType> ToDeviceSame(const TensorContainer<cpu, dim,
   return d;
 }
 
+// What Poison() leaves in a DType (12345 is not representable in half / bf16).
+template <typename DType>
+double kPoison() {
+  return AsDouble(static_cast<DType>(12345.0f));
+}
+
 double Mean(const std::vector<double>& v) {
   double s = 0;
   for (double x : v) s += x;
@@ -75,7 +81,7 @@ void CheckRandomMoments(Stream<Device>* stream) {
   rnd.set_stream(stream);
   // Padded rows, an odd count (cuRAND draws normals in pairs), about 1e5 samples.
   const Shape<2> shape = Shape2(251, 401);
-  TensorContainer<Device, 2, DType> t(shape, true);
+  TensorContainer<Device, 2, DType> t(true);
   t.set_stream(stream);
   t.Resize(shape);
   REQUIRE(t.stride_ > shape[1]);
@@ -85,7 +91,8 @@ void CheckRandomMoments(Stream<Device>* stream) {
 
   // Uniform in [-1, 3]: mean 1, variance 16 / 12. The standard error of the mean is ~0.004.
   Copy(Span(t.view()), Span(poison.view()), stream);
-  rnd.SampleUniform(&t.view_ref(), -1.0f, 3.0f);
+  Tensor<Device, 2, DType> tv = t.view();
+  rnd.SampleUniform(&tv, -1.0f, 3.0f);  // mshadow's pointer form
   TensorContainer<cpu, 1, DType> span = ToHost(Span(t.view()));
   TensorContainer<cpu, 2, DType> h = ToHost(t.view());
   std::vector<double> u = Values(h.view());
@@ -97,7 +104,7 @@ void CheckRandomMoments(Stream<Device>* stream) {
   CHECK(std::fabs(Var(u) / (16.0 / 12.0) - 1.0) < 0.03);
   // The padding of every row is untouched.
   for (index_t r = 0; r < shape[0]; ++r)
-    for (index_t c = shape[1]; c < t.stride_; ++c) REQUIRE(AsDouble(span.dptr_[r * t.stride_ + c]) == 12345.0);
+    for (index_t c = shape[1]; c < t.stride_; ++c) REQUIRE(AsDouble(span.dptr_[r * t.stride_ + c]) == kPoison<DType>());
 
   // Gaussian N(0.5, 2^2).
   rnd.SampleGaussian(t.view(), 0.5f, 2.0f);
@@ -206,7 +213,7 @@ void CheckBatchNormForward(Stream<Device>* stream, const Shape<dim>& shape, bool
   p.eps = 1e-3;
   p.momentum = 0.8;
   p.fix_gamma = fix_gamma;
-  const double tol = Tol<DType>() * (std::is_same<DType, double>::value ? 1e3 : 10);
+  const double tol = Tol<DType>() * (std::is_same<DType, double>::value ? 1e3 : is_low_precision<DType>::value ? 3 : 10);
   auto x = RandomHost<dim, DType>(shape, pad, -2, 3);
   auto gamma = RandomHost<1, DType>(Shape1(C), false, 0.5, 2);
   auto beta = RandomHost<1, DType>(Shape1(C), false);
@@ -248,7 +255,7 @@ void CheckBatchNormForward(Stream<Device>* stream, const Shape<dim>& shape, bool
   auto span = ToHost(Span(dout.view()));
   const Shape<2> s2 = shape.FlatTo2D();
   for (index_t r = 0; r < s2[0]; ++r)
-    for (index_t c = s2[1]; c < dout.stride_; ++c) REQUIRE(AsDouble(span.dptr_[r * dout.stride_ + c]) == 12345.0);
+    for (index_t c = s2[1]; c < dout.stride_; ++c) REQUIRE(AsDouble(span.dptr_[r * dout.stride_ + c]) == kPoison<DType>());
 
   // Inference uses the running statistics (as just updated, rounded to DType) and leaves them alone.
   const std::vector<double> mm_now = Values(ToHost(dmm.view()).view()), mv_now = Values(ToHost(dmv.view()).view());
@@ -259,9 +266,10 @@ void CheckBatchNormForward(Stream<Device>* stream, const Shape<dim>& shape, bool
   BatchNormForward(p, false, dx.view(), dgamma.view(), dbeta.view(), dmm.view(), dmv.view(), kAddTo, dout.view(),
                    Tensor<Device, 1, DType>(), Tensor<Device, 1, DType>());
   got = Values(ToHost(dout.view()).view());
+  const std::vector<double> before = Values(hout.view());
   bad = 0;
   for (size_t i = 0; i < y.size(); ++i) {
-    const double want = AsDouble(hout.dptr_[0]) * 0 + Values(hout.view())[i] + yi[i];
+    const double want = before[i] + yi[i];
     bad += !(std::fabs(got[i] - want) <= 2 * tol * std::max(1.0, std::fabs(want)));
   }
   CHECK(bad == 0);
@@ -271,7 +279,7 @@ void CheckBatchNormForward(Stream<Device>* stream, const Shape<dim>& shape, bool
   Copy(Span(dout.view()), Span(poison.view()), stream);
   BatchNormForward(p, false, dx.view(), dgamma.view(), dbeta.view(), dmm.view(), dmv.view(), kNullOp, dout.view(),
                    Tensor<Device, 1, DType>(), Tensor<Device, 1, DType>());
-  for (double v : Values(ToHost(dout.view()).view())) REQUIRE(v == 12345.0);
+  for (double v : Values(ToHost(dout.view()).view())) REQUIRE(v == kPoison<DType>());
 }
 
 TE_DEVICE_TEST_CASE("BatchNorm forward: training, running statistics, inference, reqs", "[ops][batchnorm]") {
@@ -416,7 +424,7 @@ TE_DEVICE_TEST_CASE("BatchNorm: errors name the shapes and values", "[ops][batch
                      s2.view());
     FAIL("no Error for a gamma of the wrong length");
   } catch (const tensorexpr::Error& e) {
-    CHECK_THAT(e.what(), Catch::Contains("gamma") && Catch::Contains("(4)") && Catch::Contains("(2,3,4,4)"));
+    CHECK_THAT(e.what(), Catch::Contains("gamma") && Catch::Contains("(4,)") && Catch::Contains("(2,3,4,4)"));
   }
   p.eps = -1;
   try {
@@ -469,7 +477,7 @@ void CheckDropout(Stream<Device>* stream, double p_drop) {
     kept += mv[i] != 0;
     bad_mask += !(mv[i] == 0 || mv[i] == scale);
     // Exact: the product rounded once from compute_t.
-    bad_out += ov[i] != AsDouble(DType(A(AsDouble(x.dptr_[0]) * 0 + xv[i]) * A(mv[i])));
+    bad_out += ov[i] != AsDouble(DType(A(xv[i]) * A(mv[i])));
   }
   CHECK(bad_mask == 0);
   CHECK(bad_out == 0);

@@ -31,4 +31,7 @@ if has bench; then
   for b in build-gpu/bench/bandwidth build-gpu/bench/conv_bench; do
     [ -x "$b" ] && (cd bench && "../$b") 2>&1 | tee "$out/$(basename "$b").log" | tail -40
   done
+  (cd bench && ../build-gpu/bench/conv_cpu_bench --threads 16,2) 2>&1 | tee "$out/conv_cpu_bench.log" | tail -30
+  (cd bench && OMP_WAIT_POLICY=passive ../build-gpu/bench/conv_cpu_bench --threads 16,2 --no-peer) 2>&1 \
+    | tee "$out/conv_cpu_bench_passive.log" | grep conv_cpu_total
 fi
