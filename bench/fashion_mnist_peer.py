@@ -2,12 +2,13 @@
 """Peer for examples/fashion_mnist: the same convnet trained with PyTorch, for time and accuracy comparisons.
 
 Same data (the four IDX .gz files, read with gzip + numpy, normalised with the training set's pixel mean and
-standard deviation), same network (conv 5x5x32 same + relu + maxpool 2, conv 5x5x64 same + relu + maxpool 2,
-fc 1024 + relu + dropout, fc 10, softmax cross-entropy; --bn puts batch norm after each convolution, whose
-bias it then replaces), same initialisation (He normal for the weights feeding a relu, Xavier uniform for the
-last layer, zero biases), same batch, SGD with momentum and weight decay, the same per-epoch shuffle policy
-(a fresh permutation each epoch; the last partial batch is trained too). TF32 is off on the GPU. The epoch
-time covers training only, as in our trainer (synchronised on the GPU); the test pass is timed apart.
+standard deviation), same network (conv 5x5x32 same + relu + maxpool 2, conv 5x5x64 same + relu + maxpool 2, fc
+1024 + relu + dropout, fc 10, softmax cross-entropy; --bn puts batch norm after each convolution, whose bias it
+then replaces), same initialisation (He normal for the weights feeding a relu, Xavier uniform for the last
+layer, zero biases), same batch, SGD with momentum and weight decay and the same linear learning-rate warm-up
+(--warmup minibatches), the same per-epoch shuffle policy (a fresh permutation each epoch; the last partial
+batch is trained too). TF32 is off on the GPU. The epoch time covers training only, as in our trainer
+(synchronised on the GPU); the test pass is timed apart.
 
 Prints machine-readable lines:
     peer_fashion_mnist_info torch=<version> device=<cuda|cpu> threads=<n> train=<images> batch=<n> bn=<0|1>
@@ -100,6 +101,8 @@ def main():
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--momentum", type=float, default=0.9)
     ap.add_argument("--wd", type=float, default=0.0)
+    ap.add_argument("--warmup", type=int, default=100,
+                    help="ramp the learning rate linearly over the first N minibatches, as our trainer does")
     ap.add_argument("--bn", action="store_true")
     ap.add_argument("--threads", type=int, default=16, help="CPU threads (torch.set_num_threads)")
     ap.add_argument("--seed", type=int, default=42)
@@ -138,6 +141,9 @@ def main():
 
     net = build_net(torch, args.bn).to(dev)
     opt = torch.optim.SGD(net.parameters(), lr=args.lr, momentum=args.momentum, weight_decay=args.wd)
+    # Minibatch `step` (0-based) trains at lr * min(1, (step + 1) / warmup), as examples/fashion_mnist does.
+    warm = max(args.warmup, 0)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: min(1.0, (step + 1) / warm) if warm else 1.0)
     loss_fn = torch.nn.CrossEntropyLoss()
     gen = torch.Generator().manual_seed(args.seed)
 
@@ -159,6 +165,7 @@ def main():
             loss = loss_fn(net(xtr[idx]), ytr[idx])
             loss.backward()
             opt.step()
+            sched.step()
             loss_sum += loss.detach()
             batches += 1
         sync()

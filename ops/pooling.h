@@ -36,7 +36,9 @@ struct PoolingParam {
   std::vector<index_t> pad;     // padding on both sides of each spatial dimension; empty means 0
   PoolType pool_type = PoolType::kMax;
   PoolingConvention pooling_convention = PoolingConvention::kValid;
-  bool global_pool = false;       // the kernel is the whole image: stride 1, no padding
+  bool global_pool = false;       // the kernel is the whole image: stride 1, no padding. The kernel's values
+                                  // are then ignored; its length (or, when empty, the data's number of
+                                  // dimensions minus 2: (N, C, spatial...)) gives the spatial dimensions
   bool count_include_pad = true;  // average pooling divides by the padded window size
 };
 

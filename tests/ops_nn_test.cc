@@ -134,8 +134,10 @@ void RunActivation(Stream<Device>* stream, ActType t, Shape<2> shape, bool padde
     y[i] = RefAct(t, x[i]);
     dx[i] = dy[i] * RefActGrad(t, x[i]);
   }
-  auto xd = Dev<Device>(xh.view(), stream, padded), dyd = Dev<Device>(dyh.view(), stream, padded);
-  auto yd = Dev<Device>(yh.view(), stream, padded), dxd = Dev<Device>(dxh.view(), stream, padded);
+  auto xd = Dev<Device>(xh.view(), stream, padded);
+  auto dyd = Dev<Device>(dyh.view(), stream, padded);
+  auto yd = Dev<Device>(yh.view(), stream, padded);
+  auto dxd = Dev<Device>(dxh.view(), stream, padded);
   INFO("act " << ops::ActTypeName(t) << " shape " << shape << " padded " << padded << " req " << OpReqName(req)
               << " dtype " << DataType<DType>::name());
   ops::ActivationForward(p, xd.view(), req, yd.view());
@@ -246,10 +248,14 @@ void RunFc(Stream<Device>* stream, Shape<dim> xs, index_t K, bool bias, FcReqs r
       y[n * K + k] = acc;
       db[k] += dy[n * K + k];
     }
-  auto xd = Dev<Device>(xh.view(), stream, padded), dxd = Dev<Device>(dxh.view(), stream, padded);
-  auto wd = Dev<Device>(wh.view(), stream), bd = Dev<Device>(bh.view(), stream), dyd = Dev<Device>(dyh.view(), stream);
-  auto yd = Dev<Device>(yh.view(), stream, padded), dwd = Dev<Device>(dwh.view(), stream),
-       dbd = Dev<Device>(dbh.view(), stream);
+  auto xd = Dev<Device>(xh.view(), stream, padded);
+  auto dxd = Dev<Device>(dxh.view(), stream, padded);
+  auto wd = Dev<Device>(wh.view(), stream);
+  auto bd = Dev<Device>(bh.view(), stream);
+  auto dyd = Dev<Device>(dyh.view(), stream);
+  auto yd = Dev<Device>(yh.view(), stream, padded);
+  auto dwd = Dev<Device>(dwh.view(), stream);
+  auto dbd = Dev<Device>(dbh.view(), stream);
   ops::FullyConnectedForward(p, xd.view(), wd.view(), bd.view(), r.fwd, yd.view());
   ops::FullyConnectedBackward(p, dyd.view(), xd.view(), wd.view(), r.data, dxd.view(), r.weight, dwd.view(), r.bias,
                               dbd.view());
@@ -292,7 +298,9 @@ TE_DEVICE_TEST_CASE("FullyConnected gradients match finite differences", "[ops_n
   const Vec dy = ToVec(dyh.view());
   // L = sum(dy * FC(x, W, b)) evaluated by the library's forward.
   auto loss = [&]() {
-    auto xd = Dev<Device>(xh.view(), stream), wd = Dev<Device>(wh.view(), stream), bd = Dev<Device>(bh.view(), stream);
+    auto xd = Dev<Device>(xh.view(), stream);
+    auto wd = Dev<Device>(wh.view(), stream);
+    auto bd = Dev<Device>(bh.view(), stream);
     TensorContainer<Device, 2, double> yd(Shape2(2, 3));
     yd.set_stream(stream);
     ops::FullyConnectedForward(p, xd.view(), wd.view(), bd.view(), kWriteTo, yd.view());
@@ -301,7 +309,9 @@ TE_DEVICE_TEST_CASE("FullyConnected gradients match finite differences", "[ops_n
     for (size_t j = 0; j < y.size(); ++j) l += dy[j] * y[j];
     return l;
   };
-  auto xd = Dev<Device>(xh.view(), stream), wd = Dev<Device>(wh.view(), stream), dyd = Dev<Device>(dyh.view(), stream);
+  auto xd = Dev<Device>(xh.view(), stream);
+  auto wd = Dev<Device>(wh.view(), stream);
+  auto dyd = Dev<Device>(dyh.view(), stream);
   TensorContainer<Device, 3, double> dxd(xs);
   TensorContainer<Device, 2, double> dwd(Shape2(3, 6));
   TensorContainer<Device, 1, double> dbd(Shape1(3));
@@ -346,9 +356,9 @@ TE_DEVICE_TEST_CASE("FullyConnected names bad shapes and parameters", "[ops_nn][
   TensorContainer<Device, 3, float> x3(true);
   x3.set_stream(stream);
   x3.Resize(Shape3(3, 1, 5));
-  if (!x3.CheckContiguous())
-    RequireError([&] { ops::FullyConnectedForward(p, x3.view(), wgood.view(), b.view(), kWriteTo, y.view()); },
-                 {"contiguous", "(3,1,5)"});
+  REQUIRE(!x3.CheckContiguous());
+  RequireError([&] { ops::FullyConnectedForward(p, x3.view(), wgood.view(), b.view(), kWriteTo, y.view()); },
+               {"contiguous", "(3,1,5)"});
 }
 
 // ---- SoftmaxOutput ------------------------------------------------------------------------------------
@@ -396,9 +406,12 @@ void RunSoftmax(Stream<Device>* stream, index_t N, index_t K, double offset, dou
   TensorContainer<cpu, 1, DType> lossh(Shape1(1));
   Poison(ph.view());
   const Vec loss0 = Prefill(lossh.view(), req_loss), g0 = Prefill(gh.view(), req_grad);
-  auto xd = Dev<Device>(xh.view(), stream, padded), pd = Dev<Device>(ph.view(), stream, padded);
-  auto gd = Dev<Device>(gh.view(), stream, padded), lossd = Dev<Device>(lossh.view(), stream);
-  auto ld = Dev<Device>(lh.view(), stream), lgd = Dev<Device>(lgh.view(), stream);
+  auto xd = Dev<Device>(xh.view(), stream, padded);
+  auto pd = Dev<Device>(ph.view(), stream, padded);
+  auto gd = Dev<Device>(gh.view(), stream, padded);
+  auto lossd = Dev<Device>(lossh.view(), stream);
+  auto ld = Dev<Device>(lh.view(), stream);
+  auto lgd = Dev<Device>(lgh.view(), stream);
   ops::SoftmaxOutputForward(p, xd.view(), ld.view(), kWriteTo, pd.view(), req_loss, lossd.view());
   if (with_loss_grad) {
     ops::SoftmaxOutputBackward(p, pd.view(), ld.view(), lgd.view(), req_grad, gd.view());
@@ -607,8 +620,10 @@ void RunPool(Stream<Device>* stream, const PoolCase& c, Shape<dim> xs, int nd, O
   const Vec y0 = Prefill(yh.view(), req), dx0 = Prefill(dxh.view(), req);
   Vec y, dx;
   r.Run(x, dy, &y, &dx);
-  auto xd = Dev<Device>(xh.view(), stream, padded), dxd = Dev<Device>(dxh.view(), stream, padded);
-  auto yd = Dev<Device>(yh.view(), stream, padded), dyd = Dev<Device>(dyh.view(), stream, padded);
+  auto xd = Dev<Device>(xh.view(), stream, padded);
+  auto dxd = Dev<Device>(dxh.view(), stream, padded);
+  auto yd = Dev<Device>(yh.view(), stream, padded);
+  auto dyd = Dev<Device>(dyh.view(), stream, padded);
   INFO("data " << xs << " out " << ys << " kernel " << r.k[0] << "x" << r.k[1] << "x" << r.k[2] << " stride "
                << r.s[0] << "x" << r.s[1] << "x" << r.s[2] << " pad " << r.p[0] << "x" << r.p[1] << "x" << r.p[2]
                << (c.type == PoolType::kMax ? " max" : " avg") << (c.include_pad ? "" : " exclude-pad")
@@ -659,6 +674,9 @@ TE_DEVICE_TEST_CASE("Pooling 2-D matches the float64 reference", "[ops_nn][pooli
     PoolCase g = PC({}, {}, {}, t);
     g.global = true;
     RunPool<Device, float, 4>(stream, g, Shape4(3, 5, 7, 6), 2, kWriteTo, true);
+    PoolCase g2 = PC({9, 9}, {4}, {7}, t);  // global: the kernel's length says 2-D, its values are ignored
+    g2.global = true;
+    RunPool<Device, float, 3>(stream, g2, Shape3(4, 5, 6), 2, kAddTo, false);
     RunPool<Device, float, 4>(stream, PC({1, 1}, {}, {}, t), Shape4(1, 1, 1, 1), 2, kWriteTo, false);
     RunPool<Device, float, 4>(stream, PC({2, 2}, {2, 2}, {1, 1}, t), Shape4(1, 1, 1, 1), 2, kWriteTo, false);
     RunPool<Device, float, 4>(stream, PC({3, 3}, {1, 1}, {}, t), Shape4(0, 3, 5, 5), 2, kWriteTo, false);
@@ -703,7 +721,8 @@ void PoolFiniteDifferences(Stream<Device>* stream, const PoolCase& c, Shape<dim>
   yd.set_stream(stream);
   dxd.set_stream(stream);
   forward(&yd);
-  auto xd = Dev<Device>(xh.view(), stream), dyd = Dev<Device>(dyh.view(), stream);
+  auto xd = Dev<Device>(xh.view(), stream);
+  auto dyd = Dev<Device>(dyh.view(), stream);
   ops::PoolingBackward(p, dyd.view(), xd.view(), yd.view(), kWriteTo, dxd.view());
   const Vec dx = ToVec(ToHost(dxd.view()).view());
   for (index_t i = 0; i < xs.Size(); ++i) {

@@ -143,6 +143,9 @@ TE_DEVICE_TEST_CASE("Random: the same seed gives the same numbers, another seed 
   std::vector<double> ua = Values(ToHost(a.view()).view());
   CHECK(ua == Values(ToHost(b.view()).view()));
   CHECK(ua != va);
+  // sigma = 0 gives the mean exactly.
+  r1.SampleGaussian(a.view(), 2.5f, 0.0f);
+  for (double v : Values(ToHost(a.view()).view())) REQUIRE(v == 2.5);
   // Size 0 and bad parameters.
   TensorContainer<Device, 1, float> empty(Shape1(0));
   r1.SampleUniform(empty.view(), 0.0f, 1.0f);

@@ -20,12 +20,26 @@ if has test; then
   for e in build-gpu/examples/*; do [ -x "$e" ] && [ -f "$e" ] && { echo "== $e"; "$e" | tail -3; }; done
 fi
 if has sanitize; then
-  # The >2^31-element case moves 4 GiB per pass: it runs in the plain suite, not under memcheck.
+  # The >2^31-element case moves 4 GiB per pass, and the out-of-memory case provokes the API error it
+  # tests: both run in the plain suite, not under memcheck.
   timeout ${SANITIZE_TIMEOUT:-300} compute-sanitizer --tool memcheck --error-exitcode 1 \
-    ./build-gpu/tests/gpu/tensorexpr_gpu_tests "[gpu]" "~A uint8 tensor of more than 2^31*" \
+    ./build-gpu/tests/gpu/tensorexpr_gpu_tests "[gpu]" "~A uint8 tensor of more than 2^31*" "~AllocSpace<gpu> out of memory*" \
     >"$out/memcheck.log" 2>&1; echo "memcheck exit $?"; tail -4 "$out/memcheck.log"
   compute-sanitizer --tool racecheck --error-exitcode 1 ./build-gpu/tests/gpu/tensorexpr_gpu_tests "[gpu][reduce]" \
     >"$out/racecheck.log" 2>&1; echo "racecheck exit $?"; tail -4 "$out/racecheck.log"
+fi
+if has train; then
+  # The Fashion-MNIST trainer on the GPU (its default run), then the PyTorch peer with the same settings.
+  ./build-gpu/examples/fashion_mnist_gpu --device gpu --log "$out/fm_gpu.csv" --plot "$out/fm_gpu.svg" 2>&1 \
+    | tr '\r' '\n' | grep -v '^\s*\[' | tee "$out/fm_gpu.log" | tail -14
+  ./build-gpu/examples/fashion_mnist_gpu --device gpu --bn --log "$out/fm_gpu_bn.csv" 2>&1 | tr '\r' '\n' \
+    | grep -v '^\s*\[' | tail -3
+  python3 bench/fashion_mnist_peer.py --device cuda 2>&1 | tee "$out/fm_peer.log" | tail -4
+fi
+if has cpubench; then
+  # Debian's OpenBLAS 0.3.21 does not know this host's CPU (it picks generic kernels): name the core.
+  (cd bench && OPENBLAS_CORETYPE=SkylakeX OMP_WAIT_POLICY=passive ../build-gpu/bench/conv_cpu_bench --threads 16,2) 2>&1 \
+    | tee "$out/conv_cpu_bench_skx.log" | grep -E 'OpenBLAS|total|conv_cpu_total'
 fi
 if has bench; then
   for b in build-gpu/bench/bandwidth build-gpu/bench/conv_bench; do

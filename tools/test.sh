@@ -50,9 +50,10 @@ if [ -z "${ONLY_CPU_SUITE:-}" ]; then
 run_catch "gpu tests" "$builddir/tests/gpu/tensorexpr_gpu_tests" "[gpu]"
 
 # Every other registered Meson test (examples, compile-fail checks) counts as one test each.
-others=$(meson test -C "$builddir" --list 2>/dev/null | grep -vE '^(cpu|gpu)$' || true)
-for t in $others; do
-  if meson test -C "$builddir" --print-errorlogs "$t" >"$log" 2>&1; then
+meson test -C "$builddir" --list --no-rebuild 2>/dev/null | grep -vxE 'cpu|gpu' >"$log.list" || true
+while read -r t; do
+  [ -n "$t" ] || continue
+  if meson test -C "$builddir" --no-rebuild --print-errorlogs "$t" >"$log" 2>&1; then
     if grep -qE '^Skipped:\s+1' "$log"; then skipped=$((skipped + 1)); else passed=$((passed + 1)); fi
     echo "== $t: ok"
   else
@@ -60,7 +61,8 @@ for t in $others; do
     echo "== $t: FAILED"
     failed=$((failed + 1))
   fi
-done
+done <"$log.list"
+rm -f "$log.list"
 fi
 rm -f "$log"
 echo "$passed passed, $failed failed, $skipped skipped"

@@ -25,6 +25,7 @@ struct Options {
   double lr = 0.05;
   double momentum = 0.9;
   double weight_decay = 0.0;
+  int warmup = 100;           // minibatches over which the learning rate ramps linearly up to lr
   double dropout = 0.5;       // probability of dropping an fc1 activation; 0 turns dropout off
   int threads = 0;            // 0: the OpenMP default
   bool batch_norm = false;
@@ -41,12 +42,15 @@ inline const char* Usage() {
          "  --data DIR       directory of the IDX .gz files (default: $FASHION_MNIST_DIR, then\n"
          "                   /usr/share/datasets/fashion-mnist from the package dataset-fashion-mnist)\n"
          "  --device D       auto | cpu | gpu (auto: the GPU when one is present and this is the CUDA build)\n"
-         "  --epochs N       passes over the training set (default: 10 on the GPU, 2 on the CPU)\n"
-         "  --limit N        train on the first N training images only (0: all; default: all)\n"
+         "  --epochs N       passes over the training set (default: 10 on the GPU, 1 on the CPU)\n"
+         "  --limit N        train on the first N training images only (0: all; default: all on the GPU,\n"
+         "                   30000 on the CPU)\n"
          "  --batch N        minibatch size (default 64)\n"
          "  --lr X           learning rate (default 0.05), SGD with momentum 0.9\n"
          "  --momentum X     SGD momentum (default 0.9)\n"
          "  --wd X           weight decay (default 0)\n"
+         "  --warmup N       ramp the learning rate up linearly over the first N minibatches (default 100;\n"
+         "                   without it lr 0.05 with momentum 0.9 diverges in the first batches)\n"
          "  --dropout P      dropout probability after fc1 (default 0.5; 0 turns it off)\n"
          "  --bn             batch normalisation after each convolution\n"
          "  --threads N      CPU threads (default: all cores)\n"
@@ -125,6 +129,8 @@ inline Options ParseOptions(int argc, char** argv) {
       o.momentum = ParseReal(flag, next(), 0.0, 0.999999);
     } else if (flag == "--wd") {
       o.weight_decay = ParseReal(flag, next(), 0.0, 1.0);
+    } else if (flag == "--warmup") {
+      o.warmup = static_cast<int>(ParseInteger(flag, next(), 0, 1 << 30));
     } else if (flag == "--dropout") {
       o.dropout = ParseReal(flag, next(), 0.0, 0.95);
     } else if (flag == "--threads") {

@@ -125,6 +125,11 @@ double Evaluate(ConvNet<Device>* net, const DeviceData<Device>& test, const Imag
   return n > 0 ? static_cast<double>(correct) / n : 0.0;
 }
 
+// The learning rate of minibatch `step` (0-based): a linear ramp over the first o.warmup steps, then o.lr.
+inline double LearningRate(const Options& o, int64_t step) {
+  return step < o.warmup ? o.lr * static_cast<double>(step + 1) / o.warmup : o.lr;
+}
+
 // Trains for o.epochs on the first `train_count` training images; calls on_epoch after each epoch.
 template <typename Device, typename OnEpoch>
 void Train(const Options& o, const Dataset& data, int64_t train_count, Stream<Device>* s, OnEpoch on_epoch) {
@@ -150,6 +155,7 @@ void Train(const Options& o, const Dataset& data, int64_t train_count, Stream<De
   std::mt19937_64 shuffle_rng(o.seed);
   const index_t batch = o.batch;
   const index_t batches = (train_count + batch - 1) / batch;
+  int64_t step = 0;  // minibatches trained so far, over all epochs
   for (int epoch = 1; epoch <= o.epochs; ++epoch) {
     std::shuffle(order.begin(), order.end(), shuffle_rng);
     NormaliseInto(data.train, order, st, train.host_images.view(), train.host_labels.view());
@@ -163,7 +169,7 @@ void Train(const Options& o, const Dataset& data, int64_t train_count, Stream<De
       const Tensor<Device, 1, int32_t> labels = train.Labels(b, e);
       net.Forward(train.Images(b, e), labels, true, kAddTo);
       net.Backward(labels);
-      net.Update(o.lr, o.momentum, o.weight_decay);
+      net.Update(LearningRate(o, step++), o.momentum, o.weight_decay);
       if ((bi + 1) % 20 == 0 || bi + 1 == batches) {
         const float loss = ReadScalar(net.LossTensor(), s) / static_cast<float>(bi + 1);
         if (!std::isfinite(loss))

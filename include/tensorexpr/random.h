@@ -58,7 +58,11 @@ class Random<cpu, DType> {
     TE_CHECK(sigma >= Real(0), "Random::SampleGaussian: sigma = ", sigma,
              " must be >= 0 for a tensor of shape ", dst.shape_);
     if (sigma == Real(0)) {  // std::normal_distribution requires sigma > 0
-      dst = static_cast<DType>(mu);
+      struct Constant {
+        Real v;
+        Real operator()(std::mt19937&) const { return v; }
+      } constant{mu};
+      Fill(dst, constant);
       return;
     }
     std::normal_distribution<Real> dist(mu, sigma);

@@ -31,3 +31,4 @@
 #include "cpu/reduce.h"
 #include "cpu/blas.h"
 #include "tensor_container.h"
+#include "random.h"

@@ -2,6 +2,9 @@
 // half_t and bf16_t go through float copies of the operands (OpenBLAS has no 16-bit gemm for them);
 // a destination that overlaps an operand gets a private copy of that operand first.
 #pragma once
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <cblas.h>  // OpenBLAS's: also declares openblas_set_num_threads
 #include <climits>
 #include "../expr/dot.h"
@@ -15,7 +18,28 @@ namespace cpu_blas {
 
 // OpenBLAS runs its own threads; give it the library's thread count (cpu/threads.h), set only when it
 // changed because the call reconfigures OpenBLAS's pool.
+// OpenBLAS builds older than the CPU (Debian 12's 0.3.21 on Sapphire Rapids, say) fall back to their
+// generic SSE3 "Prescott" kernels, 5-10x slower than the AVX2/AVX-512 ones. The kernel is chosen when the
+// library loads, so all we can do is say so once, with the fix.
+inline void WarnIfGenericKernel() {
+  static const bool warned = [] {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+    const char* core = openblas_get_corename();
+    if (core != nullptr && std::string(core) == "Prescott" && __builtin_cpu_supports("avx2") &&
+        std::getenv("OPENBLAS_CORETYPE") == nullptr) {
+      std::fprintf(stderr,
+                   "tensorexpr: OpenBLAS did not recognise this CPU and uses its generic Prescott kernels; "
+                   "set OPENBLAS_CORETYPE=%s (before the program starts) for the fast ones\n",
+                   __builtin_cpu_supports("avx512f") ? "SkylakeX" : "Haswell");
+    }
+#endif
+    return true;
+  }();
+  (void)warned;
+}
+
 inline void UseLibraryThreadCount() {
+  WarnIfGenericKernel();
   const int n = GetNumThreads();
   if (openblas_get_num_threads() != n) openblas_set_num_threads(n);
 }

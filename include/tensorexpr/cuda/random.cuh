@@ -99,10 +99,12 @@ class Random<gpu, DType> {
              dst.shape_);
     const index_t n = dst.shape_.Size();
     if (n == 0) return;
-    if (Direct(dst, false)) {
-      GenerateUniform(dst.dptr_, n);
-      if (a != Real(0) || b != Real(1)) Store(dst, dst.dptr_, b - a, a);  // in place, elementwise
-      return;
+    if constexpr (std::is_same<DType, Real>::value) {
+      if (Direct(dst, false)) {
+        GenerateUniform(dst.dptr_, n);
+        if (a != Real(0) || b != Real(1)) Store(dst, dst.dptr_, b - a, a);  // in place, elementwise
+        return;
+      }
     }
     Real* u = Buffer(n);
     GenerateUniform(u, n);
@@ -115,9 +117,11 @@ class Random<gpu, DType> {
              dst.shape_);
     const index_t n = dst.shape_.Size();
     if (n == 0) return;
-    if (Direct(dst, true)) {
-      GenerateNormal(dst.dptr_, n, mu, sigma);
-      return;
+    if constexpr (std::is_same<DType, Real>::value) {
+      if (Direct(dst, true)) {
+        GenerateNormal(dst.dptr_, n, mu, sigma);
+        return;
+      }
     }
     const index_t even = (n + 1) / 2 * 2;  // cuRAND draws normals in pairs
     Real* z = Buffer(even);
@@ -133,10 +137,10 @@ class Random<gpu, DType> {
   }
 
  private:
-  // Whether cuRAND can write the destination itself.
+  // Whether cuRAND can write the (float / double) destination itself.
   template <int dim>
   static bool Direct(const Tensor<gpu, dim, DType>& dst, bool pairs) {
-    if (!std::is_same<DType, Real>::value || !dst.CheckContiguous()) return false;
+    if (!dst.CheckContiguous()) return false;
     if (!pairs) return true;
     return dst.shape_.Size() % 2 == 0 && reinterpret_cast<uintptr_t>(dst.dptr_) % (2 * sizeof(Real)) == 0;
   }

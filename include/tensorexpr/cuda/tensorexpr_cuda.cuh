@@ -12,3 +12,4 @@
 #include "engine.cuh"
 #include "reduce.cuh"
 #include "blas.cuh"
+#include "random.cuh"

@@ -1,0 +1,1 @@
+#include "../ops_nn_test.cc"
