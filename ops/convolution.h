@@ -273,7 +273,8 @@ inline float BetaFor(OpReqType req) { return req == kAddTo ? 1.0f : 0.0f; }
 
 // C_n[g] = alpha op(A_n[g]) op(B_n[g]) + beta C_n[g] over `images` images and all groups, with one
 // strided-batched call per image (batch over groups) or per group (batch over images), whichever makes
-// fewer calls. Offsets: X + n * x_img + g * x_grp. Images must not share a C (a batched call would race).
+// fewer calls. Offsets: X + n * x_img + g * x_grp. c_img == 0 sums the images' products into one C[g]
+// (beta applies to the first): the weight gradient.
 template <typename Device, typename DType>
 void GroupedGemm(Stream<Device>* s, bool ta, bool tb, index_t M, index_t N, index_t K, float alpha, const DType* A,
                  index_t lda, index_t a_img, index_t a_grp, const DType* B, index_t ldb, index_t b_img,
@@ -285,8 +286,8 @@ void GroupedGemm(Stream<Device>* s, bool ta, bool tb, index_t M, index_t N, inde
                   C + gi * c_grp, ldc, c_img, images);
   } else {
     for (index_t n = 0; n < images; ++n)
-      BatchedGemm(s, ta, tb, M, N, K, alpha, A + n * a_img, lda, a_grp, B + n * b_img, ldb, b_grp, beta,
-                  C + n * c_img, ldc, c_grp, groups);
+      BatchedGemm(s, ta, tb, M, N, K, alpha, A + n * a_img, lda, a_grp, B + n * b_img, ldb, b_grp,
+                  n > 0 && c_img == 0 ? 1.0f : beta, C + n * c_img, ldc, c_grp, groups);
   }
 }
 
@@ -387,11 +388,9 @@ void ConvolutionBackward(const ConvolutionParam& p, const Tensor<Device, ddim, D
   const DType* dy = out_grad.dptr_;
   if (plan.direct) {
     if (do_weight) {
-      // dW[g] (Kg, Cg) (+)= dY_n[g] (Kg, P) . x_n[g]^T (P, Cg), image by image (they share dW)
-      for (index_t n = 0; n < g.N; ++n)
-        detail::GroupedGemm(s, false, true, Kg, Cg, P, 1.0f, dy + n * g.K * P, P, 0, Kg * P, data.dptr_ + n * g.C * P,
-                            P, 0, Cg * P, n == 0 ? detail::BetaFor(req_weight) : 1.0f, weight_grad.dptr_, Cg, 0,
-                            Kg * Cg, 1, g.G);
+      // dW[g] (Kg, Cg) (+)= sum over n of dY_n[g] (Kg, P) . x_n[g]^T (P, Cg)
+      detail::GroupedGemm(s, false, true, Kg, Cg, P, 1.0f, dy, P, g.K * P, Kg * P, data.dptr_, P, g.C * P, Cg * P,
+                          detail::BetaFor(req_weight), weight_grad.dptr_, Cg, 0, Kg * Cg, g.N, g.G);
     }
     if (do_data) {
       // dX_n[g] (Cg, P) = W[g]^T (Cg, Kg) . dY_n[g] (Kg, P)
@@ -408,14 +407,11 @@ void ConvolutionBackward(const ConvolutionParam& p, const Tensor<Device, ddim, D
       const DType* dy_chunk = dy + n0 * g.K * P + p0;  // dY_n[g][:, p0:p0+pc] has row stride P
       if (do_weight) {
         ConvIm2Col(s, g, data.dptr_, data.stride_, n0, nb, p0, pc, col.dptr_);
-        // dW[g] (Kg, Cg*kk) (+)= dY_n[g] (Kg, pc) . col_n[g]^T (pc, Cg*kk)
-        for (index_t i = 0; i < nb; ++i) {
-          const bool first = n0 + i == 0 && p0 == 0;
-          detail::GroupedGemm(s, false, true, Kg, Cg * kk, pc, 1.0f, dy_chunk + i * g.K * P, P, 0, Kg * P,
-                              col.dptr_ + i * rows * pc, pc, 0, Cg * kk * pc,
-                              first ? detail::BetaFor(req_weight) : 1.0f, weight_grad.dptr_, Cg * kk, 0,
-                              Kg * Cg * kk, 1, g.G);
-        }
+        // dW[g] (Kg, Cg*kk) (+)= sum over the chunk's images of dY_n[g] (Kg, pc) . col_n[g]^T (pc, Cg*kk)
+        const bool first = n0 == 0 && p0 == 0;
+        detail::GroupedGemm(s, false, true, Kg, Cg * kk, pc, 1.0f, dy_chunk, P, g.K * P, Kg * P, col.dptr_, pc,
+                            rows * pc, Cg * kk * pc, first ? detail::BetaFor(req_weight) : 1.0f, weight_grad.dptr_,
+                            Cg * kk, 0, Kg * Cg * kk, nb, g.G);
       }
       if (do_data) {
         // col_n[g] (Cg*kk, pc) = W[g]^T (Cg*kk, Kg) . dY_n[g] (Kg, pc); then gather into dX

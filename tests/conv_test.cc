@@ -349,6 +349,26 @@ TE_DEVICE_TEST_CASE("convolution every req on one geometry", "[conv]") {
   }
 }
 
+#if !defined(__CUDACC__)
+// The CPU gemms are tiled over the library's threads (the weight gradient's tiles each summing over the
+// images): every thread count gives the reference result. Sizes are above the serial cut-off.
+TEST_CASE("convolution on the CPU matches the reference under any thread count", "[cpu][conv]") {
+  Stream<cpu>* stream = nullptr;
+  const int before = GetNumThreads();
+  const std::vector<Case> cases = {
+      MakeCase({3, 4, 13, 13}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 8, 1, true),
+      MakeCase({5, 6, 12, 11}, {3, 3}, {1, 2}, {1, 1}, {1, 1}, 12, 2, true),
+      MakeCase({2, 16, 9, 9}, {1, 1}, {}, {}, {}, 24, 1, true),  // pointwise: gemm on the input
+  };
+  for (int n : {1, 3, 4}) {
+    SetNumThreads(n);
+    INFO(n << " threads");
+    for (size_t i = 0; i < cases.size(); ++i) RunCase<cpu, float, 4, 4>(stream, cases[i], ReqPattern(i + n));
+  }
+  SetNumThreads(before);
+}
+#endif
+
 TE_DEVICE_TEST_CASE("convolution half and bf16 accumulate in float", "[conv]") {
   const std::vector<Case> cases = {
       MakeCase({2, 4, 9, 8}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 6, 2, true),

@@ -494,18 +494,36 @@ TE_DEVICE_TEST_CASE("dot and batch_dot reject mismatched shapes with an Error na
 }
 
 #if !defined(__CUDACC__)
-TEST_CASE("dot on the CPU hands OpenBLAS the library's thread count", "[cpu][dot]") {
+// The CPU product is cut into tiles over the library's threads, each one single-threaded OpenBLAS call:
+// any thread count (even one that does not divide the matrix) gives the reference result, and OpenBLAS
+// is left with one thread of its own. (Sizes are above ParallelFor's serial cut-off.)
+TEST_CASE("dot and batch_dot on the CPU tile over the library's threads, with one BLAS thread each", "[cpu][dot]") {
   const int before = GetNumThreads();
-  TensorContainer<cpu, 2, float> a(Shape2(8, 8)), b(Shape2(8, 8)), c(Shape2(8, 8));
-  FillRandom(a.view());
-  FillRandom(b.view());
-  for (int n : {3, 1, 2}) {
-    SetNumThreads(n);
-    c = dot(a, b);
-    CHECK(openblas_get_num_threads() == n);
+  struct Case { index_t batch, m, k, n; };
+  for (const Case& cs : {Case{1, 97, 61, 13}, Case{1, 13, 61, 97}, Case{2, 41, 37, 53}, Case{9, 16, 17, 19}}) {
+    TensorContainer<cpu, 3, float> a(Shape3(cs.batch, cs.m, cs.k)), b(Shape3(cs.batch, cs.k, cs.n));
+    TensorContainer<cpu, 3, float> c(Shape3(cs.batch, cs.m, cs.n));
+    FillRandom(a.view());
+    FillRandom(b.view());
+    auto ref = [&](const Shape<3>& i) {
+      double sum = 0;
+      for (index_t k = 0; k < cs.k; ++k) sum += double(a[i[0]][i[1]][k]) * double(b[i[0]][k][i[2]]);
+      return sum;
+    };
+    for (int n : {1, 2, 3, 7}) {
+      SetNumThreads(n);
+      INFO("batch " << cs.batch << ", " << cs.m << "x" << cs.k << " . " << cs.k << "x" << cs.n << ", " << n
+                    << " threads");
+      c = -1.0f;
+      if (cs.batch == 1) {
+        c[0] = dot(a[0], b[0]);
+      } else {
+        c = batch_dot(a, b);
+      }
+      CheckAll(c.view(), ref, 1e-5, "product");
+      CHECK(openblas_get_num_threads() == 1);
+    }
   }
   SetNumThreads(before);
-  c = dot(a, b);
-  CHECK(openblas_get_num_threads() == before);
 }
 #endif

@@ -1,14 +1,14 @@
 // ops/cpu/conv_gemm.h — the strided-batched row-major gemm the convolution is built on, on the CPU:
 //   C_b = alpha * op(A_b) * op(B_b) + beta * C_b,  X_b = X + b * strideX,  b in [0, batch)
-// with op(X) = X or X^T, M x N results and inner size K. float and double go to OpenBLAS (which
-// threads each call itself); half_t and bf16_t run a threaded loop that accumulates in float.
+// with op(X) = X or X^T, M x N results and inner size K. strideC == 0 with batch > 1 sums the products
+// into the one C instead (beta applies once): the weight gradient's sum over images.
+// float and double go to cpu_blas::ParallelGemm (the library's threads over tiles, single-threaded
+// OpenBLAS in each); half_t and bf16_t run a threaded loop that accumulates in float.
 // The GPU twin is ops/cuda/conv_gemm.cuh (cuBLAS strided-batched).
 #pragma once
-#include <cblas.h>
-#include <climits>
 #include <type_traits>
 #include <vector>
-#include <tensorexpr/cpu/blas.h>  // UseLibraryThreadCount: OpenBLAS gets the library's thread count
+#include <tensorexpr/cpu/blas.h>
 #include <tensorexpr/cpu/threads.h>
 #include <tensorexpr/dtype.h>
 #include <tensorexpr/stream.h>
@@ -17,10 +17,6 @@ namespace tensorexpr {
 namespace ops {
 
 namespace detail {
-inline void CheckBlasInt(index_t v, const char* what) {
-  TE_CHECK(v >= 0 && v <= INT_MAX, "convolution gemm: ", what, " = ", v, " does not fit the BLAS integer type");
-}
-
 // Low-precision gemm: each thread owns whole rows of C and keeps a float accumulator row.
 template <typename DType>
 void LowPrecisionGemm(bool ta, bool tb, index_t M, index_t N, index_t K, float alpha, const DType* A, index_t lda,
@@ -54,28 +50,19 @@ inline void BatchedGemm(Stream<cpu>*, bool ta, bool tb, index_t M, index_t N, in
                         float beta, DType* C, index_t ldc, index_t strideC, index_t batch) {
   if (M == 0 || N == 0 || batch == 0) return;
   if constexpr (std::is_same<DType, float>::value || std::is_same<DType, double>::value) {
-    detail::CheckBlasInt(M, "M");
-    detail::CheckBlasInt(N, "N");
-    detail::CheckBlasInt(K, "K");
-    detail::CheckBlasInt(lda, "lda");
-    detail::CheckBlasInt(ldb, "ldb");
-    detail::CheckBlasInt(ldc, "ldc");
-    cpu_blas::UseLibraryThreadCount();
-    const CBLAS_TRANSPOSE opa = ta ? CblasTrans : CblasNoTrans, opb = tb ? CblasTrans : CblasNoTrans;
-    for (index_t b = 0; b < batch; ++b) {
-      if constexpr (std::is_same<DType, float>::value) {
-        cblas_sgemm(CblasRowMajor, opa, opb, int(M), int(N), int(K), alpha, A + b * strideA, int(lda),
-                    B + b * strideB, int(ldb), beta, C + b * strideC, int(ldc));
-      } else {
-        cblas_dgemm(CblasRowMajor, opa, opb, int(M), int(N), int(K), double(alpha), A + b * strideA, int(lda),
-                    B + b * strideB, int(ldb), double(beta), C + b * strideC, int(ldc));
-      }
-    }
+    // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands, keep the flags.
+    expr::GemmCall<DType> c;
+    c.m = N, c.n = M, c.k = K;
+    c.trans_a = tb, c.a = B, c.lda = ldb, c.stride_a = strideB;
+    c.trans_b = ta, c.b = A, c.ldb = lda, c.stride_b = strideA;
+    c.c = C, c.ldc = ldc, c.stride_c = strideC;
+    c.batch = batch;
+    cpu_blas::ParallelGemm(c, DType(alpha), DType(beta));
   } else {
     static_assert(is_low_precision<DType>::value, "the convolution gemm supports float, double, half_t and bf16_t");
-    for (index_t b = 0; b < batch; ++b)
-      detail::LowPrecisionGemm(ta, tb, M, N, K, alpha, A + b * strideA, lda, B + b * strideB, ldb, beta,
-                               C + b * strideC, ldc);
+    for (index_t b = 0; b < batch; ++b)  // strideC == 0: the later products add onto the first
+      detail::LowPrecisionGemm(ta, tb, M, N, K, alpha, A + b * strideA, lda, B + b * strideB, ldb,
+                               b > 0 && strideC == 0 ? 1.0f : beta, C + b * strideC, ldc);
   }
 }
 

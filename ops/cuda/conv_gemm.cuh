@@ -2,7 +2,8 @@
 // ops/cpu/conv_gemm.h): C_b = alpha * op(A_b) * op(B_b) + beta * C_b over `batch` matrices.
 // Row-major C = A.B is column-major C^T = B^T.A^T, so the operands swap and nothing is copied.
 // float / double go to cublas{S,D}gemmStridedBatched (TF32 only when the stream asks for it);
-// half_t / bf16_t to cublasGemmStridedBatchedEx with fp32 compute.
+// half_t / bf16_t to cublasGemmStridedBatchedEx with fp32 compute. strideC == 0 with batch > 1 sums the
+// products into the one C (beta applies once): a batched call would race on C, so those run in order.
 #pragma once
 #include <climits>
 #include <type_traits>
@@ -30,6 +31,12 @@ inline void BatchedGemm(Stream<gpu>* s, bool ta, bool tb, index_t M, index_t N, 
                         const DType* A, index_t lda, index_t strideA, const DType* B, index_t ldb, index_t strideB,
                         float beta, DType* C, index_t ldc, index_t strideC, index_t batch) {
   if (M == 0 || N == 0 || batch == 0) return;
+  if (strideC == 0 && batch > 1) {
+    for (index_t b = 0; b < batch; ++b)
+      BatchedGemm(s, ta, tb, M, N, K, alpha, A + b * strideA, lda, 0, B + b * strideB, ldb, 0, b == 0 ? beta : 1.0f,
+                  C, ldc, 0, 1);
+    return;
+  }
   cublasHandle_t h = StreamOrDefault(s)->blas_handle();
   const cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int m = detail::CublasInt(N, "N"), n = detail::CublasInt(M, "M"), k = detail::CublasInt(K, "K");

@@ -38,10 +38,13 @@ inline void WarnIfGenericKernel() {
   (void)warned;
 }
 
-inline void UseLibraryThreadCount() {
+// OpenBLAS runs single-threaded: the library splits each product into tiles over its own (OpenMP)
+// threads (ParallelGemm below). Two thread pools on the same cores would spin against each other, and a
+// small gemm per image threaded inside OpenBLAS spends more time waking threads than multiplying.
+// Note the setting is process-wide: other OpenBLAS callers in the program also get one thread.
+inline void UseOneBlasThread() {
   WarnIfGenericKernel();
-  const int n = GetNumThreads();
-  if (openblas_get_num_threads() != n) openblas_set_num_threads(n);
+  if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
 }
 
 // The CBLAS interface takes 32-bit sizes.
@@ -68,24 +71,61 @@ inline void Gemm(const expr::GemmCall<double>& g, double alpha, double beta) {
               Int(g.lda, "lda"), g.b, Int(g.ldb, "ldb"), beta, g.c, Int(g.ldc, "ldc"));
 }
 
-// Runs every matrix of the call: one gemv when a single output row or column makes it one, else gemm.
-// The batch runs as a loop: OpenBLAS itself decides how many of its threads a small gemm deserves.
+// One matrix: gemv when a single output row or column makes it one, else gemm.
 template <typename DType>
-inline void Run(const expr::GemmCall<DType>& g, DType alpha, DType beta) {
-  UseLibraryThreadCount();
-  for (index_t i = 0; i < g.batch; ++i) {
-    expr::GemmCall<DType> one = g;
-    one.a += i * g.stride_a;
-    one.b += i * g.stride_b;
-    one.c += i * g.stride_c;
-    one.batch = 1;
-    expr::GemvCall<DType> v;
-    if (expr::AsGemv(one, &v)) {
-      Gemv(v, alpha, beta);
-    } else {
-      Gemm(one, alpha, beta);
-    }
+inline void RunOne(const expr::GemmCall<DType>& g, DType alpha, DType beta) {
+  expr::GemvCall<DType> v;
+  if (expr::AsGemv(g, &v)) {
+    Gemv(v, alpha, beta);
+  } else {
+    Gemm(g, alpha, beta);
   }
+}
+
+// Every matrix of the (column-major, strided-batched) call, threaded by the library: the work is cut
+// into units of one tile of one output matrix, each computed by single-threaded BLAS with the full inner
+// dimension. A batch of outputs gives one unit per matrix once there are at least as many matrices as
+// threads; fewer matrices are cut into column (or row) tiles until every thread has one.
+// stride_c == 0 with batch > 1 sums the batch's products into the one C (beta applies once): each tile
+// loops over the batch, so threads never share an output element and need no partial copies.
+template <typename DType>
+inline void ParallelGemm(const expr::GemmCall<DType>& g, DType alpha, DType beta) {
+  if (g.m == 0 || g.n == 0 || g.batch == 0) return;
+  UseOneBlasThread();
+  const bool summed = g.batch > 1 && g.stride_c == 0;
+  const index_t outputs = summed ? 1 : g.batch, terms = summed ? g.batch : 1;
+  const index_t threads = GetNumThreads();
+  // Split the longer side of C, in multiples of the BLAS micro-kernel's register tile.
+  const bool split_cols = g.n >= g.m;
+  const index_t extent = split_cols ? g.n : g.m, align = split_cols ? 4 : 16;
+  const index_t wanted = outputs >= threads ? 1 : (threads + outputs - 1) / outputs;
+  const index_t tiles_max = std::max<index_t>(1, std::min(wanted, extent / align));
+  const index_t tile = (extent + tiles_max - 1) / tiles_max;
+  const index_t tiles = (extent + tile - 1) / tile;
+  const index_t unit_cost = g.m * g.n / tiles * std::max<index_t>(g.k, 1) * terms;
+  ParallelFor(outputs * tiles, unit_cost, [&](index_t begin, index_t end) {
+    for (index_t u = begin; u < end; ++u) {
+      const index_t out = u / tiles, lo = (u % tiles) * tile, len = std::min(tile, extent - lo);
+      for (index_t t = 0; t < terms; ++t) {
+        const index_t b = summed ? t : out;
+        expr::GemmCall<DType> one = g;
+        one.batch = 1;
+        one.a += b * g.stride_a;
+        one.b += b * g.stride_b;
+        one.c += summed ? 0 : b * g.stride_c;
+        if (split_cols) {  // columns [lo, lo + len) of C and of op(B)
+          one.n = len;
+          one.b += lo * (g.trans_b ? 1 : g.ldb);
+          one.c += lo * g.ldc;
+        } else {  // rows [lo, lo + len) of C and of op(A)
+          one.m = len;
+          one.a += lo * (g.trans_a ? g.lda : 1);
+          one.c += lo;
+        }
+        RunOne(one, alpha, t == 0 ? beta : DType(1));
+      }
+    }
+  });
 }
 
 // A contiguous private copy of an operand, for a destination that overlaps it.
@@ -125,7 +165,7 @@ inline void ProductInto(Tensor<cpu, dim, DType> dst, const E& e) {
       return;
     }
     const DType alpha = e.scale_ * static_cast<DType>(Saver::kAlphaBLAS);
-    Run(expr::MakeGemmCall(dst, e), alpha, static_cast<DType>(Saver::kBetaBLAS));
+    ParallelGemm(expr::MakeGemmCall(dst, e), alpha, static_cast<DType>(Saver::kBetaBLAS));
   }
 }
 

@@ -1,7 +1,7 @@
 // cpu/threads.h — the CPU thread count and the one parallel loop every CPU kernel uses.
 // Work is split like a window: each thread gets one contiguous block of the outer range. Small work runs
-// serially (thread start-up costs more than it saves). BLAS calls never happen inside these regions,
-// so OpenBLAS's own threads and ours do not oversubscribe the cores.
+// serially (thread start-up costs more than it saves). OpenBLAS is kept single-threaded and called from
+// inside these regions (cpu_blas::ParallelGemm), so one pool of threads owns the cores.
 #pragma once
 #include <algorithm>
 #include "../base.h"
