@@ -18,13 +18,23 @@ namespace tensorexpr {
 namespace ops {
 namespace detail {
 
-// The first j >= 0 with lo <= x0 + j * step, for step > 0.
+// The first j >= 0 with lo <= x0 + j * step, for step > 0. (Step 1, the common case, skips the
+// division: these run once per output row, where a 64-bit division costs more than the copy.)
 inline index_t FirstAtLeast(index_t x0, index_t step, index_t lo) {
-  return x0 >= lo ? 0 : (lo - x0 + step - 1) / step;
+  if (x0 >= lo) return 0;
+  return step == 1 ? lo - x0 : (lo - x0 + step - 1) / step;
 }
 // One past the last j with x0 + j * step < hi, for step > 0 (0 when none).
 inline index_t EndBelow(index_t x0, index_t step, index_t hi) {
-  return x0 >= hi ? 0 : (hi - 1 - x0) / step + 1;
+  if (x0 >= hi) return 0;
+  return step == 1 ? hi - x0 : (hi - 1 - x0) / step + 1;
+}
+// Whether d >= 0 is a multiple of step; if so *q = d / step.
+inline bool DividesInto(index_t d, index_t step, index_t* q) {
+  if (d < 0) return false;
+  if (step == 1) return *q = d, true;
+  if (d % step != 0) return false;
+  return *q = d / step, true;
 }
 
 }  // namespace detail
@@ -42,8 +52,9 @@ inline void ConvIm2Col(Stream<cpu>*, const ConvGeometry& g, const DType* data, i
                     kx = kidx % g.kernel[2];
       const DType* img = data + ((n0 + i) * g.C + c) * D * H * data_stride;
       DType* dst = col + r * pc;
+      // The output position walks row by row; divide once per column row, not once per output row.
+      index_t ow = p0 % OW, oh = (p0 / OW) % OH, od = p0 / (OW * OH);
       for (index_t p = p0, pend = p0 + pc; p < pend;) {
-        const index_t ow = p % OW, oh = (p / OW) % OH, od = p / (OW * OH);
         const index_t run = std::min(pend - p, OW - ow);  // the rest of this output row inside the chunk
         const index_t z = od * g.stride[0] - g.pad[0] + kz * g.dilate[0];
         const index_t y = oh * g.stride[1] - g.pad[1] + ky * g.dilate[1];
@@ -64,6 +75,8 @@ inline void ConvIm2Col(Stream<cpu>*, const ConvGeometry& g, const DType* data, i
         }
         dst += run;
         p += run;
+        ow = 0;
+        if (++oh == OH) oh = 0, ++od;
       }
     }
   });
@@ -86,13 +99,11 @@ inline void ConvCol2Im(Stream<cpu>*, const ConvGeometry& g, const DType* col, in
       const index_t y = r % H, z = (r / H) % D, c = (r / (H * D)) % g.C, i = r / (H * D * g.C);
       std::fill(acc.begin(), acc.end(), AccT(0));
       for (index_t kz = 0; kz < g.kernel[0]; ++kz) {
-        const index_t dn = z + g.pad[0] - kz * g.dilate[0];
-        if (dn < 0 || dn % g.stride[0] != 0 || dn / g.stride[0] >= OD) continue;
-        const index_t od = dn / g.stride[0];
+        index_t od = 0;
+        if (!detail::DividesInto(z + g.pad[0] - kz * g.dilate[0], g.stride[0], &od) || od >= OD) continue;
         for (index_t ky = 0; ky < g.kernel[1]; ++ky) {
-          const index_t hn = y + g.pad[1] - ky * g.dilate[1];
-          if (hn < 0 || hn % g.stride[1] != 0 || hn / g.stride[1] >= OH) continue;
-          const index_t oh = hn / g.stride[1];
+          index_t oh = 0;
+          if (!detail::DividesInto(y + g.pad[1] - ky * g.dilate[1], g.stride[1], &oh) || oh >= OH) continue;
           const index_t base = (od * OH + oh) * OW;  // position of (od, oh, 0)
           const index_t lo = std::max<index_t>(0, p0 - base), hi = std::min<index_t>(OW, p0 + pc - base);
           if (lo >= hi) continue;
