@@ -5,9 +5,9 @@ Same data (the four IDX .gz files, read with gzip + numpy, normalised with the t
 standard deviation), same network (conv 5x5x32 same + relu + maxpool 2, conv 5x5x64 same + relu + maxpool 2, fc
 1024 + relu + dropout, fc 10, softmax cross-entropy; --bn puts batch norm after each convolution, whose bias it
 then replaces), same initialisation (He normal for the weights feeding a relu, Xavier uniform for the last
-layer, zero biases), same batch, SGD with momentum and weight decay and the same linear learning-rate warm-up
-(--warmup minibatches), the same per-epoch shuffle policy (a fresh permutation each epoch; the last partial
-batch is trained too). TF32 is off on the GPU. The epoch time covers training only, as in our trainer
+layer, zero biases), same batch, SGD with momentum and weight decay, the same learning-rate schedule (linear
+warm-up over --warmup minibatches, then cosine or constant), the same per-epoch shuffle policy (a fresh
+permutation each epoch; the last partial batch is trained too). TF32 is off on the GPU. The epoch time covers training only, as in our trainer
 (synchronised on the GPU); the test pass is timed apart.
 
 Prints machine-readable lines:
@@ -18,6 +18,7 @@ or one line `peer_fashion_mnist_error <reason>` (exit status 2) when PyTorch, th
 """
 import argparse
 import gzip
+import math
 import os
 import statistics
 import struct
@@ -103,7 +104,9 @@ def main():
     ap.add_argument("--wd", type=float, default=0.0)
     ap.add_argument("--warmup", type=int, default=100,
                     help="ramp the learning rate linearly over the first N minibatches, as our trainer does")
+    ap.add_argument("--schedule", choices=["cosine", "constant"], default="cosine")
     ap.add_argument("--bn", action="store_true")
+    ap.add_argument("--augment", action="store_true", help="random left-right flips, as our --augment")
     ap.add_argument("--threads", type=int, default=16, help="CPU threads (torch.set_num_threads)")
     ap.add_argument("--seed", type=int, default=42)
     args = ap.parse_args()
@@ -137,13 +140,24 @@ def main():
     xte, yte = to_tensors(*sets["test"])
     n = xtr.shape[0]
     print(f"peer_fashion_mnist_info torch={torch.__version__} device={args.device} threads={torch.get_num_threads()} "
-          f"train={n} batch={args.batch} bn={int(args.bn)}", flush=True)
+          f"train={n} batch={args.batch} bn={int(args.bn)} "
+          f"schedule={args.schedule} wd={args.wd} augment={int(args.augment)}", flush=True)
 
     net = build_net(torch, args.bn).to(dev)
     opt = torch.optim.SGD(net.parameters(), lr=args.lr, momentum=args.momentum, weight_decay=args.wd)
-    # Minibatch `step` (0-based) trains at lr * min(1, (step + 1) / warmup), as examples/fashion_mnist does.
+    # Minibatch `step` (0-based) of `steps` trains at the rate examples/fashion_mnist's LearningRate gives:
+    # a linear warm-up, then constant or a half cosine down to 0.
     warm = max(args.warmup, 0)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: min(1.0, (step + 1) / warm) if warm else 1.0)
+    steps = args.epochs * ((n + args.batch - 1) // args.batch)
+
+    def rate(step):
+        if step < warm:
+            return (step + 1) / warm
+        if args.schedule == "constant" or steps <= warm:
+            return 1.0
+        return 0.5 * (1.0 + math.cos(math.pi * (step - warm) / (steps - warm)))
+
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, rate)
     loss_fn = torch.nn.CrossEntropyLoss()
     gen = torch.Generator().manual_seed(args.seed)
 
@@ -162,7 +176,11 @@ def main():
         for b0 in range(0, n, args.batch):
             idx = order[b0:b0 + args.batch]
             opt.zero_grad(set_to_none=True)
-            loss = loss_fn(net(xtr[idx]), ytr[idx])
+            xb = xtr[idx]
+            if args.augment:  # mirror a random half left to right, as our --augment does
+                flip = torch.rand(xb.shape[0], device=dev) < 0.5
+                xb = torch.where(flip[:, None, None, None], xb.flip(3), xb)
+            loss = loss_fn(net(xb), ytr[idx])
             loss.backward()
             opt.step()
             sched.step()

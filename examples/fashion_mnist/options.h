@@ -19,16 +19,17 @@ enum class DeviceChoice { kAuto, kCpu, kGpu };
 struct Options {
   DeviceChoice device = DeviceChoice::kAuto;
   int epochs = 0;             // 0: the device's default (DefaultEpochs)
-  long limit = 0;             // use only the first `limit` training images; 0: all, or the device's default
-  bool limit_given = false;   // --limit was passed (then 0 really means all)
+  long limit = 0;             // use only the first `limit` training images; 0: all
   int batch = 64;
   double lr = 0.05;
   double momentum = 0.9;
   double weight_decay = 0.0;
   int warmup = 100;           // minibatches over which the learning rate ramps linearly up to lr
+  bool cosine = true;         // after the warm-up, decay the learning rate to 0 along a half cosine
   double dropout = 0.5;       // probability of dropping an fc1 activation; 0 turns dropout off
   int threads = 0;            // 0: the OpenMP default
   bool batch_norm = false;
+  bool augment = false;       // mirror a random half of the training images left to right each epoch
   unsigned long long seed = 42;
   std::string data_dir;       // empty: $FASHION_MNIST_DIR, then the Debian package's directory
   std::string log_file;       // empty: no log; .json -> JSON, anything else -> CSV
@@ -42,17 +43,19 @@ inline const char* Usage() {
          "  --data DIR       directory of the IDX .gz files (default: $FASHION_MNIST_DIR, then\n"
          "                   /usr/share/datasets/fashion-mnist from the package dataset-fashion-mnist)\n"
          "  --device D       auto | cpu | gpu (auto: the GPU when one is present and this is the CUDA build)\n"
-         "  --epochs N       passes over the training set (default: 10 on the GPU, 1 on the CPU)\n"
-         "  --limit N        train on the first N training images only (0: all; default: all on the GPU,\n"
-         "                   30000 on the CPU)\n"
+         "  --epochs N       passes over the training set (default: 10 on the GPU, 2 on the CPU)\n"
+         "  --limit N        train on the first N training images only (default 0: all)\n"
          "  --batch N        minibatch size (default 64)\n"
          "  --lr X           learning rate (default 0.05), SGD with momentum 0.9\n"
          "  --momentum X     SGD momentum (default 0.9)\n"
          "  --wd X           weight decay (default 0)\n"
          "  --warmup N       ramp the learning rate up linearly over the first N minibatches (default 100;\n"
          "                   without it lr 0.05 with momentum 0.9 diverges in the first batches)\n"
+         "  --schedule S     cosine (default): after the warm-up the learning rate falls to 0 along a half\n"
+         "                   cosine over the run; constant: it stays at --lr\n"
          "  --dropout P      dropout probability after fc1 (default 0.5; 0 turns it off)\n"
          "  --bn             batch normalisation after each convolution\n"
+         "  --augment        mirror a random half of the training images left to right, afresh each epoch\n"
          "  --threads N      CPU threads (default: all cores)\n"
          "  --seed N         random seed for initialisation, shuffling and dropout (default 42)\n"
          "  --log FILE       per-epoch log, JSON when FILE ends in .json, CSV otherwise\n"
@@ -110,6 +113,9 @@ inline Options ParseOptions(int argc, char** argv) {
     } else if (flag == "--bn") {
       no_value();
       o.batch_norm = true;
+    } else if (flag == "--augment") {
+      no_value();
+      o.augment = true;
     } else if (flag == "--device") {
       const std::string d = next();
       if (d == "auto") o.device = DeviceChoice::kAuto;
@@ -120,7 +126,6 @@ inline Options ParseOptions(int argc, char** argv) {
       o.epochs = static_cast<int>(ParseInteger(flag, next(), 1, 100000));
     } else if (flag == "--limit") {
       o.limit = static_cast<long>(ParseInteger(flag, next(), 0, 1LL << 40));
-      o.limit_given = true;
     } else if (flag == "--batch") {
       o.batch = static_cast<int>(ParseInteger(flag, next(), 1, 1 << 16));
     } else if (flag == "--lr") {
@@ -131,6 +136,11 @@ inline Options ParseOptions(int argc, char** argv) {
       o.weight_decay = ParseReal(flag, next(), 0.0, 1.0);
     } else if (flag == "--warmup") {
       o.warmup = static_cast<int>(ParseInteger(flag, next(), 0, 1 << 30));
+    } else if (flag == "--schedule") {
+      const std::string v = next();
+      if (v == "cosine") o.cosine = true;
+      else if (v == "constant") o.cosine = false;
+      else throw OptionsError("--schedule wants cosine or constant, got '" + v + "'");
     } else if (flag == "--dropout") {
       o.dropout = ParseReal(flag, next(), 0.0, 0.95);
     } else if (flag == "--threads") {
