@@ -1,0 +1,964 @@
+// fashion_mnist_test.cc — the Fashion-MNIST trainer's pieces (examples/fashion_mnist/), all [cpu][trainer]:
+//   options.h       ParseOptions: defaults, every flag as "--flag v" and "--flag=v", and every error
+//                   (unknown flag, missing value, non-numbers, out of range, values for --bn / --augment /
+//                   --help, bad --device / --schedule), each an OptionsError naming the flag.
+//   idx_dataset.h   LoadDataset on tiny IDX files written here (gzip and uncompressed) in a temporary
+//                   directory: pixels and labels come back exactly; a missing directory or file and every
+//                   kind of corrupt file is a DataError naming the file and the package
+//                   dataset-fashion-mnist. ChooseDataDir's precedence (--data, $FASHION_MNIST_DIR, default).
+//   trainer.h       LearningRate (warm-up, constant, cosine), ComputePixelStats, NormaliseInto (with and
+//                   without left-right flips) and RandomFlips against hand-computed values, Evaluate, and a
+//                   two-epoch Train<cpu> on a tiny data set (with / without batch norm and --augment).
+//   training_log.h  WriteTrainingLog as CSV and JSON (read back), errors on unwritable paths.
+//   svg_plot.h      WriteTrainingCurveSvg: an <svg> document with one polyline per curve.
+//   network.h       ConvNet<cpu>: parameter counts, probabilities and loss (kWriteTo / kAddTo / inference),
+//                   and overfitting one batch of 8 images in 30 SGD steps, with and without batch norm
+//                   and dropout. The whole file runs in about 3 s on 2 cores.
+#include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+#include "../examples/fashion_mnist/options.h"
+#include "../examples/fashion_mnist/idx_dataset.h"
+#include "../examples/fashion_mnist/network.h"
+#include "../examples/fashion_mnist/svg_plot.h"
+#include "../examples/fashion_mnist/trainer.h"
+#include "../examples/fashion_mnist/training_log.h"
+
+using namespace tensorexpr;
+using namespace fashion_mnist;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// ---- helpers ----------------------------------------------------------------------------------------
+
+// ParseOptions on {"fashion_mnist", args...}.
+Options Parse(std::initializer_list<std::string> args) {
+  std::vector<std::string> storage = {"fashion_mnist"};
+  storage.insert(storage.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& s : storage) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  return ParseOptions(static_cast<int>(storage.size()), argv.data());
+}
+
+// The OptionsError message of ParseOptions on args; fails the test when it does not throw.
+std::string ParseError(std::initializer_list<std::string> args) {
+  try {
+    Parse(args);
+  } catch (const OptionsError& e) {
+    return e.what();
+  }
+  FAIL("ParseOptions accepted arguments it should reject");
+  return "";
+}
+
+// A fresh directory under /tmp, removed with everything in it at the end of the scope.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char templ[] = "/tmp/fashion_mnist_test_XXXXXX";
+    const char* p = mkdtemp(templ);
+    REQUIRE(p != nullptr);
+    path = p;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  std::string operator/(const std::string& name) const { return path + "/" + name; }
+};
+
+void PutBigEndian32(std::vector<uint8_t>* out, uint32_t v) {
+  for (int shift = 24; shift >= 0; shift -= 8) out->push_back(static_cast<uint8_t>(v >> shift));
+}
+
+// The bytes of an IDX file: magic, extents, data.
+std::vector<uint8_t> IdxBytes(uint32_t magic, const std::vector<uint32_t>& extents, const std::vector<uint8_t>& data) {
+  std::vector<uint8_t> b;
+  PutBigEndian32(&b, magic);
+  for (uint32_t e : extents) PutBigEndian32(&b, e);
+  b.insert(b.end(), data.begin(), data.end());
+  return b;
+}
+
+void WriteGzip(const std::string& path, const std::vector<uint8_t>& bytes) {
+  gzFile f = gzopen(path.c_str(), "wb");
+  REQUIRE(f != nullptr);
+  if (!bytes.empty()) REQUIRE(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())) == int(bytes.size()));
+  REQUIRE(gzclose(f) == Z_OK);
+}
+
+void WriteRaw(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  REQUIRE(f.good());
+}
+
+std::vector<uint8_t> ReadBytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// A recognisable pixel value: image i, pixel p, of the set with the given salt.
+uint8_t Pixel(int salt, int64_t i, int64_t p) { return static_cast<uint8_t>((salt * 53 + i * 31 + p * 7) % 256); }
+
+std::vector<uint8_t> Pixels(int salt, int64_t count, int64_t per_image = 28 * 28) {
+  std::vector<uint8_t> v(static_cast<size_t>(count * per_image));
+  for (int64_t i = 0; i < count; ++i)
+    for (int64_t p = 0; p < per_image; ++p) v[i * per_image + p] = Pixel(salt, i, p);
+  return v;
+}
+
+const std::vector<uint8_t> kTrainLabels = {0, 9, 4};
+const std::vector<uint8_t> kTestLabels = {3, 7};
+
+// A valid tiny data set in `dir`: 3 training and 2 test images of 28x28; gzip-compressed unless raw
+// (then the files are named without ".gz").
+void WriteDataset(const TempDir& dir, bool gzip) {
+  auto put = [&](const std::string& name, const std::vector<uint8_t>& bytes) {
+    if (gzip) WriteGzip(dir / (name + ".gz"), bytes);
+    else WriteRaw(dir / name, bytes);
+  };
+  put("train-images-idx3-ubyte", IdxBytes(0x803, {3, 28, 28}, Pixels(1, 3)));
+  put("train-labels-idx1-ubyte", IdxBytes(0x801, {3}, kTrainLabels));
+  put("t10k-images-idx3-ubyte", IdxBytes(0x803, {2, 28, 28}, Pixels(2, 2)));
+  put("t10k-labels-idx1-ubyte", IdxBytes(0x801, {2}, kTestLabels));
+}
+
+// The DataError message of LoadDataset(dir); fails the test when it does not throw.
+std::string LoadError(const std::string& dir, const std::string& how = "from --data") {
+  try {
+    LoadDataset(dir, how);
+  } catch (const DataError& e) {
+    return e.what();
+  }
+  FAIL("LoadDataset accepted a data set it should reject");
+  return "";
+}
+
+// Sets or unsets an environment variable for a scope, restoring the old value afterwards.
+struct ScopedEnv {
+  std::string name;
+  bool had = false;
+  std::string old;
+  explicit ScopedEnv(const char* n) : name(n) {
+    if (const char* v = std::getenv(n)) had = true, old = v;
+  }
+  void Set(const char* v) { REQUIRE(setenv(name.c_str(), v, 1) == 0); }
+  void Unset() { REQUIRE(unsetenv(name.c_str()) == 0); }
+  ~ScopedEnv() {
+    if (had) setenv(name.c_str(), old.c_str(), 1);
+    else unsetenv(name.c_str());
+  }
+};
+
+// Sends stdout to /dev/null for a scope (Train prints its progress).
+struct QuietStdout {
+  int saved = -1;
+  QuietStdout() {
+    std::fflush(stdout);
+    saved = dup(fileno(stdout));
+    const int null_fd = open("/dev/null", O_WRONLY);
+    if (saved >= 0 && null_fd >= 0) dup2(null_fd, fileno(stdout));
+    if (null_fd >= 0) close(null_fd);
+  }
+  ~QuietStdout() {
+    std::fflush(stdout);
+    if (saved >= 0) {
+      dup2(saved, fileno(stdout));
+      close(saved);
+    }
+  }
+};
+
+}  // namespace
+
+// ---- options.h --------------------------------------------------------------------------------------
+
+TEST_CASE("ParseOptions: defaults", "[cpu][trainer]") {
+  const Options o = Parse({});
+  CHECK(o.device == DeviceChoice::kAuto);
+  CHECK(o.epochs == 0);
+  CHECK(o.limit == 0);
+  CHECK(o.batch == 64);
+  CHECK(o.lr == 0.05);
+  CHECK(o.momentum == 0.9);
+  CHECK(o.weight_decay == Approx(5e-4).epsilon(1e-12));
+  CHECK(o.warmup == 100);
+  CHECK(o.cosine);
+  CHECK(o.dropout == 0.5);
+  CHECK(o.threads == 0);
+  CHECK_FALSE(o.batch_norm);
+  CHECK_FALSE(o.augment);
+  CHECK(o.seed == 42u);
+  CHECK(o.data_dir.empty());
+  CHECK(o.log_file.empty());
+  CHECK(o.plot_file == "fashion_mnist.svg");
+  CHECK_FALSE(o.help);
+  for (const char* flag : {"--data", "--device", "--epochs", "--limit", "--batch", "--lr", "--momentum", "--wd",
+                           "--warmup", "--schedule", "--dropout", "--bn", "--augment", "--threads", "--seed",
+                           "--log", "--plot", "--help"}) {
+    INFO(flag);
+    CHECK(std::string(Usage()).find(std::string("  ") + flag + " ") != std::string::npos);
+  }
+}
+
+TEST_CASE("ParseOptions: every flag, as '--flag v' and as '--flag=v'", "[cpu][trainer]") {
+  const bool eq = GENERATE(false, true);
+  // {"--flag", "v"} or {"--flag=v"}.
+  auto args = [&](std::initializer_list<std::pair<std::string, std::string>> kv) {
+    std::vector<std::string> v = {"fashion_mnist"};
+    for (const auto& [flag, value] : kv) {
+      if (eq) {
+        v.push_back(flag + "=" + value);
+      } else {
+        v.push_back(flag);
+        v.push_back(value);
+      }
+    }
+    return v;
+  };
+  const std::vector<std::string> a =
+      args({{"--data", "/some/dir"}, {"--device", "cpu"}, {"--epochs", "3"}, {"--limit", "1000"},
+            {"--batch", "32"}, {"--lr", "0.125"}, {"--momentum", "0.5"}, {"--wd", "0.0001"}, {"--warmup", "7"},
+            {"--schedule", "constant"}, {"--dropout", "0.25"}, {"--threads", "2"}, {"--seed", "123456789012"},
+            {"--log", "run.json"}, {"--plot", "run.svg"}});
+  std::vector<std::string> storage = a;
+  storage.push_back("--bn");
+  storage.push_back("--augment");
+  std::vector<char*> argv;
+  for (std::string& s : storage) argv.push_back(s.data());
+  INFO("form: " << (eq ? "--flag=v" : "--flag v"));
+  const Options o = ParseOptions(static_cast<int>(argv.size()), argv.data());
+  CHECK(o.data_dir == "/some/dir");
+  CHECK(o.device == DeviceChoice::kCpu);
+  CHECK(o.epochs == 3);
+  CHECK(o.limit == 1000);
+  CHECK(o.batch == 32);
+  CHECK(o.lr == 0.125);
+  CHECK(o.momentum == 0.5);
+  CHECK(o.weight_decay == Approx(0.0001).epsilon(1e-12));
+  CHECK(o.warmup == 7);
+  CHECK_FALSE(o.cosine);
+  CHECK(o.dropout == 0.25);
+  CHECK(o.threads == 2);
+  CHECK(o.seed == 123456789012ull);
+  CHECK(o.log_file == "run.json");
+  CHECK(o.plot_file == "run.svg");
+  CHECK(o.batch_norm);
+  CHECK(o.augment);
+  CHECK_FALSE(o.help);
+}
+
+TEST_CASE("ParseOptions: --device, --schedule, --bn, --augment, --help, --limit, empty values", "[cpu][trainer]") {
+  CHECK(Parse({"--device", "auto"}).device == DeviceChoice::kAuto);
+  CHECK(Parse({"--device", "cpu"}).device == DeviceChoice::kCpu);
+  CHECK(Parse({"--device=gpu"}).device == DeviceChoice::kGpu);
+  CHECK(Parse({"--schedule", "cosine"}).cosine);
+  CHECK_FALSE(Parse({"--schedule=constant"}).cosine);
+  CHECK(Parse({"--schedule=constant", "--schedule", "cosine"}).cosine);  // the last one wins
+  CHECK(Parse({"--bn"}).batch_norm);
+  CHECK_FALSE(Parse({"--bn"}).augment);
+  CHECK(Parse({"--augment"}).augment);
+  CHECK_FALSE(Parse({"--augment"}).batch_norm);
+  CHECK(Parse({"--help"}).help);
+  CHECK(Parse({"-h"}).help);
+  // --limit 0 means "all".
+  CHECK(Parse({"--limit", "0"}).limit == 0);
+  CHECK(Parse({"--limit", "1099511627776"}).limit == 1099511627776L);  // 2^40, the largest
+  CHECK(Parse({"--limit=60000"}).limit == 60000);
+  // --plot '' turns the plot off; --plot= does the same.
+  CHECK(Parse({"--plot", ""}).plot_file.empty());
+  CHECK(Parse({"--plot="}).plot_file.empty());
+  // Boundaries that are allowed.
+  CHECK(Parse({"--warmup", "0"}).warmup == 0);
+  CHECK(Parse({"--dropout", "0"}).dropout == 0.0);
+  CHECK(Parse({"--dropout", "0.95"}).dropout == 0.95);
+  CHECK(Parse({"--epochs", "100000"}).epochs == 100000);
+  CHECK(Parse({"--seed", "0"}).seed == 0u);
+  CHECK(Parse({"--lr", "1e-3"}).lr == 0.001);
+}
+
+TEST_CASE("ParseOptions: errors are OptionsErrors naming the flag", "[cpu][trainer]") {
+  // Unknown flags, with and without a value; a stray positional argument.
+  CHECK_THAT(ParseError({"--epoch", "3"}), Contains("unknown option '--epoch'"));
+  CHECK_THAT(ParseError({"--frobnicate=1"}), Contains("--frobnicate=1"));
+  CHECK_THAT(ParseError({"data"}), Contains("unknown option 'data'"));
+  CHECK_THAT(ParseError({"-x"}), Contains("'-x'"));
+  // A flag at the end without its value.
+  for (const char* flag : {"--epochs", "--limit", "--batch", "--lr", "--momentum", "--wd", "--warmup", "--dropout",
+                           "--threads", "--seed", "--device", "--schedule", "--data", "--log", "--plot"}) {
+    INFO(flag);
+    CHECK_THAT(ParseError({flag}), Contains(std::string(flag) + " needs a value"));
+  }
+  // Non-integers, trailing junk, empty values.
+  CHECK_THAT(ParseError({"--epochs", "three"}), Contains("--epochs wants an integer") && Contains("'three'"));
+  CHECK_THAT(ParseError({"--epochs=2.5"}), Contains("--epochs") && Contains("'2.5'"));
+  CHECK_THAT(ParseError({"--batch", "64x"}), Contains("--batch") && Contains("'64x'"));
+  CHECK_THAT(ParseError({"--epochs="}), Contains("--epochs") && Contains("''"));
+  CHECK_THAT(ParseError({"--lr", "fast"}), Contains("--lr wants a number") && Contains("'fast'"));
+  CHECK_THAT(ParseError({"--lr", "nan"}), Contains("--lr"));
+  CHECK_THAT(ParseError({"--lr", "1e999"}), Contains("--lr"));
+  // Out of range.
+  CHECK_THAT(ParseError({"--epochs", "0"}), Contains("--epochs") && Contains("[1, 100000]"));
+  CHECK_THAT(ParseError({"--epochs", "100001"}), Contains("--epochs"));
+  CHECK_THAT(ParseError({"--epochs", "-1"}), Contains("--epochs") && Contains("'-1'"));
+  CHECK_THAT(ParseError({"--epochs", "99999999999999999999999"}), Contains("--epochs"));
+  CHECK_THAT(ParseError({"--batch", "0"}), Contains("--batch"));
+  CHECK_THAT(ParseError({"--batch", "65537"}), Contains("--batch"));
+  CHECK_THAT(ParseError({"--limit", "-5"}), Contains("--limit"));
+  CHECK_THAT(ParseError({"--threads", "0"}), Contains("--threads"));
+  CHECK_THAT(ParseError({"--warmup", "-1"}), Contains("--warmup"));
+  CHECK_THAT(ParseError({"--seed", "-1"}), Contains("--seed"));
+  CHECK_THAT(ParseError({"--lr", "-0.1"}), Contains("--lr wants a number"));
+  CHECK_THAT(ParseError({"--lr", "101"}), Contains("--lr"));
+  CHECK_THAT(ParseError({"--momentum", "1"}), Contains("--momentum"));
+  CHECK_THAT(ParseError({"--wd", "2"}), Contains("--wd"));
+  CHECK_THAT(ParseError({"--dropout", "0.96"}), Contains("--dropout"));
+  CHECK_THAT(ParseError({"--dropout=1"}), Contains("--dropout"));
+  // Flags that take no value.
+  CHECK_THAT(ParseError({"--bn=1"}), Contains("--bn takes no value"));
+  CHECK_THAT(ParseError({"--augment=yes"}), Contains("--augment takes no value"));
+  CHECK_THAT(ParseError({"--limit", "1099511627777"}), Contains("--limit"));
+  CHECK_THAT(ParseError({"--help=yes"}), Contains("--help takes no value"));
+  // Bad enumerations.
+  CHECK_THAT(ParseError({"--device", "tpu"}), Contains("--device") && Contains("'tpu'"));
+  CHECK_THAT(ParseError({"--device="}), Contains("--device"));
+  CHECK_THAT(ParseError({"--device", "CPU"}), Contains("--device"));
+  CHECK_THAT(ParseError({"--schedule", "linear"}), Contains("--schedule") && Contains("'linear'"));
+  CHECK_THAT(ParseError({"--schedule="}), Contains("--schedule"));
+  // An error after valid flags still throws.
+  CHECK_THAT(ParseError({"--epochs", "2", "--bn", "--lr"}), Contains("--lr needs a value"));
+  // It is an OptionsError, hence a runtime_error.
+  CHECK_THROWS_AS(Parse({"--nope"}), OptionsError);
+  CHECK_THROWS_AS(Parse({"--nope"}), std::runtime_error);
+}
+
+// ---- idx_dataset.h ----------------------------------------------------------------------------------
+
+TEST_CASE("LoadDataset reads a tiny IDX data set, gzip-compressed or not", "[cpu][trainer]") {
+  const bool gzip = GENERATE(true, false);
+  INFO((gzip ? "gzip" : "uncompressed"));
+  TempDir dir;
+  WriteDataset(dir, gzip);
+  const Dataset d = LoadDataset(dir.path, "from --data");
+  CHECK(d.directory == dir.path);
+  CHECK(d.train.count == 3);
+  CHECK(d.train.rows == 28);
+  CHECK(d.train.cols == 28);
+  CHECK(d.train.PixelsPerImage() == 784);
+  CHECK(d.train.pixels == Pixels(1, 3));
+  CHECK(d.train.labels == kTrainLabels);
+  CHECK(d.test.count == 2);
+  CHECK(d.test.rows == 28);
+  CHECK(d.test.cols == 28);
+  CHECK(d.test.pixels == Pixels(2, 2));
+  CHECK(d.test.labels == kTestLabels);
+  // A trailing slash on the directory makes no difference.
+  const Dataset d2 = LoadDataset(dir.path + "/", "from --data");
+  CHECK(d2.train.pixels == d.train.pixels);
+  CHECK(d2.test.labels == d.test.labels);
+}
+
+TEST_CASE("LoadDataset: an uncompressed file under the .gz name is read as it is", "[cpu][trainer]") {
+  TempDir dir;
+  WriteDataset(dir, true);
+  WriteRaw(dir / "t10k-labels-idx1-ubyte.gz", IdxBytes(0x801, {2}, {5, 6}));
+  const Dataset d = LoadDataset(dir.path, "from --data");
+  CHECK(d.test.labels == std::vector<uint8_t>{5, 6});
+}
+
+TEST_CASE("LoadDataset: a missing directory or file is a DataError naming it and the package", "[cpu][trainer]") {
+  TempDir dir;
+  SECTION("missing directory") {
+    const std::string missing = dir / "no-such-dir";
+    const std::string msg = LoadError(missing, "from $FASHION_MNIST_DIR");
+    CHECK_THAT(msg, Contains(missing + "/train-images-idx3-ubyte.gz"));
+    CHECK_THAT(msg, Contains("Looked in " + missing + " (from $FASHION_MNIST_DIR)"));
+    CHECK_THAT(msg, Contains("no such file"));
+    CHECK_THAT(msg, Contains("dataset-fashion-mnist"));
+    CHECK_THAT(msg, Contains("/usr/share/datasets/fashion-mnist"));
+  }
+  SECTION("one file missing") {
+    WriteDataset(dir, true);
+    REQUIRE(std::remove((dir / "t10k-labels-idx1-ubyte.gz").c_str()) == 0);
+    const std::string msg = LoadError(dir.path);
+    CHECK_THAT(msg, Contains(dir / "t10k-labels-idx1-ubyte.gz"));
+    CHECK_THAT(msg, Contains("dataset-fashion-mnist"));
+  }
+}
+
+TEST_CASE("LoadDataset: corrupt files are DataErrors naming the file", "[cpu][trainer]") {
+  TempDir dir;
+  WriteDataset(dir, true);
+  const std::string images = dir / "train-images-idx3-ubyte.gz", labels = dir / "train-labels-idx1-ubyte.gz";
+  std::string msg;
+  SECTION("wrong magic number") {
+    WriteGzip(images, IdxBytes(0x801, {3, 28, 28}, Pixels(1, 3)));
+    msg = LoadError(dir.path);
+    CHECK_THAT(msg, Contains(images));
+    CHECK_THAT(msg, Contains("bad IDX magic number 0x00000801, expected 0x00000803"));
+  }
+  SECTION("wrong element type in the magic number") {
+    WriteGzip(labels, IdxBytes(0x0D01, {3}, kTrainLabels));  // 0x0D: float
+    msg = LoadError(dir.path);
+    CHECK_THAT(msg, Contains(labels));
+    CHECK_THAT(msg, Contains("magic"));
+  }
+  SECTION("truncated body") {
+    std::vector<uint8_t> px = Pixels(1, 3);
+    px.resize(px.size() - 100);
+    WriteGzip(images, IdxBytes(0x803, {3, 28, 28}, px));
+    msg = LoadError(dir.path);
+    CHECK_THAT(msg, Contains(images));
+    CHECK_THAT(msg, Contains("truncated"));
+    CHECK_THAT(msg, Contains(std::to_string(3 * 784)));
+  }
+  SECTION("truncated header") {
+    std::vector<uint8_t> b = IdxBytes(0x803, {3, 28, 28}, {});
+    b.resize(9);
+    WriteGzip(images, b);
+    msg = LoadError(dir.path);
+    CHECK_THAT(msg, Contains(images));
+    CHECK_THAT(msg, Contains("truncated IDX header"));
+  }
+  SECTION("empty file") {
+    WriteRaw(labels, {});
+    msg = LoadError(dir.path);
+    CHECK_THAT(msg, Contains(labels));
+    CHECK_THAT(msg, Contains("empty"));
+  }
+  SECTION("truncated gzip stream") {
+    // Incompressible pixels so that the .gz is long; keep only its first half.
+    std::mt19937 rng(7);
+    std::vector<uint8_t> px(3 * 784);
+    for (uint8_t& p : px) p = static_cast<uint8_t>(rng());
+    WriteGzip(images, IdxBytes(0x803, {3, 28, 28}, px));
+    std::vector<uint8_t> gz = ReadBytes(images);
+    REQUIRE(gz.size() > 1000);
+    gz.resize(gz.size() / 2);
+    WriteRaw(images, gz);
+    msg = LoadError(dir.path);
+    CHECK_THAT(msg, Contains(images));
+  }
+  SECTION("trailing bytes") {
+    std::vector<uint8_t> lb = kTrainLabels;
+    lb.push_back(1);
+    WriteGzip(labels, IdxBytes(0x801, {3}, lb));
+    msg = LoadError(dir.path);
+    CHECK_THAT(msg, Contains(labels));
+    CHECK_THAT(msg, Contains("trailing bytes"));
+  }
+  SECTION("zero or implausible extents") {
+    WriteGzip(images, IdxBytes(0x803, {0, 28, 28}, {}));
+    msg = LoadError(dir.path);
+    CHECK_THAT(msg, Contains(images));
+    CHECK_THAT(msg, Contains("implausible extent 0 in dimension 0"));
+    WriteGzip(images, IdxBytes(0x803, {3, 0x7fffffffu, 28}, {}));
+    msg = LoadError(dir.path);
+    CHECK_THAT(msg, Contains(images));
+    CHECK_THAT(msg, Contains("implausible"));
+  }
+  SECTION("label outside 0..9") {
+    WriteGzip(labels, IdxBytes(0x801, {3}, {0, 10, 4}));
+    msg = LoadError(dir.path);
+    CHECK_THAT(msg, Contains(labels));
+    CHECK_THAT(msg, Contains("label 1 is 10, outside 0..9"));
+  }
+  SECTION("image / label count mismatch") {
+    WriteGzip(labels, IdxBytes(0x801, {2}, {0, 9}));
+    msg = LoadError(dir.path);
+    CHECK_THAT(msg, Contains(images + " holds 3 images but " + labels + " holds 2 labels"));
+  }
+  SECTION("images that are not 28x28") {
+    WriteGzip(images, IdxBytes(0x803, {3, 4, 4}, Pixels(1, 3, 16)));
+    msg = LoadError(dir.path);
+    CHECK_THAT(msg, Contains(images));
+    CHECK_THAT(msg, Contains("4x4"));
+  }
+  SECTION("a corrupt test-set file") {
+    WriteGzip(dir / "t10k-images-idx3-ubyte.gz", IdxBytes(0x803, {2, 28, 28}, Pixels(2, 1)));
+    msg = LoadError(dir.path);
+    CHECK_THAT(msg, Contains(dir / "t10k-images-idx3-ubyte.gz"));
+    CHECK_THAT(msg, Contains("truncated"));
+  }
+  CHECK_THAT(msg, Contains("dataset-fashion-mnist"));
+}
+
+TEST_CASE("ChooseDataDir: --data, then $FASHION_MNIST_DIR, then the package's directory", "[cpu][trainer]") {
+  ScopedEnv env("FASHION_MNIST_DIR");
+  std::string how_flag, how_env, how_default, how;
+
+  env.Set("/from/env");
+  CHECK(ChooseDataDir("/from/flag", &how_flag) == "/from/flag");
+  CHECK(ChooseDataDir("", &how_env) == "/from/env");
+
+  env.Unset();
+  CHECK(ChooseDataDir("/from/flag", &how) == "/from/flag");
+  CHECK(how == how_flag);
+  CHECK(ChooseDataDir("", &how_default) == "/usr/share/datasets/fashion-mnist");
+  CHECK(std::string(kDefaultDataDir) == "/usr/share/datasets/fashion-mnist");
+
+  env.Set("");  // set but empty: as if unset
+  CHECK(ChooseDataDir("", &how) == kDefaultDataDir);
+  CHECK(how == how_default);
+
+  CHECK_FALSE(how_flag.empty());
+  CHECK_FALSE(how_env.empty());
+  CHECK_FALSE(how_default.empty());
+  CHECK(how_flag != how_env);
+  CHECK(how_flag != how_default);
+  CHECK(how_env != how_default);
+  CHECK_THAT(how_flag, Contains("--data"));
+  CHECK_THAT(how_env, Contains("FASHION_MNIST_DIR"));
+  CHECK_THAT(how_default, Contains("default"));
+}
+
+// ---- trainer.h: schedule and data preparation -------------------------------------------------------
+
+TEST_CASE("LearningRate: linear warm-up, then constant or cosine", "[cpu][trainer]") {
+  Options o;
+  o.lr = 0.1;
+  o.warmup = 10;
+  const int64_t steps = 110;
+
+  SECTION("warm-up") {
+    for (bool cosine : {true, false}) {
+      o.cosine = cosine;
+      CHECK(LearningRate(o, 0, steps) == Approx(0.01));
+      CHECK(LearningRate(o, 4, steps) == Approx(0.05));
+      CHECK(LearningRate(o, 9, steps) == Approx(0.1));
+      for (int64_t s = 1; s < o.warmup; ++s) CHECK(LearningRate(o, s, steps) > LearningRate(o, s - 1, steps));
+    }
+  }
+  SECTION("constant") {
+    o.cosine = false;
+    for (int64_t s = o.warmup; s < steps; ++s) CHECK(LearningRate(o, s, steps) == 0.1);
+    CHECK(LearningRate(o, 5000, steps) == 0.1);
+  }
+  SECTION("cosine") {
+    o.cosine = true;
+    CHECK(LearningRate(o, 10, steps) == Approx(0.1));
+    CHECK(LearningRate(o, 10 + 100 / 2, steps) == Approx(0.05));
+    CHECK(LearningRate(o, 10 + 100 / 4, steps) == Approx(0.1 * (1 + std::sqrt(0.5)) / 2));
+    const double last = LearningRate(o, steps - 1, steps);
+    CHECK(last > 0);
+    CHECK(last < 0.1 * 1e-3);
+    CHECK(LearningRate(o, steps, steps) == Approx(0.0).margin(1e-15));
+    for (int64_t s = o.warmup + 1; s < steps; ++s) {
+      INFO("step " << s);
+      CHECK(LearningRate(o, s, steps) <= LearningRate(o, s - 1, steps));
+    }
+  }
+  SECTION("no warm-up") {
+    o.warmup = 0;
+    CHECK(LearningRate(o, 0, 100) == Approx(0.1));
+    CHECK(LearningRate(o, 50, 100) == Approx(0.05));
+    o.cosine = false;
+    CHECK(LearningRate(o, 0, 100) == 0.1);
+  }
+  SECTION("a run shorter than the warm-up never leaves it") {
+    CHECK(LearningRate(o, 4, 5) == Approx(0.05));
+    o.warmup = 3;
+    CHECK(LearningRate(o, 3, 3) == 0.1);  // steps <= warmup: lr, no cosine
+  }
+}
+
+TEST_CASE("ComputePixelStats: exact mean and standard deviation", "[cpu][trainer]") {
+  ImageSet s;
+  s.count = 3;
+  s.rows = 2;
+  s.cols = 2;
+  s.pixels = {0, 255, 0, 255,  // image 0: values 0 and 1
+              51, 51, 51, 51,  // image 1: 0.2 everywhere
+              7, 7, 7, 7};     // image 2: ignored unless counted
+  s.labels = {1, 2, 3};
+  const PixelStats one = ComputePixelStats(s, 1);
+  CHECK(one.mean == Approx(0.5).epsilon(1e-12));
+  CHECK(one.std == Approx(0.5).epsilon(1e-12));
+  // Two images: values 0, 1, 0, 1, 0.2 x4: mean 2.8 / 8, E[x^2] = 2.16 / 8.
+  const PixelStats two = ComputePixelStats(s, 2);
+  CHECK(two.mean == Approx(0.35).epsilon(1e-12));
+  CHECK(two.std == Approx(std::sqrt(0.27 - 0.35 * 0.35)).epsilon(1e-12));
+  // Constant images: std is clamped away from 0 (normalising stays finite).
+  ImageSet c = s;
+  c.pixels.assign(12, 128);
+  const PixelStats flat = ComputePixelStats(c, 3);
+  CHECK(flat.mean == Approx(128 / 255.0).epsilon(1e-12));
+  CHECK(flat.std > 0);
+  CHECK(flat.std <= 1e-5);
+  // No images: the identity normalisation.
+  const PixelStats none = ComputePixelStats(s, 0);
+  CHECK(none.mean == 0);
+  CHECK(none.std == 1);
+}
+
+TEST_CASE("NormaliseInto: (pixel / 255 - mean) / std in the given order, with the labels", "[cpu][trainer]") {
+  ImageSet s;
+  s.count = 3;
+  s.rows = s.cols = 28;
+  s.pixels = Pixels(3, 3);
+  s.labels = {4, 8, 2};
+  const PixelStats st{0.25, 0.5};
+  const std::vector<int64_t> order = {2, 0};
+  TensorContainer<cpu, 4, float> dst(Shape4(2, 1, 28, 28));
+  TensorContainer<cpu, 1, int32_t> labels(Shape1(2));
+  NormaliseInto(s, order, st, dst.view(), labels.view());
+  CHECK(labels.dptr_[0] == 2);
+  CHECK(labels.dptr_[1] == 4);
+  int64_t bad = 0;
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t p = 0; p < 784; ++p) {
+      const double want = (Pixel(3, order[i], p) / 255.0 - 0.25) / 0.5;
+      bad += std::fabs(dst.dptr_[i * 784 + p] - want) > 1e-5;
+    }
+  CHECK(bad == 0);
+}
+
+TEST_CASE("NormaliseInto with flips mirrors exactly the flagged images left to right", "[cpu][trainer]") {
+  ImageSet s;
+  s.count = 3;
+  s.rows = s.cols = 28;
+  s.pixels = Pixels(4, 3);
+  s.labels = {1, 5, 9};
+  const PixelStats st{0.5, 0.25};
+  const std::vector<int64_t> order = {1, 2, 0};
+  const std::vector<bool> flip = {true, false, true};  // by position in `order`
+  TensorContainer<cpu, 4, float> dst(Shape4(3, 1, 28, 28));
+  TensorContainer<cpu, 1, int32_t> labels(Shape1(3));
+  NormaliseInto(s, order, st, dst.view(), labels.view(), flip);
+  CHECK(labels.dptr_[0] == 5);
+  CHECK(labels.dptr_[1] == 9);
+  CHECK(labels.dptr_[2] == 1);
+  int64_t bad = 0;
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t y = 0; y < 28; ++y)
+      for (int64_t x = 0; x < 28; ++x) {
+        const int64_t src_x = flip[i] ? 27 - x : x;
+        const double want = (Pixel(4, order[i], y * 28 + src_x) / 255.0 - 0.5) / 0.25;
+        bad += std::fabs(dst.dptr_[i * 784 + y * 28 + x] - want) > 1e-5;
+      }
+  CHECK(bad == 0);
+}
+
+TEST_CASE("RandomFlips: none without --augment, else about half, reproducible from the seed", "[cpu][trainer]") {
+  std::mt19937_64 rng(5);
+  CHECK(RandomFlips(false, 100, &rng).empty());
+  CHECK(rng() == std::mt19937_64(5)());  // no draws when off
+  std::mt19937_64 a(9), b(9);
+  const std::vector<bool> fa = RandomFlips(true, 1000, &a), fb = RandomFlips(true, 1000, &b);
+  REQUIRE(fa.size() == 1000);
+  CHECK(fa == fb);
+  const auto n = std::count(fa.begin(), fa.end(), true);
+  CHECK(n > 400);
+  CHECK(n < 600);
+  CHECK(RandomFlips(true, 1000, &a) != fa);  // afresh each epoch
+}
+
+// ---- training_log.h / svg_plot.h --------------------------------------------------------------------
+
+namespace {
+std::vector<EpochRecord> SampleRecords() {
+  std::vector<EpochRecord> r(3);
+  for (int i = 0; i < 3; ++i) {
+    r[i].epoch = i + 1;
+    r[i].seconds = 10.5 + i;
+    r[i].images_per_second = 1000.25 * (i + 1);
+    r[i].train_loss = 0.9 / (i + 1);
+    r[i].test_accuracy = 0.8 + 0.05 * i;
+  }
+  return r;
+}
+
+size_t Count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t pos = s.find(what); pos != std::string::npos; pos = s.find(what, pos + what.size())) ++n;
+  return n;
+}
+}  // namespace
+
+TEST_CASE("WriteTrainingLog: CSV, one row per epoch", "[cpu][trainer]") {
+  TempDir dir;
+  const std::string path = dir / "log.csv";
+  WriteTrainingLog(path, SampleRecords());
+  CHECK(ReadText(path) ==
+        "epoch,seconds,images_per_second,train_loss,test_accuracy\n"
+        "1,10.500,1000.2,0.900000,0.8000\n"
+        "2,11.500,2000.5,0.450000,0.8500\n"
+        "3,12.500,3000.8,0.300000,0.9000\n");
+  // Rewritten, not appended, after every epoch; any name not ending in .json is CSV.
+  std::vector<EpochRecord> one = SampleRecords();
+  one.resize(1);
+  WriteTrainingLog(path, one);
+  CHECK(ReadText(path) == "epoch,seconds,images_per_second,train_loss,test_accuracy\n1,10.500,1000.2,0.900000,0.8000\n");
+  WriteTrainingLog(dir / "log.txt", {});
+  CHECK(ReadText(dir / "log.txt") == "epoch,seconds,images_per_second,train_loss,test_accuracy\n");
+}
+
+TEST_CASE("WriteTrainingLog: JSON, one object per epoch", "[cpu][trainer]") {
+  TempDir dir;
+  const std::string path = dir / "log.json";
+  WriteTrainingLog(path, SampleRecords());
+  const std::string text = ReadText(path);
+  CHECK(text ==
+        "[\n"
+        "  {\"epoch\": 1, \"seconds\": 10.500, \"images_per_second\": 1000.2, \"train_loss\": 0.900000, "
+        "\"test_accuracy\": 0.8000},\n"
+        "  {\"epoch\": 2, \"seconds\": 11.500, \"images_per_second\": 2000.5, \"train_loss\": 0.450000, "
+        "\"test_accuracy\": 0.8500},\n"
+        "  {\"epoch\": 3, \"seconds\": 12.500, \"images_per_second\": 3000.8, \"train_loss\": 0.300000, "
+        "\"test_accuracy\": 0.9000}\n"
+        "]\n");
+  CHECK(Count(text, "{") == 3);
+  CHECK(Count(text, "},") == 2);  // no trailing comma after the last object
+  WriteTrainingLog(path, {});
+  CHECK(ReadText(path) == "[\n]\n");
+}
+
+TEST_CASE("WriteTrainingLog / WriteTrainingCurveSvg: unwritable paths throw, naming the file", "[cpu][trainer]") {
+  const std::vector<EpochRecord> r = SampleRecords();
+  CHECK_THROWS_WITH(WriteTrainingLog("/nonexistent-dir/x.csv", r), Contains("/nonexistent-dir/x.csv"));
+  CHECK_THROWS_WITH(WriteTrainingLog("/nonexistent-dir/x.json", r), Contains("/nonexistent-dir/x.json"));
+  CHECK_THROWS_AS(WriteTrainingLog("/nonexistent-dir/x.csv", r), std::runtime_error);
+  CHECK_THROWS_WITH(WriteTrainingCurveSvg("/nonexistent-dir/x.svg", r, "t"), Contains("/nonexistent-dir/x.svg"));
+  TempDir dir;
+  CHECK_THROWS_WITH(WriteTrainingLog(dir.path, r), Contains(dir.path));  // a directory, not a file
+  // A full device: the write fails when the buffer is flushed at fclose.
+  if (std::FILE* probe = std::fopen("/dev/full", "w")) {
+    std::fclose(probe);
+    CHECK_THROWS_WITH(WriteTrainingLog("/dev/full", r), Contains("/dev/full"));
+    CHECK_THROWS_WITH(WriteTrainingCurveSvg("/dev/full", r, "t"), Contains("/dev/full"));
+  }
+}
+
+TEST_CASE("WriteTrainingCurveSvg: an SVG document with a polyline per curve", "[cpu][trainer]") {
+  TempDir dir;
+  const std::string path = dir / "curve.svg";
+  const std::vector<EpochRecord> r = SampleRecords();
+  WriteTrainingCurveSvg(path, r, "Fashion-MNIST convnet on the CPU");
+  const std::string svg = ReadText(path);
+  CHECK(svg.rfind("<svg", 0) == 0);
+  CHECK_THAT(svg, Contains("xmlns=\"http://www.w3.org/2000/svg\""));
+  CHECK(svg.size() > 14);
+  CHECK(svg.substr(svg.size() - 7) == "</svg>\n");
+  CHECK_THAT(svg, Contains(">Fashion-MNIST convnet on the CPU</text>"));
+  CHECK(Count(svg, "<polyline") == 2);
+  CHECK(Count(svg, "<circle") == 2 * r.size());  // a marker per epoch and curve
+  // Each polyline has one point per epoch.
+  for (size_t pos = svg.find("points=\""); pos != std::string::npos; pos = svg.find("points=\"", pos + 1)) {
+    const size_t end = svg.find('"', pos + 8);
+    CHECK(Count(svg.substr(pos + 8, end - pos - 8), ",") == r.size());
+  }
+  CHECK_THAT(svg, Contains("training loss (last 0.3000)"));
+  CHECK_THAT(svg, Contains("test accuracy (last 0.9000)"));
+  CHECK(Count(svg, "<") == Count(svg, ">"));
+
+  // No records (an interrupted run), and a single one: still a complete document.
+  WriteTrainingCurveSvg(path, {}, "empty");
+  const std::string empty = ReadText(path);
+  CHECK(empty.rfind("<svg", 0) == 0);
+  CHECK(Count(empty, "<polyline") == 2);
+  CHECK(Count(empty, "<circle") == 0);
+  CHECK(empty.find("nan") == std::string::npos);
+  WriteTrainingCurveSvg(path, {r[0]}, "one");
+  const std::string one = ReadText(path);
+  CHECK(Count(one, "<circle") == 2);
+  CHECK(one.find("nan") == std::string::npos);
+  CHECK(one.find("inf") == std::string::npos);
+}
+
+// ---- network.h, and trainer.h's Evaluate / Train ----------------------------------------------------
+
+namespace {
+
+// A batch of n images of N(0, 1) values (what normalised pixels look like) and labels i % 10.
+struct Batch {
+  TensorContainer<cpu, 4, float> x;
+  TensorContainer<cpu, 1, int32_t> labels;
+  explicit Batch(index_t n, uint64_t seed) : x(Shape4(n, 1, 28, 28)), labels(Shape1(n)) {
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (index_t i = 0; i < x.shape_.Size(); ++i) x.dptr_[i] = normal(rng);
+    for (index_t i = 0; i < n; ++i) labels.dptr_[i] = static_cast<int32_t>(i % 10);
+  }
+};
+
+// Mean -log prob[i, label[i]] over the rows of Probabilities().
+double CrossEntropy(const ConvNet<cpu>& net, const Tensor<cpu, 1, int32_t>& labels) {
+  const Tensor<cpu, 2, float> p = net.Probabilities();
+  double sum = 0;
+  for (index_t i = 0; i < p.size(0); ++i) sum -= std::log(static_cast<double>(p.dptr_[i * p.stride_ + labels.dptr_[i]]));
+  return sum / p.size(0);
+}
+
+struct CpuStream {
+  Stream<cpu>* s;
+  CpuStream() {
+    InitTensorEngine<cpu>(0);
+    s = NewStream<cpu>(true);
+  }
+  ~CpuStream() { DeleteStream(s); }
+};
+
+}  // namespace
+
+TEST_CASE("ConvNet<cpu>: parameters, probabilities, and the loss as loss_req says", "[cpu][trainer]") {
+  CpuStream stream;
+  NetConfig cfg;
+  cfg.dropout = 0;
+  {
+    ConvNet<cpu> net(cfg, stream.s);
+    // conv1 32x1x5x5 + 32, conv2 64x32x5x5 + 64, fc1 1024x3136 + 1024, fc2 10x1024 + 10.
+    CHECK(net.NumParameters() == 832 + 51264 + 3212288 + 10250);
+  }
+  cfg.batch_norm = true;
+  {
+    ConvNet<cpu> net(cfg, stream.s);  // conv biases replaced by gamma and beta
+    CHECK(net.NumParameters() == 800 + 51200 + 3212288 + 10250 + 2 * 32 + 2 * 64);
+  }
+  cfg.batch_norm = GENERATE(false, true);
+  INFO("batch_norm " << cfg.batch_norm);
+  ConvNet<cpu> net(cfg, stream.s);
+  Batch b(8, 1);
+  net.LossTensor() = 0.0f;
+  net.Forward(b.x.view(), b.labels.view(), true, kWriteTo);
+  const Tensor<cpu, 2, float> p = net.Probabilities();
+  REQUIRE(p.size(0) == 8);
+  REQUIRE(p.size(1) == 10);
+  for (index_t i = 0; i < 8; ++i) {
+    double row = 0;
+    for (index_t k = 0; k < 10; ++k) {
+      const float v = p.dptr_[i * p.stride_ + k];
+      CHECK(v >= 0.0f);
+      CHECK(v <= 1.0f);
+      row += v;
+    }
+    CHECK(row == Approx(1.0).epsilon(1e-5));
+  }
+  const double ce = CrossEntropy(net, b.labels.view());
+  const float loss = net.LossTensor().dptr_[0];
+  CHECK(std::isfinite(loss));
+  CHECK(loss == Approx(ce).epsilon(1e-4));
+  CHECK(loss > 0.5);  // an untrained net is far from these labels
+  // kWriteTo overwrites; kAddTo accumulates (dropout off, so the same batch gives the same loss).
+  net.Forward(b.x.view(), b.labels.view(), true, kWriteTo);
+  CHECK(net.LossTensor().dptr_[0] == Approx(loss).epsilon(1e-5));
+  net.Forward(b.x.view(), b.labels.view(), true, kAddTo);
+  CHECK(net.LossTensor().dptr_[0] == Approx(2 * loss).epsilon(1e-5));
+  net.Forward(b.x.view(), b.labels.view(), true, kAddTo);
+  CHECK(net.LossTensor().dptr_[0] == Approx(3 * loss).epsilon(1e-5));
+  // Inference leaves the loss alone.
+  net.Forward(b.x.view(), b.labels.view(), false, kWriteTo);
+  CHECK(net.LossTensor().dptr_[0] == Approx(3 * loss).epsilon(1e-5));
+  // A smaller batch after a larger one (the last, partial batch of an epoch).
+  Batch small(3, 2);
+  net.Forward(small.x.view(), small.labels.view(), true, kWriteTo);
+  CHECK(net.Probabilities().size(0) == 3);
+  CHECK(net.LossTensor().dptr_[0] == Approx(CrossEntropy(net, small.labels.view())).epsilon(1e-4));
+}
+
+TEST_CASE("ConvNet<cpu>: 30 SGD steps overfit one batch of 8 images", "[cpu][trainer]") {
+  CpuStream stream;
+  NetConfig cfg;
+  cfg.batch_norm = GENERATE(false, true);
+  cfg.dropout = GENERATE(0.0, 0.5);
+  INFO("batch_norm " << cfg.batch_norm << ", dropout " << cfg.dropout);
+  ConvNet<cpu> net(cfg, stream.s);
+  Batch b(8, 3);
+  std::vector<float> losses;
+  for (int step = 0; step < 30; ++step) {
+    net.Forward(b.x.view(), b.labels.view(), true, kWriteTo);
+    losses.push_back(net.LossTensor().dptr_[0]);
+    net.Backward(b.labels.view());
+    net.Update(0.01, 0.9, 1e-4);
+  }
+  // The loss of the trained net in inference mode (no dropout; batch norm's running statistics).
+  net.Forward(b.x.view(), b.labels.view(), false, kNullOp);
+  const double final_loss = CrossEntropy(net, b.labels.view());
+  std::ostringstream trace;
+  for (float l : losses) trace << l << " ";
+  INFO("training losses: " << trace.str() << "; inference loss after: " << final_loss);
+  for (float l : losses) CHECK(std::isfinite(l));
+  CHECK(losses.front() > 1.0);  // ln 10 = 2.3 for a uniform guess; an untrained net is worse
+  // Without dropout the training loss itself falls by orders of magnitude (4.3 -> 4e-5 without batch
+  // norm, 8.1 -> 1e-2 with it). With dropout each step drops different fc1 units, so the per-step training
+  // loss stays noisy (0 .. 6 on a memorised batch); there the inference loss below is the measure.
+  if (cfg.dropout == 0) {
+    CHECK(losses.back() < 0.1 * losses.front());
+    CHECK(*std::max_element(losses.end() - 5, losses.end()) < 0.1 * losses.front());
+  }
+  CHECK(final_loss < 0.05 * losses.front());
+
+  // Evaluate (trainer.h) classifies the memorised batch correctly.
+  DeviceData<cpu> data(8, stream.s);
+  std::copy(b.x.dptr_, b.x.dptr_ + 8 * 784, data.host_images.dptr_);
+  std::copy(b.labels.dptr_, b.labels.dptr_ + 8, data.host_labels.dptr_);
+  ImageSet raw;
+  raw.count = 8;
+  raw.rows = raw.cols = 28;
+  raw.labels.assign(b.labels.dptr_, b.labels.dptr_ + 8);
+  CHECK(Evaluate(&net, data, raw, stream.s) == 1.0);
+  // Labels shifted by one: every guess is now wrong.
+  for (uint8_t& l : raw.labels) l = static_cast<uint8_t>((l + 1) % 10);
+  CHECK(Evaluate(&net, data, raw, stream.s) == 0.0);
+}
+
+TEST_CASE("Train<cpu>: two epochs on a tiny data set report one record each", "[cpu][trainer]") {
+  CpuStream stream;
+  Dataset d;
+  std::mt19937 rng(11);
+  for (ImageSet* s : {&d.train, &d.test}) {
+    s->count = s == &d.train ? 20 : 10;
+    s->rows = s->cols = 28;
+    s->pixels.resize(s->count * 784);
+    for (uint8_t& p : s->pixels) p = static_cast<uint8_t>(rng() % 256);
+    for (int64_t i = 0; i < s->count; ++i) s->labels.push_back(static_cast<uint8_t>(i % 10));
+  }
+  Options o;
+  o.epochs = 2;
+  o.batch = 8;  // 3 batches per epoch, the last one partial
+  o.lr = 0.01;
+  o.warmup = 2;
+  o.dropout = 0;
+  o.batch_norm = GENERATE(false, true);
+  o.augment = GENERATE(false, true);
+  INFO("batch_norm " << o.batch_norm << ", augment " << o.augment);
+  std::vector<EpochRecord> records;
+  {
+    QuietStdout quiet;
+    Train<cpu>(o, d, 20, stream.s, [&](const EpochRecord& r) { records.push_back(r); });
+  }
+  REQUIRE(records.size() == 2);
+  for (size_t i = 0; i < records.size(); ++i) {
+    const EpochRecord& r = records[i];
+    CHECK(r.epoch == int(i) + 1);
+    CHECK(r.seconds > 0);
+    CHECK(r.images_per_second == Approx(20 / r.seconds));
+    CHECK(std::isfinite(r.train_loss));
+    CHECK(r.train_loss > 0);
+    CHECK(r.test_accuracy >= 0);
+    CHECK(r.test_accuracy <= 1);
+    CHECK(r.test_accuracy * 10 == Approx(std::round(r.test_accuracy * 10)));  // correct / 10
+  }
+}
