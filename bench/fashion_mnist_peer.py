@@ -101,7 +101,7 @@ def main():
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--momentum", type=float, default=0.9)
-    ap.add_argument("--wd", type=float, default=0.0)
+    ap.add_argument("--wd", type=float, default=5e-4, help="weight decay on the weights (not biases / BN)")
     ap.add_argument("--warmup", type=int, default=100,
                     help="ramp the learning rate linearly over the first N minibatches, as our trainer does")
     ap.add_argument("--schedule", choices=["cosine", "constant"], default="cosine")
@@ -144,7 +144,11 @@ def main():
           f"schedule={args.schedule} wd={args.wd} augment={int(args.augment)}", flush=True)
 
     net = build_net(torch, args.bn).to(dev)
-    opt = torch.optim.SGD(net.parameters(), lr=args.lr, momentum=args.momentum, weight_decay=args.wd)
+    # Weight decay on the conv / linear weights only (not biases, not batch norm), as our trainer does.
+    decay = [p for p in net.parameters() if p.ndim > 1]
+    no_decay = [p for p in net.parameters() if p.ndim <= 1]
+    opt = torch.optim.SGD([{"params": decay, "weight_decay": args.wd}, {"params": no_decay, "weight_decay": 0.0}],
+                          lr=args.lr, momentum=args.momentum)
     # Minibatch `step` (0-based) of `steps` trains at the rate examples/fashion_mnist's LearningRate gives:
     # a linear warm-up, then constant or a half cosine down to 0.
     warm = max(args.warmup, 0)

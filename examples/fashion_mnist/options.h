@@ -23,7 +23,7 @@ struct Options {
   int batch = 64;
   double lr = 0.05;
   double momentum = 0.9;
-  double weight_decay = 0.0;
+  double weight_decay = 5e-4;  // on the weights only (not biases, not batch norm)
   int warmup = 100;           // minibatches over which the learning rate ramps linearly up to lr
   bool cosine = true;         // after the warm-up, decay the learning rate to 0 along a half cosine
   double dropout = 0.5;       // probability of dropping an fc1 activation; 0 turns dropout off
@@ -48,7 +48,7 @@ inline const char* Usage() {
          "  --batch N        minibatch size (default 64)\n"
          "  --lr X           learning rate (default 0.05), SGD with momentum 0.9\n"
          "  --momentum X     SGD momentum (default 0.9)\n"
-         "  --wd X           weight decay (default 0)\n"
+         "  --wd X           weight decay on the weights (default 5e-4)\n"
          "  --warmup N       ramp the learning rate up linearly over the first N minibatches (default 100;\n"
          "                   without it lr 0.05 with momentum 0.9 diverges in the first batches)\n"
          "  --schedule S     cosine (default): after the warm-up the learning rate falls to 0 along a half\n"
