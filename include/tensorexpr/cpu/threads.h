@@ -1,9 +1,12 @@
 // cpu/threads.h — the CPU thread count and the one parallel loop every CPU kernel uses.
-// Work is split like a window: each thread gets one contiguous block of the outer range. Small work runs
-// serially (thread start-up costs more than it saves). OpenBLAS is kept single-threaded and called from
-// inside these regions (cpu_blas::ParallelGemm), so one pool of threads owns the cores.
+// Each thread gets one contiguous share of the outer range and takes over blocks of the others' shares
+// when it finishes first. Small work runs serially (thread start-up costs more than it saves). OpenBLAS
+// is kept single-threaded and called from inside these regions (cpu_blas::ParallelGemm), so one pool of
+// threads owns the cores.
 #pragma once
 #include <algorithm>
+#include <atomic>
+#include <memory>
 #include "../base.h"
 #ifdef _OPENMP
 #include <omp.h>
@@ -35,8 +38,21 @@ inline void SetNumThreads(int n) {
 // Below this many elementary operations a loop runs on one thread.
 constexpr index_t kSerialCutoff = index_t(1) << 15;
 
-// Calls body(begin, end) over [0, n) split into one contiguous block per thread.
+namespace detail {
+// A cache line of its own per counter: the threads bump them concurrently.
+struct alignas(64) BlockCounter {
+  std::atomic<index_t> next{0};
+};
+}  // namespace detail
+
+// Calls body(begin, end) over disjoint blocks that cover [0, n), from up to GetNumThreads() threads.
 // cost_per_item estimates the work of one item in elementary operations.
+//
+// Each thread owns a contiguous share of the range (the same share for the same n and thread count, so
+// consecutive loops over one tensor find their part in the core's cache) and works through it in a few
+// blocks; a thread that finishes its share takes the remaining blocks of the others. A thread that the
+// OS delays (a busy machine, a virtual CPU's stolen time) then holds the loop up by one block, not by
+// its whole share. body must not depend on which thread runs a block.
 template <typename Body>
 inline void ParallelFor(index_t n, index_t cost_per_item, Body body) {
   if (n <= 0) return;
@@ -48,12 +64,24 @@ inline void ParallelFor(index_t n, index_t cost_per_item, Body body) {
   }
   nthreads = static_cast<int>(std::min<index_t>(nthreads, std::min<index_t>(n, total / (kSerialCutoff / 4) + 1)));
 #ifdef _OPENMP
+  // Blocks per share: up to 4, each of at least kSerialCutoff / 4 operations.
+  const index_t share = (n + nthreads - 1) / nthreads;
+  const index_t per_share = std::max<index_t>(
+      1, std::min<index_t>({4, share, share * std::max<index_t>(cost_per_item, 1) / (kSerialCutoff / 4)}));
+  const index_t block = (share + per_share - 1) / per_share;
+  std::unique_ptr<detail::BlockCounter[]> taken(new detail::BlockCounter[nthreads]);
 #pragma omp parallel num_threads(nthreads)
   {
-    const index_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-    const index_t chunk = (n + nt - 1) / nt;
-    const index_t begin = std::min(n, t * chunk), end = std::min(n, begin + chunk);
-    if (begin < end) body(begin, end);
+    // Own share first, then the others' (all nthreads shares, should OpenMP have granted fewer threads).
+    const int t = omp_get_thread_num();
+    for (int k = 0; k < nthreads; ++k) {
+      const index_t owner = (t + k) % nthreads, lo = owner * share, hi = std::min(n, lo + share);
+      for (;;) {
+        const index_t begin = lo + taken[owner].next.fetch_add(1, std::memory_order_relaxed) * block;
+        if (begin >= hi) break;
+        body(begin, std::min(hi, begin + block));
+      }
+    }
   }
 #else
   body(index_t(0), n);
