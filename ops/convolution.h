@@ -15,7 +15,8 @@
 // images (or the groups) in one call, with no transpose pass. Its size is capped by param.workspace
 // (MB): under the cap the batch is folded, several images per im2col and gemm call; when one image's
 // column matrix exceeds the cap, the output positions of an image are split into chunks. Results are
-// the same either way (tests/conv_test.cc checks it).
+// the same either way (tests/conv_test.cc checks it). On the CPU, a batch of at least as many images as
+// threads runs image by image on each thread instead (ops/cpu/conv_per_image.h), in less workspace.
 #pragma once
 #include <algorithm>
 #include <string>
@@ -25,6 +26,7 @@
 #include "workspace.h"
 #include "cpu/conv_gemm.h"
 #include "cpu/conv_kernels.h"
+#include "cpu/conv_per_image.h"
 #if defined(__CUDACC__)
 #include <tensorexpr/cuda/tensorexpr_cuda.cuh>
 #include "cuda/conv_gemm.cuh"
@@ -271,6 +273,16 @@ struct check_conv_dims {
 
 inline float BetaFor(OpReqType req) { return req == kAddTo ? 1.0f : 0.0f; }
 
+// The CPU's per-image plan (ops/cpu/conv_per_image.h) for this run; never used on the GPU.
+template <typename Device, typename DType>
+ConvPerImagePlan PlanPerImage(const ConvGeometry& g, const ConvWorkPlan& chunked, bool weight_grad) {
+  if constexpr (std::is_same<Device, cpu>::value) {
+    return PlanConvPerImage<DType>(g, GetNumThreads(), chunked.col_elems, chunked.direct, weight_grad);
+  } else {
+    return ConvPerImagePlan();
+  }
+}
+
 // C_n[g] = alpha op(A_n[g]) op(B_n[g]) + beta C_n[g] over `images` images and all groups, with one
 // strided-batched call per image (batch over groups) or per group (batch over images), whichever makes
 // fewer calls. Offsets: X + n * x_img + g * x_grp. c_img == 0 sums the images' products into one C[g]
@@ -317,10 +329,16 @@ void ConvolutionForward(const ConvolutionParam& p, const Tensor<Device, ddim, DT
   const float beta = detail::BetaFor(req);
   const ConvWorkPlan plan = PlanConvWork(g, sizeof(DType), p.workspace, data.CheckContiguous());
   if (g.N * g.K * P == 0) return;
+  const ConvPerImagePlan per_image = detail::PlanPerImage<Device, DType>(g, plan, false);
   if (plan.direct) {
     // y_n[g] (Kg, P) = W[g] (Kg, Cg) . x_n[g] (Cg, P)
     detail::GroupedGemm(s, false, false, Kg, P, Cg, 1.0f, weight.dptr_, Cg, 0, Kg * Cg, data.dptr_, P, g.C * P,
                         Cg * P, beta, out.dptr_, P, g.K * P, Kg * P, g.N, g.G);
+  } else if (per_image.use) {
+    if constexpr (std::is_same<Device, cpu>::value && kConvPerImageDType<DType>) {
+      const Tensor<cpu, 1, DType> space = get_space_typed<cpu, 1, DType>(Shape1(per_image.WorkspaceElems()), s);
+      ConvForwardPerImage(per_image, g, data.dptr_, data.stride_, weight.dptr_, beta, out.dptr_, space.dptr_);
+    }
   } else {
     Tensor<Device, 1, DType> col = get_space_typed<Device, 1, DType>(Shape1(plan.col_elems), s);
     for (index_t n0 = 0; n0 < g.N; n0 += plan.images) {
@@ -386,6 +404,16 @@ void ConvolutionBackward(const ConvolutionParam& p, const Tensor<Device, ddim, D
   const bool contiguous = data.CheckContiguous() && (!do_data || data_grad.CheckContiguous());
   const ConvWorkPlan plan = PlanConvWork(g, sizeof(DType), p.workspace, contiguous);
   const DType* dy = out_grad.dptr_;
+  const ConvPerImagePlan per_image = detail::PlanPerImage<Device, DType>(g, plan, do_weight);
+  if (per_image.use) {
+    if constexpr (std::is_same<Device, cpu>::value && kConvPerImageDType<DType>) {
+      const Tensor<cpu, 1, DType> space = get_space_typed<cpu, 1, DType>(Shape1(per_image.WorkspaceElems()), s);
+      ConvBackwardPerImage(per_image, g, dy, data.dptr_, data.stride_, weight.dptr_,
+                           do_data ? data_grad.dptr_ : nullptr, data_grad.stride_, req_data == kAddTo,
+                           do_weight ? weight_grad.dptr_ : nullptr, req_weight, space.dptr_);
+    }
+    return;
+  }
   if (plan.direct) {
     if (do_weight) {
       // dW[g] (Kg, Cg) (+)= sum over n of dY_n[g] (Kg, P) . x_n[g]^T (P, Cg)

@@ -350,20 +350,56 @@ TE_DEVICE_TEST_CASE("convolution every req on one geometry", "[conv]") {
 }
 
 #if !defined(__CUDACC__)
-// The CPU gemms are tiled over the library's threads (the weight gradient's tiles each summing over the
-// images): every thread count gives the reference result. Sizes are above the serial cut-off.
+// The CPU runs a batch of at least as many images as threads image by image on each thread
+// (ops/cpu/conv_per_image.h), and other batches in chunks whose gemms are tiled over the threads (the
+// weight gradient's tiles each summing over the images): every thread count gives the reference result
+// on either path. Sizes are above the serial cut-off.
 TEST_CASE("convolution on the CPU matches the reference under any thread count", "[cpu][conv]") {
   Stream<cpu>* stream = nullptr;
   const int before = GetNumThreads();
-  const std::vector<Case> cases = {
+  std::vector<Case> cases = {
       MakeCase({3, 4, 13, 13}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 8, 1, true),
       MakeCase({5, 6, 12, 11}, {3, 3}, {1, 2}, {1, 1}, {1, 1}, 12, 2, true),
       MakeCase({2, 16, 9, 9}, {1, 1}, {}, {}, {}, 24, 1, true),  // pointwise: gemm on the input
+      MakeCase({8, 4, 12, 10}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 6, 1, true),
+      MakeCase({8, 6, 11, 9}, {5, 3}, {2, 1}, {2, 0}, {1, 2}, 9, 3, false),  // groups, no bias
   };
-  for (int n : {1, 3, 4}) {
+  cases[4].padded_rows = true;
+  int per_image_runs = 0, chunked_runs = 0;
+  for (int n : {1, 2, 3, 4, 7}) {
     SetNumThreads(n);
     INFO(n << " threads");
-    for (size_t i = 0; i < cases.size(); ++i) RunCase<cpu, float, 4, 4>(stream, cases[i], ReqPattern(i + n));
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const ops::ConvGeometry geom = ops::MakeConvGeometry(cases[i].param, cases[i].data);
+      const ops::ConvWorkPlan chunked = ops::PlanConvWork(geom, sizeof(float), cases[i].param.workspace, true);
+      const bool per_image = ops::PlanConvPerImage<float>(geom, n, chunked.col_elems, chunked.direct, true).use;
+      // 8 images are dealt evenly enough to 4 threads, not to 7 (two rounds with six threads idle).
+      if (i >= 3 && n == 4) CHECK(per_image);
+      if (n == 7 || i == 2) CHECK_FALSE(per_image);
+      (per_image ? per_image_runs : chunked_runs) += 1;
+      for (size_t r = 0; r < 6; ++r) RunCase<cpu, float, 4, 4>(stream, cases[i], ReqPattern(i + r));
+    }
+  }
+  CHECK(per_image_runs > 0);
+  CHECK(chunked_runs > 0);
+  SetNumThreads(before);
+}
+
+// The per-image path for 1-D and 3-D data and in double, against the reference.
+TEST_CASE("convolution on the CPU per image in 1-D, 3-D and double", "[cpu][conv]") {
+  Stream<cpu>* stream = nullptr;
+  const int before = GetNumThreads();
+  SetNumThreads(2);
+  const Case c1 = MakeCase({4, 5, 40}, {5}, {2}, {2}, {1}, 6, 1, true);
+  const Case c3 = MakeCase({4, 3, 6, 7, 8}, {3, 3, 3}, {1, 2, 1}, {1, 1, 1}, {1, 1, 2}, 4, 1, true);
+  for (const Case* c : {&c1, &c3}) {
+    const ops::ConvGeometry geom = ops::MakeConvGeometry(c->param, c->data);
+    const ops::ConvWorkPlan chunked = ops::PlanConvWork(geom, sizeof(double), c->param.workspace, true);
+    REQUIRE(ops::PlanConvPerImage<double>(geom, 2, chunked.col_elems, chunked.direct, true).use);
+  }
+  for (size_t r = 0; r < 6; ++r) {
+    RunCase<cpu, double, 3, 3>(stream, c1, ReqPattern(r));
+    RunCase<cpu, double, 5, 5>(stream, c3, ReqPattern(r));
   }
   SetNumThreads(before);
 }

@@ -42,7 +42,34 @@ void LowPrecisionGemm(bool ta, bool tb, index_t M, index_t N, index_t K, float a
     }
   });
 }
+
+// Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the BLAS call takes the operands
+// swapped and keeps the flags.
+template <typename DType>
+expr::GemmCall<DType> RowMajorGemmCall(bool ta, bool tb, index_t M, index_t N, index_t K, const DType* A,
+                                       index_t lda, index_t strideA, const DType* B, index_t ldb, index_t strideB,
+                                       DType* C, index_t ldc, index_t strideC, index_t batch) {
+  expr::GemmCall<DType> c;
+  c.m = N, c.n = M, c.k = K;
+  c.trans_a = tb, c.a = B, c.lda = ldb, c.stride_a = strideB;
+  c.trans_b = ta, c.b = A, c.ldb = lda, c.stride_b = strideA;
+  c.c = C, c.ldc = ldc, c.stride_c = strideC;
+  c.batch = batch;
+  return c;
+}
 }  // namespace detail
+
+// One row-major gemm, C = alpha op(A) op(B) + beta C, on the calling thread (float and double; called
+// from inside the library's parallel loops, after cpu_blas::UseOneBlasThread()).
+template <typename DType>
+inline void SerialGemm(bool ta, bool tb, index_t M, index_t N, index_t K, float alpha, const DType* A, index_t lda,
+                       const DType* B, index_t ldb, float beta, DType* C, index_t ldc) {
+  static_assert(std::is_same<DType, float>::value || std::is_same<DType, double>::value,
+                "SerialGemm calls BLAS: float or double");
+  if (M == 0 || N == 0) return;
+  cpu_blas::RunOne(detail::RowMajorGemmCall(ta, tb, M, N, K, A, lda, 0, B, ldb, 0, C, ldc, 0, 1), DType(alpha),
+                   DType(beta));
+}
 
 template <typename DType>
 inline void BatchedGemm(Stream<cpu>*, bool ta, bool tb, index_t M, index_t N, index_t K, float alpha,
@@ -50,14 +77,9 @@ inline void BatchedGemm(Stream<cpu>*, bool ta, bool tb, index_t M, index_t N, in
                         float beta, DType* C, index_t ldc, index_t strideC, index_t batch) {
   if (M == 0 || N == 0 || batch == 0) return;
   if constexpr (std::is_same<DType, float>::value || std::is_same<DType, double>::value) {
-    // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands, keep the flags.
-    expr::GemmCall<DType> c;
-    c.m = N, c.n = M, c.k = K;
-    c.trans_a = tb, c.a = B, c.lda = ldb, c.stride_a = strideB;
-    c.trans_b = ta, c.b = A, c.ldb = lda, c.stride_b = strideA;
-    c.c = C, c.ldc = ldc, c.stride_c = strideC;
-    c.batch = batch;
-    cpu_blas::ParallelGemm(c, DType(alpha), DType(beta));
+    cpu_blas::ParallelGemm(
+        detail::RowMajorGemmCall(ta, tb, M, N, K, A, lda, strideA, B, ldb, strideB, C, ldc, strideC, batch),
+        DType(alpha), DType(beta));
   } else {
     static_assert(is_low_precision<DType>::value, "the convolution gemm supports float, double, half_t and bf16_t");
     for (index_t b = 0; b < batch; ++b)  // strideC == 0: the later products add onto the first

@@ -37,50 +37,103 @@ inline bool DividesInto(index_t d, index_t step, index_t* q) {
   return *q = d / step, true;
 }
 
+// Column rows [begin, end) of the chunk (images n0..., positions p0..p0+pc), on the calling thread.
+template <typename DType>
+inline void Im2ColRows(const ConvGeometry& g, const DType* data, index_t data_stride, index_t n0, index_t p0,
+                       index_t pc, DType* col, index_t begin, index_t end) {
+  const index_t kk = g.KernelSize(), rows = g.ColRows();
+  const index_t D = g.in[0], H = g.in[1], W = g.in[2];
+  const index_t OH = g.out[1], OW = g.out[2];
+  for (index_t r = begin; r < end; ++r) {
+    const index_t i = r / rows, c = (r % rows) / kk, kidx = r % kk;
+    const index_t kz = kidx / (g.kernel[1] * g.kernel[2]), ky = (kidx / g.kernel[2]) % g.kernel[1],
+                  kx = kidx % g.kernel[2];
+    const DType* img = data + ((n0 + i) * g.C + c) * D * H * data_stride;
+    DType* dst = col + r * pc;
+    // The output position walks row by row; divide once per column row, not once per output row.
+    index_t ow = p0 % OW, oh = (p0 / OW) % OH, od = p0 / (OW * OH);
+    for (index_t p = p0, pend = p0 + pc; p < pend;) {
+      const index_t run = std::min(pend - p, OW - ow);  // the rest of this output row inside the chunk
+      const index_t z = od * g.stride[0] - g.pad[0] + kz * g.dilate[0];
+      const index_t y = oh * g.stride[1] - g.pad[1] + ky * g.dilate[1];
+      if (z < 0 || z >= D || y < 0 || y >= H) {
+        std::fill(dst, dst + run, DType(0));
+      } else {
+        const DType* src = img + (z * H + y) * data_stride;
+        const index_t sx = g.stride[2], x0 = ow * sx - g.pad[2] + kx * g.dilate[2];
+        const index_t jlo = std::min(run, detail::FirstAtLeast(x0, sx, 0));
+        const index_t jhi = std::max(jlo, std::min(run, detail::EndBelow(x0, sx, W)));
+        std::fill(dst, dst + jlo, DType(0));
+        if (sx == 1) {
+          std::memcpy(dst + jlo, src + x0 + jlo, sizeof(DType) * static_cast<size_t>(jhi - jlo));
+        } else {
+          for (index_t j = jlo; j < jhi; ++j) dst[j] = src[x0 + j * sx];
+        }
+        std::fill(dst + jhi, dst + run, DType(0));
+      }
+      dst += run;
+      p += run;
+      ow = 0;
+      if (++oh == OH) oh = 0, ++od;
+    }
+  }
+}
+
 }  // namespace detail
 
 template <typename DType>
 inline void ConvIm2Col(Stream<cpu>*, const ConvGeometry& g, const DType* data, index_t data_stride, index_t n0,
                        index_t nb, index_t p0, index_t pc, DType* col) {
-  const index_t kk = g.KernelSize(), rows = g.ColRows();
-  const index_t D = g.in[0], H = g.in[1], W = g.in[2];
-  const index_t OH = g.out[1], OW = g.out[2];
-  ParallelFor(nb * rows, pc, [&](index_t begin, index_t end) {
-    for (index_t r = begin; r < end; ++r) {
-      const index_t i = r / rows, c = (r % rows) / kk, kidx = r % kk;
-      const index_t kz = kidx / (g.kernel[1] * g.kernel[2]), ky = (kidx / g.kernel[2]) % g.kernel[1],
-                    kx = kidx % g.kernel[2];
-      const DType* img = data + ((n0 + i) * g.C + c) * D * H * data_stride;
-      DType* dst = col + r * pc;
-      // The output position walks row by row; divide once per column row, not once per output row.
-      index_t ow = p0 % OW, oh = (p0 / OW) % OH, od = p0 / (OW * OH);
-      for (index_t p = p0, pend = p0 + pc; p < pend;) {
-        const index_t run = std::min(pend - p, OW - ow);  // the rest of this output row inside the chunk
-        const index_t z = od * g.stride[0] - g.pad[0] + kz * g.dilate[0];
-        const index_t y = oh * g.stride[1] - g.pad[1] + ky * g.dilate[1];
-        if (z < 0 || z >= D || y < 0 || y >= H) {
-          std::fill(dst, dst + run, DType(0));
-        } else {
-          const DType* src = img + (z * H + y) * data_stride;
-          const index_t sx = g.stride[2], x0 = ow * sx - g.pad[2] + kx * g.dilate[2];
-          const index_t jlo = std::min(run, detail::FirstAtLeast(x0, sx, 0));
-          const index_t jhi = std::max(jlo, std::min(run, detail::EndBelow(x0, sx, W)));
-          std::fill(dst, dst + jlo, DType(0));
-          if (sx == 1) {
-            std::memcpy(dst + jlo, src + x0 + jlo, sizeof(DType) * static_cast<size_t>(jhi - jlo));
-          } else {
-            for (index_t j = jlo; j < jhi; ++j) dst[j] = src[x0 + j * sx];
-          }
-          std::fill(dst + jhi, dst + run, DType(0));
-        }
-        dst += run;
-        p += run;
-        ow = 0;
-        if (++oh == OH) oh = 0, ++od;
-      }
-    }
+  ParallelFor(nb * g.ColRows(), pc, [&](index_t begin, index_t end) {
+    detail::Im2ColRows(g, data, data_stride, n0, p0, pc, col, begin, end);
   });
 }
+
+namespace detail {
+
+// Input rows [begin, end) of the chunk (rows of its last dimension, counted over its nb images), on the
+// calling thread.
+template <typename DType>
+inline void Col2ImRows(const ConvGeometry& g, const DType* col, index_t n0, index_t p0, index_t pc, DType* grad,
+                       index_t grad_stride, bool accumulate, index_t begin, index_t end) {
+  using AccT = accum_t<DType>;
+  const index_t kk = g.KernelSize(), rows = g.ColRows();
+  const index_t D = g.in[0], H = g.in[1], W = g.in[2];
+  const index_t OD = g.out[0], OH = g.out[1], OW = g.out[2];
+  std::vector<AccT> acc(static_cast<size_t>(W));
+  for (index_t r = begin; r < end; ++r) {
+    const index_t y = r % H, z = (r / H) % D, c = (r / (H * D)) % g.C, i = r / (H * D * g.C);
+    std::fill(acc.begin(), acc.end(), AccT(0));
+    for (index_t kz = 0; kz < g.kernel[0]; ++kz) {
+      index_t od = 0;
+      if (!detail::DividesInto(z + g.pad[0] - kz * g.dilate[0], g.stride[0], &od) || od >= OD) continue;
+      for (index_t ky = 0; ky < g.kernel[1]; ++ky) {
+        index_t oh = 0;
+        if (!detail::DividesInto(y + g.pad[1] - ky * g.dilate[1], g.stride[1], &oh) || oh >= OH) continue;
+        const index_t base = (od * OH + oh) * OW;  // position of (od, oh, 0)
+        const index_t lo = std::max<index_t>(0, p0 - base), hi = std::min<index_t>(OW, p0 + pc - base);
+        if (lo >= hi) continue;
+        for (index_t kx = 0; kx < g.kernel[2]; ++kx) {
+          const index_t row = i * rows + c * kk + (kz * g.kernel[1] + ky) * g.kernel[2] + kx;
+          const DType* crow = col + row * pc + (base - p0);  // indexed by ow
+          // Input x = ow * stride - pad + kx * dilate; keep the ow in [lo, hi) with x inside [0, W).
+          const index_t sx = g.stride[2], x0 = -g.pad[2] + kx * g.dilate[2];
+          const index_t olo = std::max(lo, detail::FirstAtLeast(x0, sx, 0));
+          const index_t ohi = std::min(hi, detail::EndBelow(x0, sx, W));
+          for (index_t ow = olo; ow < ohi; ++ow) acc[x0 + ow * sx] += static_cast<AccT>(crow[ow]);
+        }
+      }
+    }
+    DType* out = grad + (((n0 + i) * g.C + c) * D * H + z * H + y) * grad_stride;
+    if (accumulate) {
+      for (index_t x = 0; x < W; ++x) out[x] = static_cast<DType>(static_cast<AccT>(out[x]) + acc[x]);
+    } else {
+      for (index_t x = 0; x < W; ++x) out[x] = static_cast<DType>(acc[x]);
+    }
+  }
+}
+
+}  // namespace detail
 
 // grad (rows of its last dimension, row stride grad_stride) for images [n0, n0 + nb) receives the sum
 // of the column entries of positions [p0, p0 + pc) that read each input element: written when
@@ -88,43 +141,9 @@ inline void ConvIm2Col(Stream<cpu>*, const ConvGeometry& g, const DType* data, i
 template <typename DType>
 inline void ConvCol2Im(Stream<cpu>*, const ConvGeometry& g, const DType* col, index_t n0, index_t nb, index_t p0,
                        index_t pc, DType* grad, index_t grad_stride, bool accumulate) {
-  using AccT = accum_t<DType>;
-  const index_t kk = g.KernelSize(), rows = g.ColRows();
-  const index_t D = g.in[0], H = g.in[1], W = g.in[2];
-  const index_t OD = g.out[0], OH = g.out[1], OW = g.out[2];
-  const index_t in_rows = nb * g.C * D * H;
-  ParallelFor(in_rows, kk * std::max<index_t>(W, 1), [&](index_t begin, index_t end) {
-    std::vector<AccT> acc(static_cast<size_t>(W));
-    for (index_t r = begin; r < end; ++r) {
-      const index_t y = r % H, z = (r / H) % D, c = (r / (H * D)) % g.C, i = r / (H * D * g.C);
-      std::fill(acc.begin(), acc.end(), AccT(0));
-      for (index_t kz = 0; kz < g.kernel[0]; ++kz) {
-        index_t od = 0;
-        if (!detail::DividesInto(z + g.pad[0] - kz * g.dilate[0], g.stride[0], &od) || od >= OD) continue;
-        for (index_t ky = 0; ky < g.kernel[1]; ++ky) {
-          index_t oh = 0;
-          if (!detail::DividesInto(y + g.pad[1] - ky * g.dilate[1], g.stride[1], &oh) || oh >= OH) continue;
-          const index_t base = (od * OH + oh) * OW;  // position of (od, oh, 0)
-          const index_t lo = std::max<index_t>(0, p0 - base), hi = std::min<index_t>(OW, p0 + pc - base);
-          if (lo >= hi) continue;
-          for (index_t kx = 0; kx < g.kernel[2]; ++kx) {
-            const index_t row = i * rows + c * kk + (kz * g.kernel[1] + ky) * g.kernel[2] + kx;
-            const DType* crow = col + row * pc + (base - p0);  // indexed by ow
-            // Input x = ow * stride - pad + kx * dilate; keep the ow in [lo, hi) with x inside [0, W).
-            const index_t sx = g.stride[2], x0 = -g.pad[2] + kx * g.dilate[2];
-            const index_t olo = std::max(lo, detail::FirstAtLeast(x0, sx, 0));
-            const index_t ohi = std::min(hi, detail::EndBelow(x0, sx, W));
-            for (index_t ow = olo; ow < ohi; ++ow) acc[x0 + ow * sx] += static_cast<AccT>(crow[ow]);
-          }
-        }
-      }
-      DType* out = grad + (((n0 + i) * g.C + c) * D * H + z * H + y) * grad_stride;
-      if (accumulate) {
-        for (index_t x = 0; x < W; ++x) out[x] = static_cast<DType>(static_cast<AccT>(out[x]) + acc[x]);
-      } else {
-        for (index_t x = 0; x < W; ++x) out[x] = static_cast<DType>(acc[x]);
-      }
-    }
+  const index_t in_rows = nb * g.C * g.in[0] * g.in[1];
+  ParallelFor(in_rows, g.KernelSize() * std::max<index_t>(g.in[2], 1), [&](index_t begin, index_t end) {
+    detail::Col2ImRows(g, col, n0, p0, pc, grad, grad_stride, accumulate, begin, end);
   });
 }
 
