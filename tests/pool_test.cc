@@ -257,6 +257,10 @@ TE_DEVICE_TEST_CASE("unpool routes the gradient as pooling chose", "[pool][unpoo
   CheckUnpool<Device, red::maximum>(Shape3(2, 4, 1031), Window{2, 2, 2, 2}, false, true, true, stream);
   CheckUnpool<Device, red::maximum, 4, double>(Shape4(2, 2, 7, 7), Window{3, 3, 2, 2}, true, true, false, stream);
   CheckUnpool<Device, red::sum, 4, half_t>(Shape4(1, 2, 6, 7), Window{2, 2, 1, 1}, false, false, true, stream);
+  // Kernel = stride, non-square (the CPU's no-overlap path), with uncovered and clipped edges.
+  CheckUnpool<Device, red::maximum>(Shape4(2, 3, 10, 7), Window{3, 2, 3, 2}, false, true, true, stream);
+  CheckUnpool<Device, red::maximum>(Shape4(2, 3, 10, 7), Window{3, 2, 3, 2}, true, false, false, stream);
+  CheckUnpool<Device, red::sum, 4, half_t>(Shape4(2, 2, 9, 9), Window{2, 2, 2, 2}, true, false, true, stream);
 }
 
 TE_DEVICE_TEST_CASE("pool and unpool reject bad parameters with messages naming them", "[pool][errors]") {
