@@ -283,8 +283,8 @@ inline std::vector<index_t> PoolShapeVec(const Shape<dim>& s) {
 }
 
 template <int nd, typename Device, int dim, typename DType>
-void PoolForwardCore(const PoolingParam& p, const PoolGeometry& g, const Tensor<Device, dim, DType>& data,
-                     OpReqType req, const Tensor<Device, dim, DType>& out) {
+void PoolForwardCore(const PoolGeometry& g, const Tensor<Device, dim, DType>& data, OpReqType req,
+                     const Tensor<Device, dim, DType>& out) {
   const auto x = PoolImageView<nd>(data);
   const auto y = PoolImageView<nd>(out);
   const Shape<2> pshape = Shape2(g.out[1], g.out[2]);
@@ -296,7 +296,7 @@ void PoolForwardCore(const PoolingParam& p, const PoolGeometry& g, const Tensor<
 }
 
 template <int nd, typename Device, int dim, typename DType>
-void PoolBackwardCore(const PoolingParam& p, const PoolGeometry& g, const Tensor<Device, dim, DType>& out_grad,
+void PoolBackwardCore(const PoolGeometry& g, const Tensor<Device, dim, DType>& out_grad,
                       const Tensor<Device, dim, DType>& data, const Tensor<Device, dim, DType>& out, OpReqType req,
                       const Tensor<Device, dim, DType>& in_grad) {
   const auto x = PoolImageView<nd>(data);
@@ -325,8 +325,8 @@ void PoolingForward(const PoolingParam& p, const Tensor<Device, dim, DType>& dat
   detail::CheckPoolReq("forward", req);
   if (req == kNullOp || want.Size() == 0) return;
   if (detail::PoolUsesCoreExpr(p, g)) {
-    if (g.nd == 2) return detail::PoolForwardCore<2>(p, g, data, req, out);
-    return detail::PoolForwardCore<1>(p, g, data, req, out);
+    if (g.nd == 2) return detail::PoolForwardCore<2>(g, data, req, out);
+    return detail::PoolForwardCore<1>(g, data, req, out);
   }
   Assign(out, req, detail::PoolingNdExp<Tensor<Device, dim, DType>>(data, g, want));
 }
@@ -351,8 +351,8 @@ void PoolingBackward(const PoolingParam& p, const Tensor<Device, dim, DType>& ou
     return;
   }
   if (detail::PoolUsesCoreExpr(p, g)) {
-    if (g.nd == 2) return detail::PoolBackwardCore<2>(p, g, out_grad, data, out, req, in_grad);
-    return detail::PoolBackwardCore<1>(p, g, out_grad, data, out, req, in_grad);
+    if (g.nd == 2) return detail::PoolBackwardCore<2>(g, out_grad, data, out, req, in_grad);
+    return detail::PoolBackwardCore<1>(g, out_grad, data, out, req, in_grad);
   }
   using T = Tensor<Device, dim, DType>;
   Assign(in_grad, req, detail::PoolingNdGradExp<T, T, T>(data, out, out_grad, g));

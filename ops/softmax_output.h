@@ -126,7 +126,8 @@ inline void CheckSoftmaxReq(const char* what, OpReqType req, bool allow_add) {
 // unless req_loss is kNullOp, loss (shape (1)) = the mean cross-entropy, stored as req_loss says
 // (kAddTo accumulates). An empty batch has loss 0. data and prob may have padded rows.
 template <typename Device, typename DType, typename LType>
-void SoftmaxOutputForward(const SoftmaxOutputParam& p, const Tensor<Device, 2, DType>& data,
+void SoftmaxOutputForward(const SoftmaxOutputParam& /*p: grad_scale acts in the backward only*/,
+                          const Tensor<Device, 2, DType>& data,
                           const Tensor<Device, 1, LType>& label, OpReqType req_prob,
                           const Tensor<Device, 2, DType>& prob, OpReqType req_loss,
                           const Tensor<Device, 1, DType>& loss) {
