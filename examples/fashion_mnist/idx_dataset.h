@@ -3,16 +3,19 @@
 // IDX layout (big-endian): a 4-byte magic number 0x000008DD (0x08: unsigned bytes; DD: the number of
 // dimensions), one 4-byte extent per dimension, then the bytes. Images are idx3 (count, rows, cols),
 // labels idx1 (count). Files are read through zlib's gzopen / gzread, which also read uncompressed files
-// as they are. Everything that can be wrong with a file is checked (magic, extents, truncation, trailing
-// bytes, labels out of range, image / label counts) and reported as a DataError naming the file, the
-// directories searched and the package that provides the data; nothing here crashes on a bad file.
+// as they are. Everything that can be wrong with a file is checked (magic, extents, truncation, the gzip
+// CRC32 / size trailer, trailing bytes, labels out of range, image / label counts) and reported as a
+// DataError naming the file, the directories searched and the package that provides the data; nothing
+// here crashes on a bad file.
 #pragma once
 #include <zlib.h>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fashion_mnist {
@@ -92,6 +95,20 @@ inline bool ReadExactly(gzFile_s* f, void* dst, int64_t n) {
   return true;
 }
 
+// What zlib says is wrong with the stream read so far; empty when nothing is. gzread returns a short count
+// (or 0) both at a clean end and at one cut off early, even inside the 8-byte CRC32 / size trailer after
+// the last data byte, so only gzerror tells a truncated .gz from a complete one.
+inline std::string GzProblem(gzFile_s* f, const std::string& path) {
+  int code = Z_OK;
+  std::string zlib_says = gzerror(f, &code);
+  if (code == Z_OK) return "";
+  // zlib prefixes its message with the path, which our messages already give.
+  if (zlib_says.compare(0, path.size() + 2, path + ": ") == 0) zlib_says.erase(0, path.size() + 2);
+  if (code == Z_BUF_ERROR) return "truncated: the gzip stream ends early (zlib: " + zlib_says + ")";
+  if (code == Z_ERRNO) return "read error (zlib: " + zlib_says + ")";
+  return "corrupt gzip data (zlib: " + zlib_says + ")";
+}
+
 inline uint32_t BigEndian32(const uint8_t b[4]) {
   return (uint32_t(b[0]) << 24) | (uint32_t(b[1]) << 16) | (uint32_t(b[2]) << 8) | uint32_t(b[3]);
 }
@@ -110,8 +127,14 @@ inline IdxContents ReadIdx(const std::string& dir, const std::string& where, con
                      where + ").\n" + kDataHint);
   };
   if (!f) throw fail("no such file (nor its unpacked form without .gz)");
+  // Reads n bytes or throws: zlib's own error when it has one, else `if_short` (a short but valid file).
+  auto read = [&](void* dst, int64_t n, const std::string& if_short) {
+    if (ReadExactly(f.get(), dst, n)) return;
+    const std::string problem = GzProblem(f.get(), path);
+    throw fail(problem.empty() ? if_short : problem);
+  };
   uint8_t header[4];
-  if (!ReadExactly(f.get(), header, 4)) throw fail("empty, truncated or not a valid gzip file");
+  read(header, 4, "empty, truncated or not a valid gzip file");
   const uint32_t magic = BigEndian32(header);
   const uint32_t want = 0x0800u | uint32_t(ndim);
   if (magic != want) {
@@ -123,7 +146,7 @@ inline IdxContents ReadIdx(const std::string& dir, const std::string& where, con
   IdxContents c;
   int64_t total = 1;
   for (int d = 0; d < ndim; ++d) {
-    if (!ReadExactly(f.get(), header, 4)) throw fail("truncated IDX header");
+    read(header, 4, "truncated IDX header");
     const int64_t extent = BigEndian32(header);
     // Real files hold at most 60000 images of 28x28; anything far beyond is a corrupt header.
     if (extent <= 0 || extent > (int64_t(1) << 24))
@@ -133,10 +156,13 @@ inline IdxContents ReadIdx(const std::string& dir, const std::string& where, con
     if (total > (int64_t(1) << 32)) throw fail("implausible total size in the IDX header");
   }
   c.bytes.resize(static_cast<size_t>(total));
-  if (!ReadExactly(f.get(), c.bytes.data(), total))
-    throw fail("truncated: the header promises " + std::to_string(total) + " bytes of data");
+  read(c.bytes.data(), total, "truncated: the header promises " + std::to_string(total) + " bytes of data");
+  // One more read reaches the end of the stream, where zlib checks the trailer: a missing or cut-off
+  // trailer, or a wrong CRC32 / size, shows only in gzerror after this read.
   uint8_t extra;
-  if (gzread(f.get(), &extra, 1) != 0) throw fail("trailing bytes after the " + std::to_string(total) + " bytes of data");
+  const int extra_read = gzread(f.get(), &extra, 1);
+  if (const std::string problem = GzProblem(f.get(), path); !problem.empty()) throw fail(problem);
+  if (extra_read != 0) throw fail("trailing bytes after the " + std::to_string(total) + " bytes of data");
   return c;
 }
 

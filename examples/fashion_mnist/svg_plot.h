@@ -34,8 +34,27 @@ inline void NiceRange(double* lo, double* hi, double* step) {
   *hi = std::ceil(*hi / *step) * *step;
 }
 
+// `text` made safe as SVG (XML) character data or an attribute value: a title holding '<' or '&' would
+// otherwise break the document or inject markup.
+inline std::string XmlEscape(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
 }  // namespace detail
 
+// The other texts in the plot are fixed words and numbers; only the title comes from the caller.
 inline void WriteTrainingCurveSvg(const std::string& path, const std::vector<EpochRecord>& records,
                                   const std::string& title) {
   std::FILE* f = std::fopen(path.c_str(), "w");
@@ -68,7 +87,7 @@ inline void WriteTrainingCurveSvg(const std::string& path, const std::vector<Epo
                "font-family=\"sans-serif\" font-size=\"12\">\n", W, H);
   std::fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
   std::fprintf(f, "<text x=\"%.0f\" y=\"25\" text-anchor=\"middle\" font-size=\"15\">%s</text>\n", W / 2,
-               title.c_str());
+               detail::XmlEscape(title).c_str());
   std::fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"#444\"/>\n",
                left, top, pw, ph);
   // Epoch ticks (at most ~10 labels).
