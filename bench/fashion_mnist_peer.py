@@ -109,6 +109,8 @@ def main():
     ap.add_argument("--augment", action="store_true", help="random left-right flips, as our --augment")
     ap.add_argument("--threads", type=int, default=16, help="CPU threads (torch.set_num_threads)")
     ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--profile", action="store_true",
+                    help="run the training under torch.profiler and print its per-operator table (slower)")
     args = ap.parse_args()
 
     try:
@@ -169,6 +171,13 @@ def main():
         if dev.type == "cuda":
             torch.cuda.synchronize()
 
+    profiler = None
+    if args.profile:
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if dev.type == "cuda":
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        profiler = torch.profiler.profile(activities=activities)
+        profiler.start()
     epoch_seconds, accuracy = [], 0.0
     for epoch in range(1, args.epochs + 1):
         net.train()
@@ -192,6 +201,10 @@ def main():
             batches += 1
         sync()
         seconds = time.perf_counter() - start
+        if profiler is not None and epoch == args.epochs:
+            profiler.stop()
+            sort = "self_cuda_time_total" if dev.type == "cuda" else "self_cpu_time_total"
+            print(profiler.key_averages().table(sort_by=sort, row_limit=30), flush=True)
         train_loss = float(loss_sum) / batches
         net.eval()
         correct = 0

@@ -10,7 +10,7 @@
 //                   without left-right flips) and RandomFlips against hand-computed values, Evaluate, and a
 //                   two-epoch Train<cpu> on a tiny data set (with / without batch norm and --augment).
 //   training_log.h  WriteTrainingLog as CSV and JSON (read back), errors on unwritable paths.
-//   svg_plot.h      WriteTrainingCurveSvg: an <svg> document with one polyline per curve.
+//   svg_plot.h      WriteTrainingCurveSvg: an <svg> document with one polyline per curve; the title escaped.
 //   network.h       ConvNet<cpu>: parameter counts, probabilities and loss (kWriteTo / kAddTo / inference),
 //                   and overfitting one batch of 8 images in 30 SGD steps, with and without batch norm
 //                   and dropout. The whole file runs in about 3 s on 2 cores.
@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <zlib.h>
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -282,6 +283,8 @@ TEST_CASE("ParseOptions: --device, --schedule, --bn, --augment, --help, --limit,
   CHECK_FALSE(Parse({"--bn"}).augment);
   CHECK(Parse({"--augment"}).augment);
   CHECK_FALSE(Parse({"--augment"}).batch_norm);
+  CHECK(Parse({"--profile"}).profile);
+  CHECK_FALSE(Parse({"--bn"}).profile);
   CHECK(Parse({"--help"}).help);
   CHECK(Parse({"-h"}).help);
   // --limit 0 means "all".
@@ -504,6 +507,54 @@ TEST_CASE("LoadDataset: corrupt files are DataErrors naming the file", "[cpu][tr
     CHECK_THAT(msg, Contains("truncated"));
   }
   CHECK_THAT(msg, Contains("dataset-fashion-mnist"));
+}
+
+TEST_CASE("LoadDataset: a .gz cut off anywhere, even inside its CRC / size trailer, is a DataError",
+          "[cpu][trainer]") {
+  TempDir dir;
+  WriteDataset(dir, true);
+  CHECK_NOTHROW(LoadDataset(dir.path, "from --data"));
+  const std::string labels = dir / "train-labels-idx1-ubyte.gz";
+  const std::vector<uint8_t> gz = ReadBytes(labels);
+  REQUIRE(gz.size() > 10 + 8);  // 10-byte gzip header, deflate data, 8-byte trailer (CRC32, size)
+  // Cut inside the trailer (or just before it): every data byte still inflates, so only zlib's error
+  // state tells this file from a complete one.
+  for (size_t cut = 1; cut <= 8; ++cut) {
+    INFO("last " << cut << " bytes cut off");
+    WriteRaw(labels, std::vector<uint8_t>(gz.begin(), gz.end() - cut));
+    const std::string msg = LoadError(dir.path);
+    CHECK_THAT(msg, Contains(labels));
+    CHECK_THAT(msg, Contains("truncated"));
+    CHECK_THAT(msg, Contains("dataset-fashion-mnist"));
+  }
+  // A wrong CRC32 or size in an otherwise complete file is corruption, not truncation.
+  for (size_t from_end : {8, 1}) {
+    INFO("byte " << from_end << " from the end flipped");
+    std::vector<uint8_t> bad = gz;
+    bad[bad.size() - from_end] ^= 0xFF;
+    WriteRaw(labels, bad);
+    const std::string msg = LoadError(dir.path);
+    CHECK_THAT(msg, Contains(labels));
+    CHECK_THAT(msg, Contains("corrupt"));
+  }
+  WriteRaw(labels, gz);
+  CHECK_NOTHROW(LoadDataset(dir.path, "from --data"));
+
+  // Cut in the middle of the compressed pixels (incompressible, so the middle of the file is data).
+  const std::string images = dir / "train-images-idx3-ubyte.gz";
+  std::mt19937 rng(3);
+  std::vector<uint8_t> px(3 * 784);
+  for (uint8_t& p : px) p = static_cast<uint8_t>(rng());
+  WriteGzip(images, IdxBytes(0x803, {3, 28, 28}, px));
+  CHECK(LoadDataset(dir.path, "from --data").train.pixels == px);
+  std::vector<uint8_t> images_gz = ReadBytes(images);
+  REQUIRE(images_gz.size() > 2000);
+  images_gz.resize(images_gz.size() / 2);
+  WriteRaw(images, images_gz);
+  const std::string msg = LoadError(dir.path);
+  CHECK_THAT(msg, Contains(images));
+  CHECK_THAT(msg, Contains("truncated"));
+  CHECK_THROWS_AS(LoadDataset(dir.path, "from --data"), DataError);
 }
 
 TEST_CASE("ChooseDataDir: --data, then $FASHION_MNIST_DIR, then the package's directory", "[cpu][trainer]") {
@@ -788,6 +839,17 @@ TEST_CASE("WriteTrainingCurveSvg: an SVG document with a polyline per curve", "[
   CHECK(one.find("inf") == std::string::npos);
 }
 
+TEST_CASE("WriteTrainingCurveSvg: the title is escaped as XML text", "[cpu][trainer]") {
+  TempDir dir;
+  const std::string path = dir / "curve.svg";
+  WriteTrainingCurveSvg(path, SampleRecords(), "<b>&\"x'");
+  const std::string svg = ReadText(path);
+  CHECK_THAT(svg, Contains(">&lt;b&gt;&amp;&quot;x&apos;</text>"));
+  CHECK(svg.find("<b>") == std::string::npos);
+  CHECK(Count(svg, "<") == Count(svg, ">"));
+  CHECK(Count(svg, "&") == 5);  // only the five entities of the title
+}
+
 // ---- network.h, and trainer.h's Evaluate / Train ----------------------------------------------------
 
 namespace {
@@ -922,6 +984,80 @@ TEST_CASE("ConvNet<cpu>: 30 SGD steps overfit one batch of 8 images", "[cpu][tra
   // Labels shifted by one: every guess is now wrong.
   for (uint8_t& l : raw.labels) l = static_cast<uint8_t>((l + 1) % 10);
   CHECK(Evaluate(&net, data, raw, stream.s) == 0.0);
+}
+
+// The text LayerProfile::Print writes.
+template <typename Fill>
+std::string ProfileText(Fill fill) {
+  LayerProfile profile;
+  fill(&profile);
+  std::FILE* f = std::tmpfile();
+  REQUIRE(f != nullptr);
+  profile.Print(f);
+  std::rewind(f);
+  std::string text;
+  for (int c; (c = std::fgetc(f)) != EOF;) text += static_cast<char>(c);
+  std::fclose(f);
+  return text;
+}
+
+TEST_CASE("LayerProfile: sums each layer and phase, slowest first, per batch", "[cpu][trainer]") {
+  CpuStream stream;
+  const auto busy = [](double ms) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::microseconds(static_cast<int>(ms * 1000));
+    while (std::chrono::steady_clock::now() < end) {
+    }
+  };
+  const std::string text = ProfileText([&](LayerProfile* p) {
+    for (int batch = 0; batch < 2; ++batch) {
+      p->Time(stream.s, "conv1", "fwd", [&] { busy(1); });
+      p->Time(stream.s, "conv1", "bwd", [&] { busy(6); });
+      p->Time(stream.s, "conv1", "fwd", [&] { busy(1); });  // the same entry again: summed
+      p->EndBatch();
+    }
+  });
+  INFO(text);
+  CHECK(text.find("profile over 2 batches") != std::string::npos);
+  const size_t bwd = text.find("conv1 bwd"), fwd = text.find("conv1 fwd");
+  REQUIRE(bwd != std::string::npos);
+  REQUIRE(fwd != std::string::npos);
+  CHECK(bwd < fwd);                                        // 12 ms before 4 ms
+  CHECK(text.find("conv1 fwd", fwd + 1) == std::string::npos);  // one row per entry
+  // "conv1 bwd  <total s>  <ms / batch>  <share>%": at least the 6 ms it spun per batch.
+  std::istringstream row(text.substr(bwd + std::strlen("conv1 bwd")));
+  double total_s = 0, per_batch_ms = 0, share = 0;
+  row >> total_s >> per_batch_ms >> share;
+  CHECK(total_s >= 0.012);
+  CHECK(per_batch_ms >= 6.0);
+  CHECK(per_batch_ms == Approx(total_s * 1e3 / 2));
+  CHECK(share > 50.0);
+  CHECK(share < 100.0);
+  CHECK(text.find("all timed") != std::string::npos);
+}
+
+TEST_CASE("ConvNet<cpu> with a profile times every layer of forward, backward and the update",
+          "[cpu][trainer]") {
+  CpuStream stream;
+  NetConfig cfg;
+  cfg.batch_norm = true;
+  ConvNet<cpu> net(cfg, stream.s);
+  Batch b(4, 5);
+  const std::string text = ProfileText([&](LayerProfile* p) {
+    net.set_profile(p);
+    net.Forward(b.x.view(), b.labels.view(), true, kWriteTo);
+    net.Backward(b.labels.view());
+    net.Update(0.01, 0.9, 0.0);
+    net.set_profile(nullptr);
+    net.Forward(b.x.view(), b.labels.view(), false, kNullOp);  // not timed
+  });
+  INFO(text);
+  CHECK(text.find("profile over 1 batches") != std::string::npos);
+  for (const char* layer : {"conv1", "bn1", "relu1", "pool1", "conv2", "bn2", "relu2", "pool2", "fc1", "relu3",
+                            "dropout", "fc2", "softmax"}) {
+    CHECK(text.find(std::string(layer) + " fwd") != std::string::npos);
+    CHECK(text.find(std::string(layer) + " bwd") != std::string::npos);
+  }
+  CHECK(text.find("sgd update") != std::string::npos);
 }
 
 TEST_CASE("Train<cpu>: two epochs on a tiny data set report one record each", "[cpu][trainer]") {

@@ -2,6 +2,7 @@
 # What the lead runs on the GPU machine in one call (see DEVELOPERS notes): build with CUDA, run the GPU
 # suite, compute-sanitizer memcheck over it and racecheck over the reductions, then the benchmarks.
 #   STEPS="build test sanitize train cputrain cpubench bench" bash tools/gpu-session.sh
+# (cputrain: CPU_ROUNDS=3 alternating runs of ours and PyTorch's; cpubench: the CPU conv layers)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 [ -f .gpu/use-debs.sh ] && source .gpu/use-debs.sh
@@ -50,10 +51,25 @@ if has trainvariants; then
   fm gpu_bn_aug ./build-gpu/examples/fashion_mnist_gpu --device gpu --bn --wd 5e-4 --augment --plot ''
   fm gpu_bn_aug20 ./build-gpu/examples/fashion_mnist_gpu --device gpu --bn --wd 5e-4 --augment --epochs 20 --plot ''
 fi
+# The median of the numbers a sed expression pulls out of the given files' matching lines.
+median() {
+  local pattern=$1 expr=$2; shift 2
+  grep -h "$pattern" "$@" | sed -E "$expr" | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'
+}
 if has cputrain; then
-  # One epoch on the host CPU, 16 threads, ours then PyTorch's (the issue's CPU comparison).
-  fm cpu16 env OPENBLAS_CORETYPE=SkylakeX ./build-gpu/examples/fashion_mnist --device cpu --threads 16 --epochs 1 --plot ''
-  fm peer_cpu16 python3 bench/fashion_mnist_peer.py --device cpu --threads 16 --epochs 1
+  # One epoch on the host CPU, 16 threads, ours then PyTorch's (the issue's CPU comparison), alternating
+  # for CPU_ROUNDS rounds: the host's speed drifts from run to run, so the medians are compared.
+  for r in $(seq "${CPU_ROUNDS:-3}"); do
+    fm cpu16_$r env OPENBLAS_CORETYPE=SkylakeX ./build-gpu/examples/fashion_mnist --device cpu --threads 16 --epochs 1 --plot ''
+    fm peer_cpu16_$r python3 bench/fashion_mnist_peer.py --device cpu --threads 16 --epochs 1
+  done
+  ours=$(median '^epoch 1/1' 's/.*time ([0-9.]+) s.*/\1/' "$out"/fm_cpu16_*.log)
+  peer=$(median 'peer_fashion_mnist_final' 's/.*seconds_per_epoch=([0-9.]+).*/\1/' "$out"/fm_peer_cpu16_*.log)
+  echo "cpu16 median epoch: ours $ours s, PyTorch $peer s, ratio $(awk "BEGIN {printf \"%.2f\", $ours / $peer}")"
+  # Where our time goes (the first 300 batches, each layer call timed).
+  fm profile_cpu16 env OPENBLAS_CORETYPE=SkylakeX ./build-gpu/examples/fashion_mnist --device cpu --threads 16 \
+    --epochs 1 --limit 19200 --plot '' --profile
+  grep -E '^  ' "$out/fm_profile_cpu16.log"
 fi
 if has cpubench; then
   # Debian's OpenBLAS 0.3.21 does not know this host's CPU (it picks generic kernels): name the core.

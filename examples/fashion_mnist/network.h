@@ -24,6 +24,7 @@
 #include "../../ops/pooling.h"
 #include "../../ops/sgd.h"
 #include "../../ops/softmax_output.h"
+#include "layer_profile.h"
 #if defined(__CUDACC__)
 #include <tensorexpr/cuda/random.cuh>
 #endif
@@ -116,18 +117,26 @@ class ConvNet {
 
     ConvBlock(0, train, x, &conv1_out_, &act1_, &pool1_);
     ConvBlock(1, train, pool1_, &conv2_out_, &act2_, &pool2_);
-    ops::FullyConnectedForward(fc1_, pool2_.view(), Value(w_fc1_, Shape2(kHidden, kC2 * 7 * 7)),
-                               Value(b_fc1_, Shape1(kHidden)), kWriteTo, fc1_out_.view());
-    ops::ActivationForward(relu_, fc1_out_.view(), kWriteInplace, fc1_out_.view());
+    Timed("fc1", "fwd", [&] {
+      ops::FullyConnectedForward(fc1_, pool2_.view(), Value(w_fc1_, Shape2(kHidden, kC2 * 7 * 7)),
+                                 Value(b_fc1_, Shape1(kHidden)), kWriteTo, fc1_out_.view());
+    });
+    Timed("relu3", "fwd", [&] { ops::ActivationForward(relu_, fc1_out_.view(), kWriteInplace, fc1_out_.view()); });
     Tensor<Device, 2, float> hidden = fc1_out_;
     if (drop_.p > 0) {
-      ops::DropoutForward(drop_, train, &rnd_, fc1_out_.view(), kWriteTo, drop_out_.view(), drop_mask_.view());
+      Timed("dropout", "fwd", [&] {
+        ops::DropoutForward(drop_, train, &rnd_, fc1_out_.view(), kWriteTo, drop_out_.view(), drop_mask_.view());
+      });
       hidden = drop_out_;
     }
-    ops::FullyConnectedForward(fc2_, hidden, Value(w_fc2_, Shape2(kClasses, kHidden)), Value(b_fc2_, Shape1(kClasses)),
-                               kWriteTo, fc2_out_.view());
-    ops::SoftmaxOutputForward(softmax_, fc2_out_.view(), labels, kWriteTo, prob_.view(),
-                              train ? loss_req : kNullOp, loss_.view());
+    Timed("fc2", "fwd", [&] {
+      ops::FullyConnectedForward(fc2_, hidden, Value(w_fc2_, Shape2(kClasses, kHidden)),
+                                 Value(b_fc2_, Shape1(kClasses)), kWriteTo, fc2_out_.view());
+    });
+    Timed("softmax", "fwd", [&] {
+      ops::SoftmaxOutputForward(softmax_, fc2_out_.view(), labels, kWriteTo, prob_.view(),
+                                train ? loss_req : kNullOp, loss_.view());
+    });
   }
 
   // Gradients of the mean loss of the last training Forward with respect to every parameter.
@@ -143,30 +152,38 @@ class ConvNet {
     Fit(&d_conv1_out_, conv1_out_.shape_);
     (void)N;
 
-    ops::SoftmaxOutputBackward(softmax_, prob_.view(), labels, kWriteTo, d_fc2_out_.view());
+    Timed("softmax", "bwd",
+          [&] { ops::SoftmaxOutputBackward(softmax_, prob_.view(), labels, kWriteTo, d_fc2_out_.view()); });
     const Tensor<Device, 2, float> hidden = drop_.p > 0 ? drop_out_.view() : fc1_out_.view();
-    ops::FullyConnectedBackward(fc2_, d_fc2_out_.view(), hidden, Value(w_fc2_, Shape2(kClasses, kHidden)), kWriteTo,
-                                d_hidden_.view(), kWriteTo, Grad(w_fc2_, Shape2(kClasses, kHidden)), kWriteTo,
-                                Grad(b_fc2_, Shape1(kClasses)));
-    if (drop_.p > 0) ops::DropoutBackward(drop_, d_hidden_.view(), drop_mask_.view(), kWriteInplace, d_hidden_.view());
-    ops::ActivationBackward(relu_, d_hidden_.view(), fc1_out_.view(), kWriteInplace, d_hidden_.view());
-    ops::FullyConnectedBackward(fc1_, d_hidden_.view(), pool2_.view(), Value(w_fc1_, Shape2(kHidden, kC2 * 7 * 7)),
-                                kWriteTo, d_pool2_.view(), kWriteTo, Grad(w_fc1_, Shape2(kHidden, kC2 * 7 * 7)),
-                                kWriteTo, Grad(b_fc1_, Shape1(kHidden)));
+    Timed("fc2", "bwd", [&] {
+      ops::FullyConnectedBackward(fc2_, d_fc2_out_.view(), hidden, Value(w_fc2_, Shape2(kClasses, kHidden)),
+                                  kWriteTo, d_hidden_.view(), kWriteTo, Grad(w_fc2_, Shape2(kClasses, kHidden)),
+                                  kWriteTo, Grad(b_fc2_, Shape1(kClasses)));
+    });
+    if (drop_.p > 0) {
+      Timed("dropout", "bwd", [&] {
+        ops::DropoutBackward(drop_, d_hidden_.view(), drop_mask_.view(), kWriteInplace, d_hidden_.view());
+      });
+    }
+    Timed("relu3", "bwd",
+          [&] { ops::ActivationBackward(relu_, d_hidden_.view(), fc1_out_.view(), kWriteInplace, d_hidden_.view()); });
+    Timed("fc1", "bwd", [&] {
+      ops::FullyConnectedBackward(fc1_, d_hidden_.view(), pool2_.view(), Value(w_fc1_, Shape2(kHidden, kC2 * 7 * 7)),
+                                  kWriteTo, d_pool2_.view(), kWriteTo, Grad(w_fc1_, Shape2(kHidden, kC2 * 7 * 7)),
+                                  kWriteTo, Grad(b_fc1_, Shape1(kHidden)));
+    });
     ConvBlockBackward(1, pool1_.view(), conv2_out_, act2_, pool2_, d_pool2_, &d_act2_, &d_conv2_out_, &d_pool1_);
     ConvBlockBackward(0, x_, conv1_out_, act1_, pool1_, d_pool1_, &d_act1_, &d_conv1_out_, nullptr);
   }
 
   // One momentum-SGD step on every parameter (weight decay on the weights only, not biases / BN).
   void Update(double lr, double momentum, double weight_decay) {
-    for (Parameter<Device>& p : params_) {
-      ops::SGDMomParam sp;
-      sp.lr = lr;
-      sp.momentum = momentum;
-      sp.wd = IsWeight(p) ? weight_decay : 0.0;
-      ops::SGDMomUpdate(sp, p.value.view(), p.grad.view(), p.momentum.view(), kWriteInplace, p.value.view());
-    }
+    Timed("sgd", "update", [&] { UpdateParameters(lr, momentum, weight_decay); });
+    if (profile_ != nullptr) profile_->EndBatch();
   }
+
+  // Times every layer call into `profile` from now on (nullptr: stop timing). The profile outlives it.
+  void set_profile(LayerProfile* profile) { profile_ = profile; }
 
   // Class probabilities (N, 10) of the last Forward.
   Tensor<Device, 2, float> Probabilities() const { return prob_.view(); }
@@ -180,6 +197,26 @@ class ConvNet {
 
  private:
   using Param = size_t;  // an index into params_ (the vector may grow while the net is built)
+
+  void UpdateParameters(double lr, double momentum, double weight_decay) {
+    for (Parameter<Device>& p : params_) {
+      ops::SGDMomParam sp;
+      sp.lr = lr;
+      sp.momentum = momentum;
+      sp.wd = IsWeight(p) ? weight_decay : 0.0;
+      ops::SGDMomUpdate(sp, p.value.view(), p.grad.view(), p.momentum.view(), kWriteInplace, p.value.view());
+    }
+  }
+
+  // f(), timed as `layer` `phase` when profiling.
+  template <typename F>
+  void Timed(const char* layer, const char* phase, F&& f) {
+    if (profile_ != nullptr) {
+      profile_->Time(stream_, layer, phase, f);
+    } else {
+      f();
+    }
+  }
 
   Param AddParam(const std::string& name, index_t size) {
     params_.emplace_back();
@@ -221,6 +258,12 @@ class ConvNet {
     }
   }
 
+  // The profile's names of the two conv blocks' layers.
+  struct Names {
+    const char *conv, *bn, *relu, *pool;
+  };
+  static constexpr Names kNames[2] = {{"conv1", "bn1", "relu1", "pool1"}, {"conv2", "bn2", "relu2", "pool2"}};
+
   Shape<4> ConvWeightShape(int layer) const { return layer == 0 ? Shape4(kC1, 1, 5, 5) : Shape4(kC2, kC1, 5, 5); }
   index_t Channels(int layer) const { return layer == 0 ? kC1 : kC2; }
 
@@ -231,18 +274,23 @@ class ConvNet {
     const ops::ConvolutionParam& cp = layer == 0 ? conv1_ : conv2_;
     const index_t C = Channels(layer);
     const Tensor<Device, 1, float> bias = cfg_.batch_norm ? Tensor<Device, 1, float>() : Value(layer == 0 ? b_conv1_ : b_conv2_, Shape1(C));
-    ops::ConvolutionForward(cp, in, Value(layer == 0 ? w_conv1_ : w_conv2_, ConvWeightShape(layer)), bias, kWriteTo,
-                            conv_out->view());
+    const Names& n = kNames[layer];
+    Timed(n.conv, "fwd", [&] {
+      ops::ConvolutionForward(cp, in, Value(layer == 0 ? w_conv1_ : w_conv2_, ConvWeightShape(layer)), bias, kWriteTo,
+                              conv_out->view());
+    });
     if (cfg_.batch_norm) {
-      ops::BatchNormForward(bn_, train, conv_out->view(), Value(layer == 0 ? gamma1_ : gamma2_, Shape1(C)),
-                            Value(layer == 0 ? beta1_ : beta2_, Shape1(C)), moving_mean_[layer].view(),
-                            moving_var_[layer].view(), kWriteTo, act->view(), save_mean_[layer].view(),
-                            save_inv_std_[layer].view());
-      ops::ActivationForward(relu_, act->view(), kWriteInplace, act->view());
+      Timed(n.bn, "fwd", [&] {
+        ops::BatchNormForward(bn_, train, conv_out->view(), Value(layer == 0 ? gamma1_ : gamma2_, Shape1(C)),
+                              Value(layer == 0 ? beta1_ : beta2_, Shape1(C)), moving_mean_[layer].view(),
+                              moving_var_[layer].view(), kWriteTo, act->view(), save_mean_[layer].view(),
+                              save_inv_std_[layer].view());
+      });
+      Timed(n.relu, "fwd", [&] { ops::ActivationForward(relu_, act->view(), kWriteInplace, act->view()); });
     } else {
-      ops::ActivationForward(relu_, conv_out->view(), kWriteTo, act->view());
+      Timed(n.relu, "fwd", [&] { ops::ActivationForward(relu_, conv_out->view(), kWriteTo, act->view()); });
     }
-    ops::PoolingForward(pool_, act->view(), kWriteTo, pooled->view());
+    Timed(n.pool, "fwd", [&] { ops::PoolingForward(pool_, act->view(), kWriteTo, pooled->view()); });
   }
 
   void ConvBlockBackward(int layer, const Tensor<Device, 4, float>& in, const TensorContainer<Device, 4, float>& conv_out,
@@ -251,27 +299,36 @@ class ConvNet {
                          TensorContainer<Device, 4, float>* d_conv_out, TensorContainer<Device, 4, float>* d_in) {
     const ops::ConvolutionParam& cp = layer == 0 ? conv1_ : conv2_;
     const index_t C = Channels(layer);
-    ops::PoolingBackward(pool_, d_pooled.view(), act.view(), pooled.view(), kWriteTo, d_act->view());
-    ops::ActivationBackward(relu_, d_act->view(), act.view(), kWriteInplace, d_act->view());
+    const Names& n = kNames[layer];
+    Timed(n.pool, "bwd", [&] {
+      ops::PoolingBackward(pool_, d_pooled.view(), act.view(), pooled.view(), kWriteTo, d_act->view());
+    });
+    Timed(n.relu, "bwd",
+          [&] { ops::ActivationBackward(relu_, d_act->view(), act.view(), kWriteInplace, d_act->view()); });
     Tensor<Device, 4, float> d_conv = d_act->view();
     if (cfg_.batch_norm) {
-      ops::BatchNormBackward(bn_, d_act->view(), conv_out.view(), Value(layer == 0 ? gamma1_ : gamma2_, Shape1(C)),
-                             save_mean_[layer].view(), save_inv_std_[layer].view(), moving_mean_[layer].view(),
-                             moving_var_[layer].view(), kWriteTo, d_conv_out->view(), kWriteTo,
-                             Grad(layer == 0 ? gamma1_ : gamma2_, Shape1(C)), kWriteTo,
-                             Grad(layer == 0 ? beta1_ : beta2_, Shape1(C)));
+      Timed(n.bn, "bwd", [&] {
+        ops::BatchNormBackward(bn_, d_act->view(), conv_out.view(), Value(layer == 0 ? gamma1_ : gamma2_, Shape1(C)),
+                               save_mean_[layer].view(), save_inv_std_[layer].view(), moving_mean_[layer].view(),
+                               moving_var_[layer].view(), kWriteTo, d_conv_out->view(), kWriteTo,
+                               Grad(layer == 0 ? gamma1_ : gamma2_, Shape1(C)), kWriteTo,
+                               Grad(layer == 0 ? beta1_ : beta2_, Shape1(C)));
+      });
       d_conv = d_conv_out->view();
     }
     const Tensor<Device, 1, float> bias_grad =
         cfg_.batch_norm ? Tensor<Device, 1, float>() : Grad(layer == 0 ? b_conv1_ : b_conv2_, Shape1(C));
-    ops::ConvolutionBackward(cp, d_conv, in, Value(layer == 0 ? w_conv1_ : w_conv2_, ConvWeightShape(layer)),
-                             d_in != nullptr ? kWriteTo : kNullOp, d_in != nullptr ? d_in->view() : in, kWriteTo,
-                             Grad(layer == 0 ? w_conv1_ : w_conv2_, ConvWeightShape(layer)),
-                             cfg_.batch_norm ? kNullOp : kWriteTo, bias_grad);
+    Timed(n.conv, "bwd", [&] {
+      ops::ConvolutionBackward(cp, d_conv, in, Value(layer == 0 ? w_conv1_ : w_conv2_, ConvWeightShape(layer)),
+                               d_in != nullptr ? kWriteTo : kNullOp, d_in != nullptr ? d_in->view() : in, kWriteTo,
+                               Grad(layer == 0 ? w_conv1_ : w_conv2_, ConvWeightShape(layer)),
+                               cfg_.batch_norm ? kNullOp : kWriteTo, bias_grad);
+    });
   }
 
   NetConfig cfg_;
   Stream<Device>* stream_;
+  LayerProfile* profile_ = nullptr;
   Random<Device, float> rnd_;
   ops::ConvolutionParam conv1_, conv2_;
   ops::PoolingParam pool_;

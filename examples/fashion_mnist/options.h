@@ -30,6 +30,7 @@ struct Options {
   int threads = 0;            // 0: the OpenMP default
   bool batch_norm = false;
   bool augment = false;       // mirror a random half of the training images left to right each epoch
+  bool profile = false;       // print the time per layer and phase after training
   unsigned long long seed = 42;
   std::string data_dir;       // empty: $FASHION_MNIST_DIR, then the Debian package's directory
   std::string log_file;       // empty: no log; .json -> JSON, anything else -> CSV
@@ -57,6 +58,7 @@ inline const char* Usage() {
          "  --bn             batch normalisation after each convolution\n"
          "  --augment        mirror a random half of the training images left to right, afresh each epoch\n"
          "  --threads N      CPU threads (default: all cores)\n"
+         "  --profile        after training, print the time each layer's forward and backward took\n"
          "  --seed N         random seed for initialisation, shuffling and dropout (default 42)\n"
          "  --log FILE       per-epoch log, JSON when FILE ends in .json, CSV otherwise\n"
          "  --plot FILE      training curve as SVG (default fashion_mnist.svg; --plot '' for none)\n"
@@ -116,6 +118,9 @@ inline Options ParseOptions(int argc, char** argv) {
     } else if (flag == "--augment") {
       no_value();
       o.augment = true;
+    } else if (flag == "--profile") {
+      no_value();
+      o.profile = true;
     } else if (flag == "--device") {
       const std::string d = next();
       if (d == "auto") o.device = DeviceChoice::kAuto;

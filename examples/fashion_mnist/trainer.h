@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 #include "idx_dataset.h"
+#include "layer_profile.h"
 #include "network.h"
 #include "options.h"
 #include "progress_bar.h"
@@ -162,6 +163,8 @@ void Train(const Options& o, const Dataset& data, int64_t train_count, Stream<De
   cfg.dropout = o.dropout;
   cfg.seed = o.seed;
   ConvNet<Device> net(cfg, s);
+  LayerProfile profile;
+  if (o.profile) net.set_profile(&profile);
   std::printf("network: %lld parameters%s%s; pixels normalised with mean %.4f, std %.4f\n",
               static_cast<long long>(net.NumParameters()), o.batch_norm ? ", batch norm" : "",
               o.dropout > 0 ? ", dropout" : "", st.mean, st.std);
@@ -211,9 +214,12 @@ void Train(const Options& o, const Dataset& data, int64_t train_count, Stream<De
     r.seconds = seconds;
     r.images_per_second = seconds > 0 ? train_count / seconds : 0;
     r.train_loss = train_loss;
+    net.set_profile(nullptr);  // the profile covers training only
     r.test_accuracy = Evaluate(&net, test, data.test, s);
+    if (o.profile) net.set_profile(&profile);
     on_epoch(r);
   }
+  if (o.profile) profile.Print(stdout);
 }
 
 }  // namespace fashion_mnist
