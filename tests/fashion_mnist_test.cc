@@ -56,15 +56,21 @@ Options Parse(std::initializer_list<std::string> args) {
   return ParseOptions(static_cast<int>(storage.size()), argv.data());
 }
 
-// The OptionsError message of ParseOptions on args; fails the test when it does not throw.
-std::string ParseError(std::initializer_list<std::string> args) {
+// The message of the E that f() throws; fails the test, saying `accepted`, when f() does not throw.
+template <typename E, typename F>
+std::string ErrorMessage(F&& f, const char* accepted) {
   try {
-    Parse(args);
-  } catch (const OptionsError& e) {
+    f();
+  } catch (const E& e) {
     return e.what();
   }
-  FAIL("ParseOptions accepted arguments it should reject");
+  FAIL(accepted);
   return "";
+}
+
+// The OptionsError message of ParseOptions on args.
+std::string ParseError(std::initializer_list<std::string> args) {
+  return ErrorMessage<OptionsError>([&] { Parse(args); }, "ParseOptions accepted arguments it should reject");
 }
 
 // A fresh directory under /tmp, removed with everything in it at the end of the scope.
@@ -147,15 +153,9 @@ void WriteDataset(const TempDir& dir, bool gzip) {
   put("t10k-labels-idx1-ubyte", IdxBytes(0x801, {2}, kTestLabels));
 }
 
-// The DataError message of LoadDataset(dir); fails the test when it does not throw.
+// The DataError message of LoadDataset(dir).
 std::string LoadError(const std::string& dir, const std::string& how = "from --data") {
-  try {
-    LoadDataset(dir, how);
-  } catch (const DataError& e) {
-    return e.what();
-  }
-  FAIL("LoadDataset accepted a data set it should reject");
-  return "";
+  return ErrorMessage<DataError>([&] { LoadDataset(dir, how); }, "LoadDataset accepted a data set it should reject");
 }
 
 // Sets or unsets an environment variable for a scope, restoring the old value afterwards.
@@ -665,12 +665,18 @@ TEST_CASE("ComputePixelStats: exact mean and standard deviation", "[cpu][trainer
   CHECK(none.std == 1);
 }
 
-TEST_CASE("NormaliseInto: (pixel / 255 - mean) / std in the given order, with the labels", "[cpu][trainer]") {
+// Three 28x28 images of Pixels(salt, 3) with the given labels.
+ImageSet ThreeImages(int salt, std::vector<uint8_t> labels) {
   ImageSet s;
   s.count = 3;
   s.rows = s.cols = 28;
-  s.pixels = Pixels(3, 3);
-  s.labels = {4, 8, 2};
+  s.pixels = Pixels(salt, 3);
+  s.labels = std::move(labels);
+  return s;
+}
+
+TEST_CASE("NormaliseInto: (pixel / 255 - mean) / std in the given order, with the labels", "[cpu][trainer]") {
+  const ImageSet s = ThreeImages(3, {4, 8, 2});
   const PixelStats st{0.25, 0.5};
   const std::vector<int64_t> order = {2, 0};
   TensorContainer<cpu, 4, float> dst(Shape4(2, 1, 28, 28));
@@ -688,11 +694,7 @@ TEST_CASE("NormaliseInto: (pixel / 255 - mean) / std in the given order, with th
 }
 
 TEST_CASE("NormaliseInto with flips mirrors exactly the flagged images left to right", "[cpu][trainer]") {
-  ImageSet s;
-  s.count = 3;
-  s.rows = s.cols = 28;
-  s.pixels = Pixels(4, 3);
-  s.labels = {1, 5, 9};
+  const ImageSet s = ThreeImages(4, {1, 5, 9});
   const PixelStats st{0.5, 0.25};
   const std::vector<int64_t> order = {1, 2, 0};
   const std::vector<bool> flip = {true, false, true};  // by position in `order`
