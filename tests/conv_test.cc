@@ -308,24 +308,37 @@ std::vector<Case> Grid3D() {
   return v;
 }
 
+// Whether the algorithm called `name` can implement every pass of case c (forcing it is an Error
+// otherwise, which tests/conv_select_test.cc checks).
 template <typename Device, typename DType>
-void RunGrid(Stream<Device>* stream, size_t seed_offset) {
+bool Implements(const std::string& name, const Case& c, Stream<Device>* stream) {
+  const auto* a = ops::ConvRegistry<Device, DType>::Get().Find(name);
+  REQUIRE(a != nullptr);
+  const ops::ConvProblem pr = ops::MakeConvProblem<Device, DType>(ops::MakeConvGeometry(c.param, c.data), stream,
+                                                                 !c.padded_rows, c.param.workspace);
+  for (ops::ConvPass pass : {ops::ConvPass::kForward, ops::ConvPass::kBackwardData, ops::ConvPass::kBackwardWeight})
+    if (!a->CanImplement(pr, pass).ok) return false;
+  return true;
+}
+
+// The grid, with `algorithm` forced ("" : the library's choice) on the cases it can implement; returns
+// how many ran.
+template <typename Device, typename DType>
+int RunGrid(Stream<Device>* stream, size_t seed_offset, const std::string& algorithm = "") {
   const auto g2 = Grid2D(), g1 = Grid1D(), g3 = Grid3D();
-  for (size_t i = 0; i < g2.size(); ++i) {
-    Case c = g2[i];
-    c.padded_rows = (i % 3 == 1);
-    RunCase<Device, DType, 4, 4>(stream, c, ReqPattern(i + seed_offset));
-  }
-  for (size_t i = 0; i < g1.size(); ++i) {
-    Case c = g1[i];
-    c.padded_rows = (i % 2 == 0);
-    RunCase<Device, DType, 3, 3>(stream, c, ReqPattern(i + seed_offset + 2));
-  }
-  for (size_t i = 0; i < g3.size(); ++i) {
-    Case c = g3[i];
-    c.padded_rows = (i % 2 == 1);
-    RunCase<Device, DType, 5, 5>(stream, c, ReqPattern(i + seed_offset + 4));
-  }
+  int ran = 0;
+  auto run = [&](Case c, bool padded, size_t pattern, auto dims) {
+    constexpr int d = decltype(dims)::value;
+    c.padded_rows = padded;
+    c.param.algorithm = algorithm;
+    if (!algorithm.empty() && !Implements<Device, DType>(algorithm, c, stream)) return;
+    RunCase<Device, DType, d, d>(stream, c, ReqPattern(pattern));
+    ++ran;
+  };
+  for (size_t i = 0; i < g2.size(); ++i) run(g2[i], i % 3 == 1, i + seed_offset, std::integral_constant<int, 4>());
+  for (size_t i = 0; i < g1.size(); ++i) run(g1[i], i % 2 == 0, i + seed_offset + 2, std::integral_constant<int, 3>());
+  for (size_t i = 0; i < g3.size(); ++i) run(g3[i], i % 2 == 1, i + seed_offset + 4, std::integral_constant<int, 5>());
+  return ran;
 }
 
 }  // namespace
@@ -336,6 +349,23 @@ TE_DEVICE_TEST_CASE("convolution float matches the float64 reference over the gr
 
 TE_DEVICE_TEST_CASE("convolution double matches the float64 reference over the grid", "[conv]") {
   RunGrid<Device, double>(stream, 3);
+}
+
+// Each registered algorithm, forced by name, on every grid case it can implement (strided inputs, every
+// req, groups, dilation, 1-D / 2-D / 3-D), in float and double; half and bf16 on three cases each.
+TE_DEVICE_TEST_CASE("every convolution algorithm matches the float64 reference where it implements",
+                    "[conv][algorithm]") {
+  for (const std::string& name : ops::ListConvAlgorithms<Device, float>()) {
+    INFO("algorithm " << name);
+    CHECK(RunGrid<Device, float>(stream, 1, name) > 0);
+    CHECK(RunGrid<Device, double>(stream, 4, name) > 0);
+    for (const Case& base : {Grid2D()[0], Grid2D()[5], Grid2D()[11]}) {
+      Case c = base;
+      c.param.algorithm = name;
+      if (Implements<Device, half_t>(name, c, stream)) RunCase<Device, half_t, 4, 4>(stream, c, ReqPattern(1));
+      if (Implements<Device, bf16_t>(name, c, stream)) RunCase<Device, bf16_t, 4, 4>(stream, c, ReqPattern(2));
+    }
+  }
 }
 
 TE_DEVICE_TEST_CASE("convolution every req on one geometry", "[conv]") {
@@ -371,8 +401,8 @@ TEST_CASE("convolution on the CPU matches the reference under any thread count",
     INFO(n << " threads");
     for (size_t i = 0; i < cases.size(); ++i) {
       const ops::ConvGeometry geom = ops::MakeConvGeometry(cases[i].param, cases[i].data);
-      const ops::ConvWorkPlan chunked = ops::PlanConvWork(geom, sizeof(float), cases[i].param.workspace, true);
-      const bool per_image = ops::PlanConvPerImage<float>(geom, n, chunked.col_elems, chunked.direct, true).use;
+      const ops::Im2ColPlan chunked = ops::PlanIm2Col(geom, sizeof(float), size_t(cases[i].param.workspace * 1048576));
+      const bool per_image = !geom.IsPointwise() && ops::PlanConvPerImage(geom, n, chunked.col_elems, true).use;
       // 8 images are dealt evenly enough to 4 threads, not to 7 (two rounds with six threads idle).
       if (i >= 3 && n == 4) CHECK(per_image);
       if (n == 7 || i == 2) CHECK_FALSE(per_image);
@@ -394,8 +424,8 @@ TEST_CASE("convolution on the CPU per image in 1-D, 3-D and double", "[cpu][conv
   const Case c3 = MakeCase({4, 3, 6, 7, 8}, {3, 3, 3}, {1, 2, 1}, {1, 1, 1}, {1, 1, 2}, 4, 1, true);
   for (const Case* c : {&c1, &c3}) {
     const ops::ConvGeometry geom = ops::MakeConvGeometry(c->param, c->data);
-    const ops::ConvWorkPlan chunked = ops::PlanConvWork(geom, sizeof(double), c->param.workspace, true);
-    REQUIRE(ops::PlanConvPerImage<double>(geom, 2, chunked.col_elems, chunked.direct, true).use);
+    const ops::Im2ColPlan chunked = ops::PlanIm2Col(geom, sizeof(double), size_t(c->param.workspace * 1048576));
+    REQUIRE(ops::PlanConvPerImage(geom, 2, chunked.col_elems, true).use);
   }
   for (size_t r = 0; r < 6; ++r) {
     RunCase<cpu, double, 3, 3>(stream, c1, ReqPattern(r));
@@ -518,7 +548,7 @@ TE_DEVICE_TEST_CASE("convolution gives the same result under every workspace cap
   std::vector<double> y_first, dx_first, dw_first, db_first;
   for (const CapCase& cc : caps) {
     p.workspace = cc.cap_mb;
-    const ops::ConvWorkPlan plan = ops::PlanConvWork(geom, sizeof(double), p.workspace, true);
+    const ops::Im2ColPlan plan = ops::PlanIm2Col(geom, sizeof(double), size_t(p.workspace * MB));
     INFO("cap " << cc.cap_mb << " MB");
     CHECK(plan.images == cc.images);
     CHECK(plan.positions == cc.positions);

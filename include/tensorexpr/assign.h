@@ -24,6 +24,25 @@ inline const char* OpReqName(OpReqType req) {
   return "unknown";
 }
 
+// An OpReqType decoded once, at an operator's boundary, into what its kernels act on: whether the output
+// is stored at all, and whether the store is sv::saveto (a BLAS beta of 0) or sv::plusto (beta 1).
+struct ReqStore {
+  bool active = false;  // false: kNullOp, nothing is written
+  bool add = false;     // true: kAddTo, accumulate onto the output
+  float beta() const { return add ? 1.0f : 0.0f; }
+};
+
+// Throws Error naming `op` for a value outside the enum.
+inline ReqStore DecodeReq(OpReqType req, const char* op) {
+  switch (req) {
+    case kNullOp: return ReqStore{false, false};
+    case kWriteTo:
+    case kWriteInplace: return ReqStore{true, false};
+    case kAddTo: return ReqStore{true, true};
+  }
+  Fail(op, ": unknown OpReqType ", static_cast<int>(req), " (expected kNullOp, kWriteTo, kWriteInplace or kAddTo)");
+}
+
 namespace expr {
 
 // The generic evaluation: check the shape, then run the backend loop over the plan (MapPlan in

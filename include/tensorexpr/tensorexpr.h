@@ -26,6 +26,7 @@
 #include "expr/reduce.h"
 #include "expr/dot.h"
 #include "cpu/threads.h"
+#include "cpu/device.h"
 #include "cpu/memory.h"
 #include "cpu/map.h"
 #include "cpu/reduce.h"

@@ -147,10 +147,5 @@ inline void ConvCol2Im(Stream<cpu>*, const ConvGeometry& g, const DType* col, in
   });
 }
 
-template <typename DType>
-inline void ConvFillZero(Stream<cpu>*, DType* p, index_t n) {
-  if (n > 0) std::fill(p, p + n, DType(0));
-}
-
 }  // namespace ops
 }  // namespace tensorexpr

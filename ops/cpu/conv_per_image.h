@@ -8,14 +8,16 @@
 // (one gemm per image with beta = 1); the partials are then added in worker order. The result depends
 // on the thread count (as any threaded BLAS's does) but not on the timing of the threads.
 //
-// ConvolutionForward / ConvolutionBackward choose this path through PlanConvPerImage, which never takes
-// more workspace than the chunked plan (so ConvolutionWorkspaceBytes stays an upper bound).
+// As an algorithm it is "cpu_per_image" (ConvCpuPerImage below): the heuristic takes it when the deal is
+// even enough and it needs no more workspace than im2col_gemm under the same cap (so
+// ConvolutionWorkspaceBytes stays an upper bound).
 #pragma once
 #include <algorithm>
 #include <type_traits>
 #include <tensorexpr/cpu/blas.h>
 #include <tensorexpr/cpu/threads.h>
-#include "../conv_geometry.h"
+#include "../conv_algorithm.h"
+#include "../conv_im2col_gemm.h"
 #include "conv_gemm.h"
 #include "conv_kernels.h"
 
@@ -37,23 +39,19 @@ struct ConvPerImagePlan {
   index_t First(index_t w, index_t N) const { return w * (N / workers) + std::min(w, N % workers); }
 };
 
-// The per-image plan for float / double data of geometry g when `threads` threads run it, given the
-// chunked plan's column buffer size (its cap on workspace). Used when every worker gets an image, the
-// deal wastes at most a fifth of the threads' time (64 images on 16 threads: none; 20: too much), and
-// the buffers fit in what the chunked plan takes.
-template <typename DType>
+// The per-image plan of geometry g when `threads` threads run it. `use` says whether it is worth it:
+// every worker gets an image, the deal wastes at most a fifth of the threads' time (64 images on 16
+// threads: none; 20: too much), and the buffers fit in what im2col_gemm's chunked plan takes
+// (chunked_col_elems).
 inline ConvPerImagePlan PlanConvPerImage(const ConvGeometry& g, index_t threads, index_t chunked_col_elems,
-                                         bool direct, bool weight_grad) {
+                                         bool weight_grad) {
   ConvPerImagePlan plan;
-  if (!kConvPerImageDType<DType> || direct) return plan;
   const index_t T = std::max<index_t>(threads, 1);
-  if (g.N < T) return plan;
-  const index_t rounds = (g.N + T - 1) / T;
-  if (5 * (rounds * T - g.N) > rounds * T) return plan;
-  plan.workers = T;
+  plan.workers = std::max<index_t>(1, std::min(T, g.N));
   plan.col_elems = g.ColRows() * g.OutSize();
   plan.partial_elems = weight_grad ? g.K * g.Cg() * g.KernelSize() : 0;
-  plan.use = plan.WorkspaceElems() <= chunked_col_elems;
+  const index_t rounds = (g.N + T - 1) / T;
+  plan.use = g.N >= T && 5 * (rounds * T - g.N) <= rounds * T && plan.WorkspaceElems() <= chunked_col_elems;
   return plan;
 }
 
@@ -77,12 +75,11 @@ void ConvForwardPerImage(const ConvPerImagePlan& plan, const ConvGeometry& g, co
   });
 }
 
-// The data and / or weight gradients per image (a null pointer skips one). The weight gradient is
-// stored as req_weight says, the data gradient written or (accumulate_data) added.
+// The data and / or weight gradients per image (a null pointer skips one), each stored as its store says.
 template <typename DType>
 void ConvBackwardPerImage(const ConvPerImagePlan& plan, const ConvGeometry& g, const DType* out_grad,
                           const DType* data, index_t data_stride, const DType* weight, DType* data_grad,
-                          index_t grad_stride, bool accumulate_data, DType* weight_grad, OpReqType req_weight,
+                          index_t grad_stride, bool accumulate_data, DType* weight_grad, ReqStore weight_store,
                           DType* workspace) {
   const index_t P = g.OutSize(), Kg = g.Kg(), CKg = g.Cg() * g.KernelSize();
   const index_t in_rows = g.C * g.in[0] * g.in[1];  // one image's rows of its last dimension
@@ -118,10 +115,40 @@ void ConvBackwardPerImage(const ConvPerImagePlan& plan, const ConvGeometry& g, c
     for (index_t e = begin; e < end; ++e) {
       DType sum = partials[e];
       for (index_t w = 1; w < plan.workers; ++w) sum += partials[w * plan.partial_elems + e];
-      weight_grad[e] = req_weight == kAddTo ? weight_grad[e] + sum : sum;
+      weight_grad[e] = weight_store.add ? weight_grad[e] + sum : sum;
     }
   });
 }
+
+template <typename DType>
+class ConvCpuPerImage : public ConvAlgorithm<cpu, DType> {
+ public:
+  const char* Name() const override { return "cpu_per_image"; }
+  ConvSupport CanImplement(const ConvProblem&, ConvPass) const override {
+    if (!kConvPerImageDType<DType>) return ConvSupport::No("its gemms are BLAS calls: float or double only");
+    return ConvSupport::Yes();
+  }
+  bool Recommended(const ConvProblem& pr, ConvPass pass) const override {
+    const index_t chunked = PlanIm2Col(pr.geom, sizeof(DType), pr.workspace_limit).col_elems;
+    return PlanConvPerImage(pr.geom, pr.threads, chunked, pass == ConvPass::kBackwardWeight).use;
+  }
+  size_t WorkspaceBytes(const ConvProblem& pr, const ConvStores& st) const override {
+    const ConvPerImagePlan plan = PlanConvPerImage(pr.geom, pr.threads, 0, st.weight_grad.active);
+    return static_cast<size_t>(plan.WorkspaceElems()) * sizeof(DType);
+  }
+  void Run(const ConvProblem& pr, const ConvTensors<DType>& t, const ConvStores& st, void* workspace,
+           Stream<cpu>*) const override {
+    if constexpr (kConvPerImageDType<DType>) {
+      const ConvPerImagePlan plan = PlanConvPerImage(pr.geom, pr.threads, 0, st.weight_grad.active);
+      DType* space = static_cast<DType*>(workspace);
+      if (st.out.active) ConvForwardPerImage(plan, pr.geom, t.data, t.data_stride, t.weight, st.out.beta(), t.out, space);
+      if (st.data_grad.active || st.weight_grad.active)
+        ConvBackwardPerImage(plan, pr.geom, t.out_grad, t.data, t.data_stride, t.weight,
+                             st.data_grad.active ? t.data_grad : nullptr, t.data_grad_stride, st.data_grad.add,
+                             st.weight_grad.active ? t.weight_grad : nullptr, st.weight_grad, space);
+    }
+  }
+};
 
 }  // namespace ops
 }  // namespace tensorexpr

@@ -146,10 +146,5 @@ inline void ConvCol2Im(Stream<gpu>* s, const ConvGeometry& g, const DType* col, 
   TE_CUDA_CHECK_LAUNCH("convolution col2im kernel");
 }
 
-template <typename DType>
-inline void ConvFillZero(Stream<gpu>* s, DType* p, index_t n) {
-  if (n > 0) TE_CUDA_CHECK(cudaMemsetAsync(p, 0, sizeof(DType) * static_cast<size_t>(n), Stream<gpu>::GetStream(s)));
-}
-
 }  // namespace ops
 }  // namespace tensorexpr

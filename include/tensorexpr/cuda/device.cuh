@@ -4,6 +4,7 @@
 #pragma once
 #include <cuda_runtime.h>
 #include <mutex>
+#include <string>
 #include "../base.h"
 #include "check.cuh"
 
@@ -18,6 +19,7 @@ struct DeviceInfo {
   int max_threads_per_sm = 0;   // resident threads per multiprocessor
   size_t mem_pitch = 0;         // largest row pitch cudaMemcpy2D accepts, in bytes
   int major = 0, minor = 0;     // compute capability
+  std::string name;             // "NVIDIA H100 80GB HBM3", say
 };
 
 inline int CurrentDevice() {
@@ -41,6 +43,7 @@ inline const DeviceInfo& GetDeviceInfo(int dev) {
     info.mem_pitch = p.memPitch;
     info.major = p.major;
     info.minor = p.minor;
+    info.name = p.name;
   });
   return infos[dev];
 }

@@ -4,8 +4,10 @@
 #pragma once
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <string>
 #include "../stream.h"
 #include "check.cuh"
+#include "device.cuh"
 
 namespace tensorexpr {
 
@@ -96,5 +98,13 @@ inline Stream<gpu>* DefaultStream() {
   return &s;
 }
 inline Stream<gpu>* StreamOrDefault(Stream<gpu>* s) { return s == nullptr ? DefaultStream() : s; }
+
+// What device-neutral code may ask of the GPU through a stream (the twins of cpu/device.h's): the
+// current device's name, threads per run (the GPU's own parallelism is not budgeted: 1), whether float
+// gemms on this stream may use TF32, and waiting until the stream's work is done.
+inline std::string DeviceName(Stream<gpu>*) { return cuda::CurrentDeviceInfo().name; }
+inline int ThreadBudget(Stream<gpu>*) { return 1; }
+inline bool UsesTF32(Stream<gpu>* s) { return StreamOrDefault(s)->tf32(); }
+inline void WaitStream(Stream<gpu>* s) { TE_CUDA_CHECK(cudaStreamSynchronize(Stream<gpu>::GetStream(s))); }
 
 }  // namespace tensorexpr

@@ -1,0 +1,29 @@
+// cpu/device.h — what device-neutral code may ask of the CPU through its stream (the twin of the GPU's
+// functions in cuda/stream.cuh): its name, how many threads a run may use, whether float products may
+// be rounded to TF32 (never here), and waiting for queued work (nothing is queued on the CPU).
+#pragma once
+#include <fstream>
+#include <string>
+#include "../stream.h"
+#include "threads.h"
+
+namespace tensorexpr {
+
+// The processor's model name as /proc/cpuinfo gives it ("cpu" where there is none).
+inline std::string DeviceName(Stream<cpu>*) {
+  static const std::string name = [] {
+    std::ifstream in("/proc/cpuinfo");
+    for (std::string line; std::getline(in, line);) {
+      const size_t colon = line.find(':');
+      if (line.rfind("model name", 0) == 0 && colon != std::string::npos && colon + 2 <= line.size())
+        return line.substr(colon + 2);
+    }
+    return std::string("cpu");
+  }();
+  return name;
+}
+inline int ThreadBudget(Stream<cpu>*) { return GetNumThreads(); }
+inline bool UsesTF32(Stream<cpu>*) { return false; }
+inline void WaitStream(Stream<cpu>*) {}
+
+}  // namespace tensorexpr

@@ -1,0 +1,81 @@
+// ops/conv_algorithm.h — the contract between the convolution operator and the ways of computing it, in
+// CUTLASS's lifecycle: can it implement this problem (and if not, why not), how much workspace does it
+// need, run it. The operator (ops/convolution.h) checks the tensors, decodes each req once, picks an
+// algorithm per pass (ops/conv_select.h), hands it workspace from the stream's resource, and adds the
+// bias itself; an algorithm sees only pointers, the problem and the decoded stores.
+#pragma once
+#include <string>
+#include <tensorexpr/tensorexpr.h>
+#include "conv_problem.h"
+
+namespace tensorexpr {
+namespace ops {
+
+// The tensors of one convolution, NC(D)(H)W, dense except that the input and its gradient may have
+// padded rows of the last dimension (row strides data_stride / data_grad_stride). Pointers a run does
+// not touch may be null.
+template <typename DType>
+struct ConvTensors {
+  const DType* data = nullptr;  // (N, C, spatial...)
+  index_t data_stride = 0;
+  const DType* weight = nullptr;  // (K, C / G, kernel...)
+  DType* out = nullptr;           // forward output (N, K, out spatial...)
+  const DType* out_grad = nullptr;
+  DType* data_grad = nullptr;
+  index_t data_grad_stride = 0;
+  DType* weight_grad = nullptr;
+};
+
+// What one Run is asked to store: the forward output, or the data and / or weight gradient.
+struct ConvStores {
+  ReqStore out, data_grad, weight_grad;
+
+  bool Wants(ConvPass pass) const {
+    switch (pass) {
+      case ConvPass::kForward: return out.active;
+      case ConvPass::kBackwardData: return data_grad.active;
+      case ConvPass::kBackwardWeight: return weight_grad.active;
+    }
+    return false;
+  }
+  // Only `pass`, with `store`.
+  static ConvStores Only(ConvPass pass, ReqStore store) {
+    ConvStores s;
+    (pass == ConvPass::kForward ? s.out : pass == ConvPass::kBackwardData ? s.data_grad : s.weight_grad) = store;
+    return s;
+  }
+};
+
+// Whether an algorithm can implement a problem; `why` says what stops it when it cannot.
+struct ConvSupport {
+  bool ok = true;
+  std::string why;
+  static ConvSupport Yes() { return ConvSupport(); }
+  static ConvSupport No(std::string reason) { return ConvSupport{false, std::move(reason)}; }
+};
+
+template <typename Device, typename DType>
+class ConvAlgorithm {
+ public:
+  virtual ~ConvAlgorithm() = default;
+  // A short stable name: what ConvolutionParam::algorithm, the log and the tuning cache use.
+  virtual const char* Name() const = 0;
+  // Whether Run can compute `pass` of `problem` (never throws). Workspace beyond the problem's limit is
+  // a refusal too: the selection checks WorkspaceBytes against the limit for every algorithm.
+  virtual ConvSupport CanImplement(const ConvProblem& problem, ConvPass pass) const = 0;
+  // Whether the cheap heuristic should take this algorithm when it can implement the pass (the
+  // registry's order decides among those that say yes; the tuner ignores this and times them all).
+  virtual bool Recommended(const ConvProblem&, ConvPass) const { return true; }
+  // Bytes of workspace Run needs for the passes `stores` asks for.
+  virtual size_t WorkspaceBytes(const ConvProblem& problem, const ConvStores& stores) const = 0;
+  // false when results may differ from run to run (atomics, timing-dependent splits): such algorithms
+  // are left out while the selection is deterministic (the default).
+  virtual bool Deterministic() const { return true; }
+  // Computes every pass `stores` asks for; workspace holds WorkspaceBytes(problem, stores) bytes, 256-byte
+  // aligned. Work is queued on `stream`.
+  virtual void Run(const ConvProblem& problem, const ConvTensors<DType>& tensors, const ConvStores& stores,
+                   void* workspace, Stream<Device>* stream) const = 0;
+};
+
+}  // namespace ops
+}  // namespace tensorexpr

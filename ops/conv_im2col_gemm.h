@@ -1,0 +1,93 @@
+// ops/conv_im2col_gemm.h — "im2col_gemm", the algorithm that can always implement a convolution (the
+// fallback the selection ends on), on both devices and in every dtype:
+//   forward   col = im2col(x_n)                 (C*kk, P)  per image, P = output positions
+//             y_n[g] = W[g] . col[g]            one gemm per group, beta from the store
+//   backward  dW[g] (+)= dY_n[g] . col_n[g]^T   the first chunk takes the store, the rest accumulate
+//             col = W[g]^T . dY_n[g];  dX = col2im(col)   (a gather per input element)
+//
+// The column buffer is image-major, (images, C*kk, positions): the gemm of image n then writes straight
+// into y_n of the NCHW output with beta carrying the store, and a strided-batched gemm covers several
+// images (or the groups) in one call, with no transpose pass. Its size is capped by the problem's
+// workspace limit: under the cap the batch is folded, several images per im2col and gemm call; when one
+// image's column matrix exceeds the cap, the output positions of an image are split into chunks, down to
+// one column at a time (which it takes even above the cap: a convolution never fails for want of
+// workspace). Results are the same under every cap (tests/conv_test.cc checks it).
+#pragma once
+#include <algorithm>
+#include "conv_algorithm.h"
+#include "conv_backend.h"
+
+namespace tensorexpr {
+namespace ops {
+
+// How a run is cut into chunks of the column buffer.
+struct Im2ColPlan {
+  index_t images = 0;     // images per chunk
+  index_t positions = 0;  // output positions per chunk (all of them unless one image exceeds the cap)
+  index_t col_elems = 0;  // elements of the column buffer
+};
+
+inline Im2ColPlan PlanIm2Col(const ConvGeometry& g, size_t dtype_bytes, size_t limit_bytes) {
+  Im2ColPlan plan;
+  const index_t P = g.OutSize(), rows = g.ColRows();
+  const index_t cap = static_cast<index_t>(std::min<size_t>(limit_bytes / dtype_bytes, size_t(1) << 62));
+  const index_t per_image = rows * P;
+  if (per_image == 0 || g.N == 0) {
+    plan.images = std::max<index_t>(g.N, 1);
+    plan.positions = P;
+  } else if (per_image <= cap) {
+    plan.images = std::min(g.N, cap / per_image);
+    plan.positions = P;
+  } else {
+    plan.images = 1;
+    plan.positions = std::max<index_t>(1, std::min(P, cap / rows));  // at least one column, over the cap if need be
+  }
+  plan.col_elems = plan.images * rows * plan.positions;
+  return plan;
+}
+
+template <typename Device, typename DType>
+class ConvIm2ColGemm : public ConvAlgorithm<Device, DType> {
+ public:
+  const char* Name() const override { return "im2col_gemm"; }
+  ConvSupport CanImplement(const ConvProblem&, ConvPass) const override { return ConvSupport::Yes(); }
+  size_t WorkspaceBytes(const ConvProblem& pr, const ConvStores&) const override {
+    return static_cast<size_t>(PlanIm2Col(pr.geom, sizeof(DType), pr.workspace_limit).col_elems) * sizeof(DType);
+  }
+
+  void Run(const ConvProblem& pr, const ConvTensors<DType>& t, const ConvStores& st, void* workspace,
+           Stream<Device>* s) const override {
+    const ConvGeometry& g = pr.geom;
+    const index_t P = g.OutSize(), Kg = g.Kg(), CKg = g.Cg() * g.KernelSize(), rows = g.ColRows();
+    const Im2ColPlan plan = PlanIm2Col(g, sizeof(DType), pr.workspace_limit);
+    DType* col = static_cast<DType*>(workspace);
+    for (index_t n0 = 0; n0 < g.N; n0 += plan.images) {
+      const index_t nb = std::min(plan.images, g.N - n0);
+      for (index_t p0 = 0; p0 < P; p0 += plan.positions) {
+        const index_t pc = std::min(plan.positions, P - p0);
+        const DType* dy = t.out_grad + n0 * g.K * P + p0;  // dY_n[g][:, p0:p0+pc] has row stride P
+        if (st.out.active || st.weight_grad.active) ConvIm2Col(s, g, t.data, t.data_stride, n0, nb, p0, pc, col);
+        if (st.out.active) {
+          // y_n[g][:, p0:p0+pc] (Kg, pc) = W[g] (Kg, Cg*kk) . col_n[g] (Cg*kk, pc)
+          GroupedGemm(s, false, false, Kg, pc, CKg, 1.0f, t.weight, CKg, 0, Kg * CKg, col, pc, rows * pc, CKg * pc,
+                      st.out.beta(), t.out + n0 * g.K * P + p0, P, g.K * P, Kg * P, nb, g.G);
+        }
+        if (st.weight_grad.active) {
+          // dW[g] (Kg, Cg*kk) (+)= sum over the chunk's images of dY_n[g] (Kg, pc) . col_n[g]^T (pc, Cg*kk)
+          const bool first = n0 == 0 && p0 == 0;
+          GroupedGemm(s, false, true, Kg, CKg, pc, 1.0f, dy, P, g.K * P, Kg * P, col, pc, rows * pc, CKg * pc,
+                      first ? st.weight_grad.beta() : 1.0f, t.weight_grad, CKg, 0, Kg * CKg, nb, g.G);
+        }
+        if (st.data_grad.active) {
+          // col_n[g] (Cg*kk, pc) = W[g]^T (Cg*kk, Kg) . dY_n[g] (Kg, pc); then gather into dX
+          GroupedGemm(s, true, false, CKg, pc, Kg, 1.0f, t.weight, CKg, 0, Kg * CKg, dy, P, g.K * P, Kg * P, 0.0f,
+                      col, pc, rows * pc, CKg * pc, nb, g.G);
+          ConvCol2Im(s, g, col, n0, nb, p0, pc, t.data_grad, t.data_grad_stride, p0 > 0 || st.data_grad.add);
+        }
+      }
+    }
+  }
+};
+
+}  // namespace ops
+}  // namespace tensorexpr

@@ -1,0 +1,77 @@
+// ops/conv_problem.h — one convolution as its algorithms see it (CUTLASS's problem size, widened): the
+// resolved geometry, the element type, the device and its math mode, how the input sits in memory, and
+// the workspace the caller allows. An algorithm decides from this alone whether it can run, and the
+// choice of algorithm is remembered per problem (ops/conv_select.h), under Key().
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <string>
+#include <type_traits>
+#include <tensorexpr/tensorexpr.h>
+#include "conv_geometry.h"
+
+namespace tensorexpr {
+namespace ops {
+
+// The three products of a convolution; an algorithm may do any subset.
+enum class ConvPass { kForward, kBackwardData, kBackwardWeight };
+
+inline const char* ConvPassName(ConvPass pass) {
+  switch (pass) {
+    case ConvPass::kForward: return "forward";
+    case ConvPass::kBackwardData: return "data-grad";
+    case ConvPass::kBackwardWeight: return "weight-grad";
+  }
+  return "unknown";
+}
+
+// How float products may be rounded: strictly, or to TF32 on tensor cores (a GPU stream's set_tf32).
+enum class ConvMath { kStrict, kTF32 };
+
+struct ConvProblem {
+  ConvGeometry geom;
+  const char* dtype = "";        // DataType<DType>::name()
+  size_t dtype_bytes = 0;
+  std::string device;            // DeviceName(stream): a tuned choice holds for this device only
+  int threads = 1;               // CPU threads a run may use (1 on the GPU)
+  ConvMath math = ConvMath::kStrict;
+  bool data_contiguous = true;   // the input (and its gradient) have no padded rows
+  size_t workspace_limit = 0;    // bytes of workspace an algorithm may take (ConvolutionParam::workspace)
+
+  // One line with everything above: the key of the choice cache (no tabs or newlines).
+  std::string Key(ConvPass pass) const {
+    const ConvGeometry& g = geom;
+    auto triple = [](const index_t* v) {
+      return std::to_string(v[0]) + "x" + std::to_string(v[1]) + "x" + std::to_string(v[2]);
+    };
+    std::string dev = device;
+    for (char& c : dev)
+      if (c == '\t' || c == '\n' || c == '\r') c = ' ';
+    return std::string(ConvPassName(pass)) + " " + dtype + " " + (math == ConvMath::kTF32 ? "tf32" : "strict") +
+           " N" + std::to_string(g.N) + " C" + std::to_string(g.C) + " K" + std::to_string(g.K) + " G" +
+           std::to_string(g.G) + " in" + triple(g.in) + " k" + triple(g.kernel) + " s" + triple(g.stride) + " d" +
+           triple(g.dilate) + " p" + triple(g.pad) + " q" + triple(g.pad_end) +
+           (data_contiguous ? " dense" : " strided") + " ws" + std::to_string(workspace_limit) + " threads" +
+           std::to_string(threads) + " @ " + dev;
+  }
+};
+
+// The problem of geometry g for DType on the device of `stream`.
+template <typename Device, typename DType>
+ConvProblem MakeConvProblem(const ConvGeometry& g, Stream<Device>* stream, bool data_contiguous,
+                            double workspace_mb) {
+  ConvProblem p;
+  p.geom = g;
+  p.dtype = DataType<DType>::name();
+  p.dtype_bytes = sizeof(DType);
+  p.device = DeviceName(stream);
+  p.threads = ThreadBudget(stream);
+  p.math = std::is_same<DType, float>::value && UsesTF32(stream) ? ConvMath::kTF32 : ConvMath::kStrict;
+  p.data_contiguous = data_contiguous;
+  // MakeConvGeometry has checked workspace_mb is finite and >= 0; beyond 2^62 bytes it is no limit at all.
+  p.workspace_limit = static_cast<size_t>(std::min(workspace_mb * 1048576.0, 4.6e18));
+  return p;
+}
+
+}  // namespace ops
+}  // namespace tensorexpr

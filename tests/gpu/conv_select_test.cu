@@ -1,0 +1,1 @@
+#include "../conv_select_test.cc"
