@@ -5,6 +5,7 @@
 #pragma once
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <string>
 #include <type_traits>
 #include <tensorexpr/tensorexpr.h>
@@ -32,11 +33,23 @@ struct ConvProblem {
   ConvGeometry geom;
   const char* dtype = "";        // DataType<DType>::name()
   size_t dtype_bytes = 0;
-  std::string device;            // DeviceName(stream): a tuned choice holds for this device only
+  const char* device = "";       // DeviceName(stream) (static storage): a tuned choice holds for this device only
   int threads = 1;               // CPU threads a run may use (1 on the GPU)
   ConvMath math = ConvMath::kStrict;
   bool data_contiguous = true;   // the input (and its gradient) have no padded rows
   size_t workspace_limit = 0;    // bytes of workspace an algorithm may take (ConvolutionParam::workspace)
+
+  // Whether two problems are the same (what Key compares, without building it).
+  bool operator==(const ConvProblem& o) const {
+    const ConvGeometry &a = geom, &b = o.geom;
+    for (int i = 0; i < 3; ++i)
+      if (a.in[i] != b.in[i] || a.kernel[i] != b.kernel[i] || a.stride[i] != b.stride[i] ||
+          a.dilate[i] != b.dilate[i] || a.pad[i] != b.pad[i] || a.pad_end[i] != b.pad_end[i])
+        return false;
+    return a.N == b.N && a.C == b.C && a.K == b.K && a.G == b.G && dtype_bytes == o.dtype_bytes &&
+           std::strcmp(dtype, o.dtype) == 0 && std::strcmp(device, o.device) == 0 && threads == o.threads &&
+           math == o.math && data_contiguous == o.data_contiguous && workspace_limit == o.workspace_limit;
+  }
 
   // One line with everything above: the key of the choice cache (no tabs or newlines).
   std::string Key(ConvPass pass) const {
@@ -64,7 +77,7 @@ ConvProblem MakeConvProblem(const ConvGeometry& g, Stream<Device>* stream, bool 
   p.geom = g;
   p.dtype = DataType<DType>::name();
   p.dtype_bytes = sizeof(DType);
-  p.device = DeviceName(stream);
+  p.device = DeviceName(stream).c_str();
   p.threads = ThreadBudget(stream);
   p.math = std::is_same<DType, float>::value && UsesTF32(stream) ? ConvMath::kTF32 : ConvMath::kStrict;
   p.data_contiguous = data_contiguous;

@@ -20,6 +20,8 @@
 #pragma once
 #include <cmath>
 #include <cstdio>
+#include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -39,6 +41,10 @@
 namespace tensorexpr {
 namespace ops {
 
+namespace detail {
+inline void BumpConvGeneration();
+}  // namespace detail
+
 // The algorithms of one device and dtype, most preferred first, the fallback last.
 template <typename Device, typename DType>
 class ConvRegistry {
@@ -56,6 +62,7 @@ class ConvRegistry {
       TE_CHECK(std::string(a->Name()) != algorithm->Name(), "ConvRegistry::Add: an algorithm named ",
                algorithm->Name(), " is registered already");
     algorithms_.insert(algorithms_.begin(), std::move(algorithm));
+    detail::BumpConvGeneration();
   }
   // Removes the algorithm called `name` (not the fallback); false when there is none.
   bool Remove(const std::string& name) {
@@ -63,6 +70,7 @@ class ConvRegistry {
     for (size_t i = 0; i + 1 < algorithms_.size(); ++i) {
       if (name == algorithms_[i]->Name()) {
         algorithms_.erase(algorithms_.begin() + static_cast<std::ptrdiff_t>(i));
+        detail::BumpConvGeneration();
         return true;
       }
     }
@@ -108,6 +116,9 @@ struct ConvChoice {
 
 struct ConvSelectState {
   std::mutex mutex;
+  // Bumped by every change that can alter a choice (settings, the registry, the cache): the per-thread
+  // memo of SelectConvAlgorithm holds only while it is unchanged.
+  std::atomic<uint64_t> generation{1};
   std::map<std::string, ConvChoice> choices;
   std::map<std::string, std::string> logged_forced;  // forced choices already logged
   bool tune = false;
@@ -131,6 +142,8 @@ struct ConvSelectState {
     return *state;
   }
 };
+
+inline void BumpConvGeneration() { ConvSelectState::Get().generation.fetch_add(1, std::memory_order_relaxed); }
 
 constexpr const char* kConvCacheHeader = "tensorexpr conv cache 1";
 
@@ -162,6 +175,7 @@ inline size_t LoadConvCacheLocked(ConvSelectState& st, const std::string& path) 
     read[line.substr(0, tab)] = line.substr(tab + 1);
   }
   for (const auto& kv : read) st.choices[kv.first] = ConvChoice{kv.second, true};
+  BumpConvGeneration();
   return read.size();
 }
 
@@ -187,18 +201,21 @@ inline std::string FormatBytes(size_t bytes) { return std::to_string(bytes) + " 
 inline void SetConvTuning(bool on) {
   auto& st = detail::ConvSelectState::Get();
   std::lock_guard<std::mutex> lock(st.mutex);
+  detail::BumpConvGeneration();
   st.tune = on;
 }
 // Deterministic selection (the default): algorithms whose results may vary from run to run are left out.
 inline void SetConvDeterministic(bool on) {
   auto& st = detail::ConvSelectState::Get();
   std::lock_guard<std::mutex> lock(st.mutex);
+  detail::BumpConvGeneration();
   st.deterministic = on;
 }
 // Where the dispatch log goes: one call per line. An empty function turns the log off.
 inline void SetConvLog(std::function<void(const std::string&)> sink) {
   auto& st = detail::ConvSelectState::Get();
   std::lock_guard<std::mutex> lock(st.mutex);
+  detail::BumpConvGeneration();
   st.log = std::move(sink);
 }
 // Reads the tuned choices saved in `path` (see the header note); returns how many were read.
@@ -217,6 +234,7 @@ inline void SaveConvCache(const std::string& path) {
 inline void SetConvCachePath(const std::string& path) {
   auto& st = detail::ConvSelectState::Get();
   std::lock_guard<std::mutex> lock(st.mutex);
+  detail::BumpConvGeneration();
   st.cache_path = path;
   st.cache_loaded = !path.empty();
   if (!path.empty()) detail::LoadConvCacheLocked(st, path);
@@ -225,20 +243,20 @@ inline void SetConvCachePath(const std::string& path) {
 inline void ClearConvChoices() {
   auto& st = detail::ConvSelectState::Get();
   std::lock_guard<std::mutex> lock(st.mutex);
+  detail::BumpConvGeneration();
   st.choices.clear();
   st.logged_forced.clear();
   st.cache_loaded = false;
 }
 
-// The algorithm for `pass` of `problem`. `forced` names one (ConvolutionParam::algorithm) or is empty.
-// time_ms(algorithm) runs the pass once into scratch outputs and returns its time; the tuner calls it.
+namespace detail {
+
+// SelectConvAlgorithm without the per-thread memo: the choice cache, and for a new problem the search.
 template <typename Device, typename DType>
-const ConvAlgorithm<Device, DType>* SelectConvAlgorithm(
-    const ConvProblem& problem, ConvPass pass, const std::string& forced,
-    const std::function<double(const ConvAlgorithm<Device, DType>&)>& time_ms) {
+const ConvAlgorithm<Device, DType>* SelectConvAlgorithmLocked(
+    const ConvRegistry<Device, DType>& registry, ConvSelectState& st, const ConvProblem& problem, ConvPass pass,
+    const std::string& forced, const std::function<double(const ConvAlgorithm<Device, DType>&)>& time_ms) {
   using Algorithm = ConvAlgorithm<Device, DType>;
-  const ConvRegistry<Device, DType>& registry = ConvRegistry<Device, DType>::Get();
-  auto& st = detail::ConvSelectState::Get();
   std::lock_guard<std::mutex> lock(st.mutex);
   const std::string key = problem.Key(pass);
   const ConvStores only = ConvStores::Only(pass, ReqStore{true, false});
@@ -328,6 +346,36 @@ const ConvAlgorithm<Device, DType>* SelectConvAlgorithm(
       detail::ConvWarn(st, e.what());
     }
   }
+  return chosen;
+}
+}  // namespace detail
+
+// The algorithm for `pass` of `problem`. `forced` names one (ConvolutionParam::algorithm) or is empty.
+// time_ms(algorithm) runs the pass once into scratch outputs and returns its time; the tuner calls it.
+template <typename Device, typename DType>
+const ConvAlgorithm<Device, DType>* SelectConvAlgorithm(
+    const ConvProblem& problem, ConvPass pass, const std::string& forced,
+    const std::function<double(const ConvAlgorithm<Device, DType>&)>& time_ms) {
+  using Algorithm = ConvAlgorithm<Device, DType>;
+  const ConvRegistry<Device, DType>& registry = ConvRegistry<Device, DType>::Get();
+  auto& st = detail::ConvSelectState::Get();
+  // A network calls the same few problems over and over: each thread remembers its recent choices, so a
+  // repeated call costs a comparison, not a key string and a lock.
+  struct Recent {
+    ConvProblem problem;
+    ConvPass pass;
+    std::string forced;
+    const Algorithm* algorithm;
+  };
+  thread_local std::vector<Recent> recent;
+  thread_local uint64_t recent_generation = 0;
+  const uint64_t generation = st.generation.load(std::memory_order_relaxed);
+  if (recent_generation != generation) recent.clear(), recent_generation = generation;
+  for (const Recent& r : recent)
+    if (r.pass == pass && r.problem == problem && r.forced == forced) return r.algorithm;
+  const Algorithm* chosen = detail::SelectConvAlgorithmLocked<Device, DType>(registry, st, problem, pass, forced, time_ms);
+  if (recent.size() >= 64) recent.erase(recent.begin());
+  recent.push_back(Recent{problem, pass, forced, chosen});
   return chosen;
 }
 

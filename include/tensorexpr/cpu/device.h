@@ -10,7 +10,7 @@
 namespace tensorexpr {
 
 // The processor's model name as /proc/cpuinfo gives it ("cpu" where there is none).
-inline std::string DeviceName(Stream<cpu>*) {
+inline const std::string& DeviceName(Stream<cpu>*) {
   static const std::string name = [] {
     std::ifstream in("/proc/cpuinfo");
     for (std::string line; std::getline(in, line);) {

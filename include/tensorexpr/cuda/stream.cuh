@@ -102,7 +102,7 @@ inline Stream<gpu>* StreamOrDefault(Stream<gpu>* s) { return s == nullptr ? Defa
 // What device-neutral code may ask of the GPU through a stream (the twins of cpu/device.h's): the
 // current device's name, threads per run (the GPU's own parallelism is not budgeted: 1), whether float
 // gemms on this stream may use TF32, and waiting until the stream's work is done.
-inline std::string DeviceName(Stream<gpu>*) { return cuda::CurrentDeviceInfo().name; }
+inline const std::string& DeviceName(Stream<gpu>*) { return cuda::CurrentDeviceInfo().name; }
 inline int ThreadBudget(Stream<gpu>*) { return 1; }
 inline bool UsesTF32(Stream<gpu>* s) { return StreamOrDefault(s)->tf32(); }
 inline void WaitStream(Stream<gpu>* s) { TE_CUDA_CHECK(cudaStreamSynchronize(Stream<gpu>::GetStream(s))); }
