@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include "../checked.h"
 #include "../tensor.h"
 #include "threads.h"
 
@@ -14,7 +15,7 @@ constexpr size_t kCPUAlign = 64;
 template <int dim, typename DType>
 inline void AllocSpace(Tensor<cpu, dim, DType>* t, bool pad = false) {
   t->stride_ = PaddedStride<DType>(t->shape_[dim - 1], pad);
-  const size_t bytes = static_cast<size_t>(t->MSize()) * sizeof(DType);
+  const size_t bytes = CheckedSpanBytes(t->shape_, t->stride_, sizeof(DType), "AllocSpace<cpu>");
   if (bytes == 0) {
     t->dptr_ = nullptr;
     return;
