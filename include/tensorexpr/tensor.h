@@ -5,6 +5,7 @@
 #include <type_traits>
 #include "base.h"
 #include "shape.h"
+#include "checked.h"
 #include "dtype.h"
 #include "stream.h"
 #include "expr/base.h"
@@ -131,8 +132,18 @@ struct Tensor : public expr::Exp<Tensor<Device, dim, DType>, DType, expr::type::
       return *reinterpret_cast<const expr::VecN<DType, N>*>(dptr_ + i);
     }
   };
-  TE_XINLINE Plan plan() const { return Plan{dptr_, stride_}; }
+  // Built on the host once per evaluation, so reading a view without memory is caught here, not per element.
+  Plan plan() const {
+    CheckUsable("reading a tensor");
+    return Plan{dptr_, stride_};
+  }
 
+  // Throws Error unless the view can be read or written: no negative extent, and memory when it has elements.
+  void CheckUsable(const char* use) const {
+    const index_t n = CheckedSize(shape_, use);
+    TE_CHECK(dptr_ != nullptr || n == 0, use, ": the tensor of shape ", shape_,
+             " has no memory (null dptr_); allocate it (NewTensor, TensorContainer) or point it at memory first");
+  }
   // Copying a Tensor copies the view (as in mshadow); `dst = src * 1` or Copy() copies data.
   Tensor(const Tensor&) = default;
   Tensor& operator=(const Tensor&) = default;
@@ -159,6 +170,7 @@ struct Tensor : public expr::Exp<Tensor<Device, dim, DType>, DType, expr::type::
   Tensor& Store(const expr::Exp<E, D2, etype>& e) {
     static_assert(std::is_same<D2, DType>::value,
                   "the right-hand side has a different dtype than the tensor it is assigned to; convert it with tcast<T>(e)");
+    CheckUsable("assigning to a tensor");
     EvalInto<Saver>(*this, e.self());  // found by argument-dependent lookup (assign.h and node headers)
     return *this;
   }

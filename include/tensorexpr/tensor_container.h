@@ -111,9 +111,12 @@ class TensorContainer : public Tensor<Device, dim, DType> {
     data_ = other.data_;
     capacity_ = other.capacity_;
     static_cast<Base&>(*this) = static_cast<const Base&>(other);
+    // The moved-from container is empty, not a shape without memory that would be dereferenced.
     other.data_ = nullptr;
     other.capacity_ = 0;
     other.dptr_ = nullptr;
+    other.shape_ = Shape<dim>();
+    other.stride_ = 0;
   }
 
   bool pad_ = false;
