@@ -95,7 +95,10 @@ struct Tensor : public expr::Exp<Tensor<Device, dim, DType>, DType, expr::type::
     return reinterpret_cast<uintptr_t>(dptr_) % (static_cast<uintptr_t>(lanes) * sizeof(DType)) == 0;
   }
 
-  TE_XINLINE Tensor<Device, 1, DType> FlatTo1D() const {
+  // The elements as one row; a padded view has gaps between its rows, so it has no such view.
+  Tensor<Device, 1, DType> FlatTo1D() const {
+    TE_CHECK(CheckContiguous() || shape_.ProdShape(0, dim - 1) <= 1, "FlatTo1D: the tensor of shape ", shape_,
+             " has padded rows (row stride ", stride_, "), so its elements are not one contiguous row");
     return Tensor<Device, 1, DType>(dptr_, Shape1(shape_.Size()), shape_.Size(), stream_);
   }
   TE_XINLINE Tensor<Device, 2, DType> FlatTo2D() const {
