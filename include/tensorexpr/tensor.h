@@ -57,6 +57,7 @@ TE_XINLINE index_t PaddedStride(index_t width, bool pad) {
 
 namespace expr {
 template <typename DType> struct ScalarExp;
+template <typename E> inline void CheckIntegerDivisor(const E& divisor, const char* where);  // expr/map.h
 }
 // These declarations make `EvalInto<Saver>(dst, e)` and `MapPlan<Saver>(dst, e)` template calls, so
 // argument-dependent lookup finds the real overloads (assign.h, dot.h, cpu/map.h, cuda/map.cuh, ...)
@@ -174,6 +175,7 @@ struct Tensor : public expr::Exp<Tensor<Device, dim, DType>, DType, expr::type::
     static_assert(std::is_same<D2, DType>::value,
                   "the right-hand side has a different dtype than the tensor it is assigned to; convert it with tcast<T>(e)");
     CheckUsable("assigning to a tensor");
+    if constexpr (std::is_same<Saver, sv::divto>::value) expr::CheckIntegerDivisor(e.self(), "/=");
     EvalInto<Saver>(*this, e.self());  // found by argument-dependent lookup (assign.h and node headers)
     return *this;
   }
