@@ -78,7 +78,7 @@ struct PoolingExp : public Exp<PoolingExp<Reducer, E>, typename E::value_type, t
       const index_t y0 = py * stride_y_, x0 = x * stride_x_;
       const index_t y1 = y0 + ksize_y_ < in_height_ ? y0 + ksize_y_ : in_height_;
       const index_t x1 = x0 + ksize_x_ < in_width_ ? x0 + ksize_x_ : in_width_;
-      A acc = Reducer::template Init<A>();
+      A acc = Reducer::template Init<A, DType>();
       for (index_t r = plane * in_height_ + y0, r1 = plane * in_height_ + y1; r < r1; ++r) {
         for (index_t c = x0; c < x1; ++c) Reducer::template Reduce<A>(acc, static_cast<A>(src_.Eval(r, c)));
       }
