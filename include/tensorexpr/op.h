@@ -71,8 +71,9 @@ TE_BINARY_OP(minus, a - b)
 TE_BINARY_OP(mul, a * b)
 TE_BINARY_OP(div, a / b)
 TE_BINARY_OP(right, b)
-TE_BINARY_OP(maximum, a > b ? a : b)
-TE_BINARY_OP(minimum, a < b ? a : b)
+// NaN propagates, as in red::maximum / red::minimum: a NaN operand is the result (a != a only for NaN).
+TE_BINARY_OP(maximum, (a > b || a != a) ? a : b)
+TE_BINARY_OP(minimum, (a < b || a != a) ? a : b)
 TE_BINARY_OP(power, math::pow(a, b))
 TE_BINARY_OP(clip, a > b ? b : (a < -b ? -b : a))        // clip a into [-b, b]
 

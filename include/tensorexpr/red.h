@@ -1,42 +1,60 @@
 // red.h — reducers for reductions and pooling: an identity value and a combining step.
 // Reductions accumulate in accum_t<DType> (float for half/bf16, int64 for integers).
 #pragma once
-#include <cfloat>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include "base.h"
 #include "dtype.h"
 
 namespace tensorexpr {
 namespace red {
 
+// Semantics of maximum / minimum (CPU and GPU alike, in reductions and pooling): NaN propagates (a NaN
+// anywhere makes the result NaN); -inf and +inf are ordinary values; an empty reduction gives the identity:
+// -inf for maximum and +inf for minimum in floating types, the lowest / highest value of the element type
+// for integers. Init<A, DType>() is the identity for elements of type DType accumulated in A (which for
+// integers is wider: its own lowest value would wrap when stored back as DType).
+
 namespace detail {
-// Largest / lowest finite value of an accumulation type, usable in device code.
-template <typename T> TE_XINLINE T Lowest();
-template <> TE_XINLINE float Lowest<float>() { return -FLT_MAX; }
-template <> TE_XINLINE double Lowest<double>() { return -DBL_MAX; }
-template <> TE_XINLINE int64_t Lowest<int64_t>() { return INT64_MIN; }
-template <typename T> TE_XINLINE T Highest();
-template <> TE_XINLINE float Highest<float>() { return FLT_MAX; }
-template <> TE_XINLINE double Highest<double>() { return DBL_MAX; }
-template <> TE_XINLINE int64_t Highest<int64_t>() { return INT64_MAX; }
+template <typename A, typename DType>
+TE_XINLINE A MaxIdentity() {
+  if constexpr (std::is_floating_point<A>::value) {
+    return -std::numeric_limits<A>::infinity();
+  } else {
+    return static_cast<A>(std::numeric_limits<DType>::lowest());
+  }
+}
+template <typename A, typename DType>
+TE_XINLINE A MinIdentity() {
+  if constexpr (std::is_floating_point<A>::value) {
+    return std::numeric_limits<A>::infinity();
+  } else {
+    return static_cast<A>(std::numeric_limits<DType>::max());
+  }
+}
+// NaN is the only value that differs from itself (always false for integers).
+template <typename A>
+TE_XINLINE bool IsNaN(A v) {
+  return v != v;
+}
 }  // namespace detail
 
 struct sum {
   static const char* name() { return "sum"; }
-  template <typename A> TE_XINLINE static A Init() { return A(0); }
+  template <typename A, typename DType = A> TE_XINLINE static A Init() { return A(0); }
   template <typename A> TE_XINLINE static void Reduce(A& acc, A v) { acc += v; }
 };
 struct maximum {
   static const char* name() { return "maximum"; }
-  template <typename A> TE_XINLINE static A Init() { return detail::Lowest<A>(); }
-  // NaN propagates: a comparison with NaN is false, so NaN replaces the accumulator once seen.
-  template <typename A> TE_XINLINE static void Reduce(A& acc, A v) { if (!(acc >= v)) acc = v; }
+  template <typename A, typename DType = A> TE_XINLINE static A Init() { return detail::MaxIdentity<A, DType>(); }
+  // Once acc is NaN no comparison replaces it; a NaN v replaces anything.
+  template <typename A> TE_XINLINE static void Reduce(A& acc, A v) { if (v > acc || detail::IsNaN(v)) acc = v; }
 };
 struct minimum {
   static const char* name() { return "minimum"; }
-  template <typename A> TE_XINLINE static A Init() { return detail::Highest<A>(); }
-  template <typename A> TE_XINLINE static void Reduce(A& acc, A v) { if (!(acc <= v)) acc = v; }
+  template <typename A, typename DType = A> TE_XINLINE static A Init() { return detail::MinIdentity<A, DType>(); }
+  template <typename A> TE_XINLINE static void Reduce(A& acc, A v) { if (v < acc || detail::IsNaN(v)) acc = v; }
 };
 
 }  // namespace red

@@ -5,6 +5,7 @@
 #include <type_traits>
 #include "base.h"
 #include "shape.h"
+#include "checked.h"
 #include "dtype.h"
 #include "stream.h"
 #include "expr/base.h"
@@ -56,6 +57,7 @@ TE_XINLINE index_t PaddedStride(index_t width, bool pad) {
 
 namespace expr {
 template <typename DType> struct ScalarExp;
+template <typename E> inline void CheckIntegerDivisor(const E& divisor, const char* where);  // expr/map.h
 }
 // These declarations make `EvalInto<Saver>(dst, e)` and `MapPlan<Saver>(dst, e)` template calls, so
 // argument-dependent lookup finds the real overloads (assign.h, dot.h, cpu/map.h, cuda/map.cuh, ...)
@@ -94,7 +96,10 @@ struct Tensor : public expr::Exp<Tensor<Device, dim, DType>, DType, expr::type::
     return reinterpret_cast<uintptr_t>(dptr_) % (static_cast<uintptr_t>(lanes) * sizeof(DType)) == 0;
   }
 
-  TE_XINLINE Tensor<Device, 1, DType> FlatTo1D() const {
+  // The elements as one row; a padded view has gaps between its rows, so it has no such view.
+  Tensor<Device, 1, DType> FlatTo1D() const {
+    TE_CHECK(CheckContiguous() || shape_.ProdShape(0, dim - 1) <= 1, "FlatTo1D: the tensor of shape ", shape_,
+             " has padded rows (row stride ", stride_, "), so its elements are not one contiguous row");
     return Tensor<Device, 1, DType>(dptr_, Shape1(shape_.Size()), shape_.Size(), stream_);
   }
   TE_XINLINE Tensor<Device, 2, DType> FlatTo2D() const {
@@ -131,8 +136,18 @@ struct Tensor : public expr::Exp<Tensor<Device, dim, DType>, DType, expr::type::
       return *reinterpret_cast<const expr::VecN<DType, N>*>(dptr_ + i);
     }
   };
-  TE_XINLINE Plan plan() const { return Plan{dptr_, stride_}; }
+  // Built on the host once per evaluation, so reading a view without memory is caught here, not per element.
+  Plan plan() const {
+    CheckUsable("reading a tensor");
+    return Plan{dptr_, stride_};
+  }
 
+  // Throws Error unless the view can be read or written: no negative extent, and memory when it has elements.
+  void CheckUsable(const char* use) const {
+    const index_t n = CheckedSize(shape_, use);
+    TE_CHECK(dptr_ != nullptr || n == 0, use, ": the tensor of shape ", shape_,
+             " has no memory (null dptr_); allocate it (NewTensor, TensorContainer) or point it at memory first");
+  }
   // Copying a Tensor copies the view (as in mshadow); `dst = src * 1` or Copy() copies data.
   Tensor(const Tensor&) = default;
   Tensor& operator=(const Tensor&) = default;
@@ -159,6 +174,8 @@ struct Tensor : public expr::Exp<Tensor<Device, dim, DType>, DType, expr::type::
   Tensor& Store(const expr::Exp<E, D2, etype>& e) {
     static_assert(std::is_same<D2, DType>::value,
                   "the right-hand side has a different dtype than the tensor it is assigned to; convert it with tcast<T>(e)");
+    CheckUsable("assigning to a tensor");
+    if constexpr (std::is_same<Saver, sv::divto>::value) expr::CheckIntegerDivisor(e.self(), "/=");
     EvalInto<Saver>(*this, e.self());  // found by argument-dependent lookup (assign.h and node headers)
     return *this;
   }

@@ -2,6 +2,7 @@
 #pragma once
 #include <type_traits>
 #include <utility>
+#include "checked.h"
 #include "tensor.h"
 #include "assign.h"
 
@@ -70,7 +71,10 @@ class TensorContainer : public Tensor<Device, dim, DType> {
   void Resize(const Shape<dim>& shape) {
     Tensor<Device, dim, DType> probe(shape);
     probe.stream_ = this->stream_;
-    const index_t want = PaddedStride<DType>(shape[dim - 1], pad_) * shape.ProdShape(0, dim - 1);
+    // Checked: a wrapped count could look small enough to reuse the current memory.
+    CheckedSize(shape, "TensorContainer::Resize");
+    const index_t want =
+        CheckedMul(PaddedStride<DType>(shape[dim - 1], pad_), shape.ProdShape(0, dim - 1), "TensorContainer::Resize");
     if (want > capacity_) {
       Release();
       AllocSpace(&probe, pad_);
@@ -107,9 +111,12 @@ class TensorContainer : public Tensor<Device, dim, DType> {
     data_ = other.data_;
     capacity_ = other.capacity_;
     static_cast<Base&>(*this) = static_cast<const Base&>(other);
+    // The moved-from container is empty, not a shape without memory that would be dereferenced.
     other.data_ = nullptr;
     other.capacity_ = 0;
     other.dptr_ = nullptr;
+    other.shape_ = Shape<dim>();
+    other.stride_ = 0;
   }
 
   bool pad_ = false;

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <vector>
+#include "../checked.h"
 #include "../tensor.h"
 #include "threads.h"
 
@@ -14,7 +16,7 @@ constexpr size_t kCPUAlign = 64;
 template <int dim, typename DType>
 inline void AllocSpace(Tensor<cpu, dim, DType>* t, bool pad = false) {
   t->stride_ = PaddedStride<DType>(t->shape_[dim - 1], pad);
-  const size_t bytes = static_cast<size_t>(t->MSize()) * sizeof(DType);
+  const size_t bytes = CheckedSpanBytes(t->shape_, t->stride_, sizeof(DType), "AllocSpace<cpu>");
   if (bytes == 0) {
     t->dptr_ = nullptr;
     return;
@@ -31,13 +33,32 @@ inline void FreeSpace(Tensor<cpu, dim, DType>* t) {
   t->dptr_ = nullptr;
 }
 
-// Copy(dst, src): same shape, any strides, both on the host.
+// Whether the memory spans of two views share a byte.
+template <int dim, typename DType>
+inline bool SpansOverlap(const Tensor<cpu, dim, DType>& a, const Tensor<cpu, dim, DType>& b) {
+  const auto span_end = [](const Tensor<cpu, dim, DType>& t) {  // one past the last element
+    return t.dptr_ + (t.shape_.ProdShape(0, dim - 1) - 1) * t.stride_ + t.shape_[dim - 1];
+  };
+  return a.dptr_ < span_end(b) && b.dptr_ < span_end(a);
+}
+
+// Copy(dst, src): same shape, any strides, both on the host. Views of one buffer may overlap.
 template <int dim, typename DType>
 inline void Copy(Tensor<cpu, dim, DType> dst, const Tensor<cpu, dim, DType>& src, Stream<cpu>* = nullptr) {
   TE_CHECK(dst.shape_ == src.shape_, "Copy: shape mismatch, destination ", dst.shape_, " vs source ", src.shape_);
-  if (dst.shape_.Size() == 0) return;
+  dst.CheckUsable("Copy destination");
+  src.CheckUsable("Copy source");
+  if (dst.shape_.Size() == 0 || (dst.dptr_ == src.dptr_ && dst.stride_ == src.stride_)) return;
   if (dst.CheckContiguous() && src.CheckContiguous()) {
-    std::memcpy(dst.dptr_, src.dptr_, sizeof(DType) * static_cast<size_t>(dst.shape_.Size()));
+    std::memmove(dst.dptr_, src.dptr_, sizeof(DType) * static_cast<size_t>(dst.shape_.Size()));
+    return;
+  }
+  if (SpansOverlap(dst, src)) {
+    // Row copies in parallel could read rows already overwritten: go through a contiguous temporary.
+    std::vector<DType> buffer(static_cast<size_t>(src.shape_.Size()));
+    const Tensor<cpu, dim, DType> tmp(buffer.data(), src.shape_);
+    Copy(tmp, src);
+    Copy(dst, tmp);
     return;
   }
   const Tensor<cpu, 2, DType> d = dst.FlatTo2D(), s = src.FlatTo2D();

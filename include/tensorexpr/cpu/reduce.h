@@ -49,10 +49,10 @@ inline A CombineLanes(const A (&lanes)[kLanes]) {
 }
 
 // Keep-middle form: output k over its reduced positions [q0, q1) (position q = (i0 * n2 + i2) * nx + x).
-template <typename Reducer, typename A, typename Reader>
+template <typename Reducer, typename A, typename DType, typename Reader>
 inline A ReduceRuns(const Reader& src, const expr::ReduceLayout& l, index_t k, index_t q0, index_t q1) {
   A lanes[kLanes];
-  for (int i = 0; i < kLanes; ++i) lanes[i] = Reducer::template Init<A>();
+  for (int i = 0; i < kLanes; ++i) lanes[i] = Reducer::template Init<A, DType>();
   if (q0 >= q1) return lanes[0];
   const index_t j = q0 / l.nx;
   index_t x = q0 - j * l.nx;
@@ -85,7 +85,7 @@ inline void RunKeepMiddle(const Reader& src, const expr::ReduceLayout& l, expr::
   if (chunks == 1) {
     ParallelFor(outputs, len, [&](index_t begin, index_t end) {
       for (index_t k = begin; k < end; ++k) {
-        Saver::Save(out.At(k), static_cast<DType>(ReduceRuns<Reducer, A>(src, l, k, 0, len)));
+        Saver::Save(out.At(k), static_cast<DType>(ReduceRuns<Reducer, A, DType>(src, l, k, 0, len)));
       }
     });
     return;
@@ -94,7 +94,7 @@ inline void RunKeepMiddle(const Reader& src, const expr::ReduceLayout& l, expr::
   ParallelFor(outputs * chunks, chunk_len, [&](index_t begin, index_t end) {
     for (index_t t = begin; t < end; ++t) {
       const index_t k = t / chunks, c = t - k * chunks;
-      partial[t] = ReduceRuns<Reducer, A>(src, l, k, c * chunk_len, std::min(len, (c + 1) * chunk_len));
+      partial[t] = ReduceRuns<Reducer, A, DType>(src, l, k, c * chunk_len, std::min(len, (c + 1) * chunk_len));
     }
   });
   for (index_t k = 0; k < outputs; ++k) {
@@ -106,10 +106,10 @@ inline void RunKeepMiddle(const Reader& src, const expr::ReduceLayout& l, expr::
 
 // Reduce-middle form: outputs [o_begin, o_end) (o = i2 * nx + x, at most kTile of them) of group i0,
 // over rows i1 in [r0, r1), into acc.
-template <typename Reducer, typename A, typename Reader>
+template <typename Reducer, typename A, typename DType, typename Reader>
 inline void ReduceTile(const Reader& src, const expr::ReduceLayout& l, index_t i0, index_t o_begin, index_t o_end,
                        index_t r0, index_t r1, A* acc) {
-  for (index_t o = o_begin; o < o_end; ++o) acc[o - o_begin] = Reducer::template Init<A>();
+  for (index_t o = o_begin; o < o_end; ++o) acc[o - o_begin] = Reducer::template Init<A, DType>();
   const index_t i2_first = o_begin / l.nx, x_first = o_begin - i2_first * l.nx;
   for (index_t i1 = r0; i1 < r1; ++i1) {
     index_t o = o_begin, i2 = i2_first, x = x_first;
@@ -140,7 +140,7 @@ inline void RunReduceMiddle(const Reader& src, const expr::ReduceLayout& l, expr
       const index_t c = t % chunks, tile = t / chunks;
       const index_t i0 = tile / tiles, o_begin = (tile - i0 * tiles) * kTile;
       const index_t o_end = std::min(per_group, o_begin + kTile);
-      ReduceTile<Reducer>(src, l, i0, o_begin, o_end, c * chunk_len, std::min(len, (c + 1) * chunk_len), acc);
+      ReduceTile<Reducer, A, DType>(src, l, i0, o_begin, o_end, c * chunk_len, std::min(len, (c + 1) * chunk_len), acc);
       const index_t f0 = i0 * per_group + o_begin;
       if (chunks == 1) {
         for (index_t o = 0; o < o_end - o_begin; ++o) Saver::Save(out.At(f0 + o), static_cast<DType>(acc[o]));

@@ -6,6 +6,7 @@
 #pragma once
 #include <algorithm>
 #include <atomic>
+#include <exception>
 #include <memory>
 #include "../base.h"
 #ifdef _OPENMP
@@ -53,6 +54,9 @@ struct alignas(64) BlockCounter {
 // blocks; a thread that finishes its share takes the remaining blocks of the others. A thread that the
 // OS delays (a busy machine, a virtual CPU's stolen time) then holds the loop up by one block, not by
 // its whole share. body must not depend on which thread runs a block.
+//
+// An exception must not leave an OpenMP region (it would terminate the process): the first one a block
+// throws is kept, the threads stop taking blocks, and it is rethrown here on the calling thread.
 template <typename Body>
 inline void ParallelFor(index_t n, index_t cost_per_item, Body body) {
   if (n <= 0) return;
@@ -70,19 +74,27 @@ inline void ParallelFor(index_t n, index_t cost_per_item, Body body) {
       1, std::min<index_t>({4, share, share * std::max<index_t>(cost_per_item, 1) / (kSerialCutoff / 4)}));
   const index_t block = (share + per_share - 1) / per_share;
   std::unique_ptr<detail::BlockCounter[]> taken(new detail::BlockCounter[nthreads]);
+  std::exception_ptr error;
+  std::atomic<bool> failed{false};
 #pragma omp parallel num_threads(nthreads)
   {
     // Own share first, then the others' (all nthreads shares, should OpenMP have granted fewer threads).
     const int t = omp_get_thread_num();
-    for (int k = 0; k < nthreads; ++k) {
+    for (int k = 0; k < nthreads && !failed.load(std::memory_order_relaxed); ++k) {
       const index_t owner = (t + k) % nthreads, lo = owner * share, hi = std::min(n, lo + share);
-      for (;;) {
+      while (!failed.load(std::memory_order_relaxed)) {
         const index_t begin = lo + taken[owner].next.fetch_add(1, std::memory_order_relaxed) * block;
         if (begin >= hi) break;
-        body(begin, std::min(hi, begin + block));
+        try {
+          body(begin, std::min(hi, begin + block));
+        } catch (...) {
+          // exchange() lets exactly one thread store its exception; the region's end publishes it.
+          if (!failed.exchange(true)) error = std::current_exception();
+        }
       }
     }
   }
+  if (error) std::rethrow_exception(error);
 #else
   body(index_t(0), n);
 #endif

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <mutex>
 #include <cuda_runtime.h>
+#include "../checked.h"
 #include "../tensor.h"
 #include "check.cuh"
 #include "device.cuh"
@@ -35,18 +36,6 @@ inline void KeepPoolCached(int dev) {
     uint64_t keep_all = UINT64_MAX;
     TE_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all));
   });
-}
-
-// Bytes spanned by `shape` with row stride `stride` (elements of `elem` bytes); false when that overflows.
-template <int dim>
-inline bool SpanBytes(const Shape<dim>& shape, index_t stride, size_t elem, size_t* bytes) {
-  size_t n = elem;
-  for (int i = 0; i + 1 < dim; ++i) {
-    if (shape[i] < 0 || __builtin_mul_overflow(n, static_cast<size_t>(shape[i]), &n)) return false;
-  }
-  if (stride < 0 || __builtin_mul_overflow(n, static_cast<size_t>(stride), &n)) return false;
-  *bytes = n;
-  return true;
 }
 
 // Copies `rows` rows of `width` bytes between pitched buffers, asynchronously on `s`. Contiguous data
@@ -93,9 +82,7 @@ inline void CopyTensor(const Tensor<DevA, dim, DType>& dst, const Tensor<DevB, d
 template <int dim, typename DType>
 inline void AllocSpace(Tensor<gpu, dim, DType>* t, bool pad = false) {
   t->stride_ = PaddedStride<DType>(t->shape_[dim - 1], pad);
-  size_t bytes = 0;
-  TE_CHECK(cuda::SpanBytes(t->shape_, t->stride_, sizeof(DType), &bytes), "AllocSpace<gpu>: shape ", t->shape_,
-           " with row stride ", t->stride_, " does not describe a representable number of bytes");
+  const size_t bytes = CheckedSpanBytes(t->shape_, t->stride_, sizeof(DType), "AllocSpace<gpu>");
   if (bytes == 0) {
     t->dptr_ = nullptr;
     return;

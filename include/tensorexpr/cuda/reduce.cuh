@@ -148,7 +148,7 @@ __global__ void __launch_bounds__(kThreads)
   const I first_warp = (static_cast<I>(blockIdx.x) * kThreads + threadIdx.x) >> 5;
   const I warps = static_cast<I>(gridDim.x) * kWarps;
   for (I k = first_warp; k < l.n1; k += warps) {  // the same k for the whole warp: the shuffles stay uniform
-    A acc = Reducer::template Init<A>();
+    A acc = Reducer::template Init<A, DType>();
     StrideRuns<Reducer, A, I, DType>(src, l, k, lane, len, I(32), acc);
     acc = WarpReduce<Reducer>(acc);
     if (lane == 0) Saver::Save(out.At(k), static_cast<DType>(acc));
@@ -166,7 +166,7 @@ __global__ void __launch_bounds__(kThreads) KeepMiddleBlockKernel(Reader src, La
   for (I item = blockIdx.x; item < items; item += gridDim.x) {  // uniform across the block
     const I k = item / chunks, c = item - k * chunks;
     const I begin = c * chunk_len, end = MinIndex(len, begin + chunk_len);
-    A acc = Reducer::template Init<A>();
+    A acc = Reducer::template Init<A, DType>();
     StrideRuns<Reducer, A, I, DType>(src, l, k, begin + static_cast<I>(threadIdx.x), end, I(kThreads), acc);
     acc = BlockReduce<Reducer>(acc, warp_vals);
     if (threadIdx.x == 0) {
@@ -187,7 +187,7 @@ __global__ void __launch_bounds__(kThreads)
   const I first_warp = (static_cast<I>(blockIdx.x) * kThreads + threadIdx.x) >> 5;
   const I warps = static_cast<I>(gridDim.x) * kWarps;
   for (I k = first_warp; k < outputs; k += warps) {
-    A acc = Reducer::template Init<A>();
+    A acc = Reducer::template Init<A, DType>();
     for (I c = lane; c < chunks; c += 32) Reducer::Reduce(acc, partial[k * chunks + c]);
     acc = WarpReduce<Reducer>(acc);
     if (lane == 0) Saver::Save(out.At(k), static_cast<DType>(acc));
@@ -213,7 +213,7 @@ __global__ void __launch_bounds__(kThreads) ReduceMiddleKernel(Reader src, Layou
     const I i0 = tile / tiles;
     const I o = (tile - i0 * tiles) * tile_width + column_block * 32 + lane;  // output within group i0
     const bool active = o < per_group;
-    A acc = Reducer::template Init<A>();
+    A acc = Reducer::template Init<A, DType>();
     if (active) {
       const I i2 = o / l.nx, x = o - i2 * l.nx;
       const I end = MinIndex(l.n1, c * chunk_len + chunk_len);

@@ -23,8 +23,10 @@ struct CroppingExp : public Exp<CroppingExp<E>, typename E::value_type, type::kC
   CroppingExp(const E& src, Shape<2> oshape, index_t start_y, index_t start_x)
       : src_(src), out_height_(oshape[0]), out_width_(oshape[1]), start_y_(start_y), start_x_(start_x) {
     const Shape<kDim> in = src_.shape();
-    TE_CHECK(out_height_ >= 0 && out_width_ >= 0 && start_y >= 0 && start_x >= 0 &&
-                 start_y + out_height_ <= in[kDim - 2] && start_x + out_width_ <= in[kDim - 1],
+    // start <= extent first, then out <= extent - start: no sum that could wrap.
+    TE_CHECK(out_height_ >= 0 && out_width_ >= 0 && start_y >= 0 && start_x >= 0 && start_y <= in[kDim - 2] &&
+                 start_x <= in[kDim - 1] && out_height_ <= in[kDim - 2] - start_y &&
+                 out_width_ <= in[kDim - 1] - start_x,
              "crop: window ", oshape, " at (", start_y, ",", start_x, ") is out of range for source shape ", in);
   }
   Shape<kDim> shape() const {

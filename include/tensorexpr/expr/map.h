@@ -38,6 +38,23 @@ TE_UNROLL
 template <typename DType>
 inline ScalarExp<DType> scalar(DType s) { return ScalarExp<DType>(s); }
 
+template <typename E>
+struct is_scalar_exp : std::false_type {};
+template <typename DType>
+struct is_scalar_exp<ScalarExp<DType>> : std::true_type {};
+
+// Integer division by zero is undefined (SIGFPE on x86, or a float infinity cast back to an integer): a zero
+// scalar divisor is an Error on the host, once, before any loop runs. (`divisor` is any expression; only a
+// scalar is checked.)
+template <typename E>
+inline void CheckIntegerDivisor(const E& divisor, const char* where) {
+  if constexpr (is_scalar_exp<E>::value && std::is_integral<typename E::value_type>::value) {
+    TE_CHECK(divisor.scalar_ != 0, where, ": integer division by zero (the ",
+             DataType<typename E::value_type>::name(), " scalar divisor is ", static_cast<int64_t>(divisor.scalar_),
+             ")");
+  }
+}
+
 // Rejects operand kinds that cannot sit inside an elementwise expression.
 template <typename E>
 struct check_operand {
@@ -83,7 +100,9 @@ struct BinaryMapExp : public Exp<BinaryMapExp<OP, TA, TB, DType, etype>, DType, 
   using device_type = typename common_device<typename TA::device_type, typename TB::device_type>::type;
   TA lhs_;
   TB rhs_;
-  BinaryMapExp(const TA& lhs, const TB& rhs) : lhs_(lhs), rhs_(rhs) {}
+  BinaryMapExp(const TA& lhs, const TB& rhs) : lhs_(lhs), rhs_(rhs) {
+    if constexpr (std::is_same<OP, op::div>::value) CheckIntegerDivisor(rhs_, "op::div");
+  }
   Shape<kDim> shape() const {
     if constexpr (TA::kDim == 0) {
       return ShapeAs<kDim>(rhs_);

@@ -5,6 +5,7 @@
 #pragma once
 #include <algorithm>
 #include "base.h"
+#include "../checked.h"
 #include "../fast_divmod.h"
 
 namespace tensorexpr {
@@ -26,6 +27,10 @@ struct PaddingExp : public Exp<PaddingExp<E>, typename E::value_type, type::kCha
     TE_CHECK(top >= 0 && bottom >= 0 && left >= 0 && right >= 0,
              "pad: padding must be non-negative, got top=", top, " bottom=", bottom, " left=", left,
              " right=", right, " for source shape ", src_.shape());
+    const Shape<kDim> in = src_.shape();
+    CheckedAdd(CheckedAdd(in[kDim - 2], top, "pad (height + top)"), bottom, "pad (height + top + bottom)");
+    CheckedAdd(CheckedAdd(in[kDim - 1], left, "pad (width + left)"), right, "pad (width + left + right)");
+    CheckedSize(shape(), "pad");
   }
   Shape<kDim> shape() const {
     Shape<kDim> s = src_.shape();

@@ -10,6 +10,7 @@
 #pragma once
 #include <algorithm>
 #include "base.h"
+#include "../checked.h"
 #include "../fast_divmod.h"
 #include "../tensor.h"
 #include "../cpu/threads.h"
@@ -38,6 +39,7 @@ struct PatchGeometry {
              imshape);
     TE_CHECK(pad_y >= 0 && pad_x >= 0, op, ": padding must be non-negative, got ", pad_y, "x", pad_x,
              " for image shape ", imshape);
+    CheckedSize(imshape, Message(op, " image"));
     PatchGeometry g;
     g.images = imshape.ProdShape(0, dim - 3);
     g.channels = imshape[dim - 3];
@@ -45,19 +47,29 @@ struct PatchGeometry {
     g.width = imshape[dim - 1];
     g.ksize_y = ksize_y;
     g.ksize_x = ksize_x;
-    g.stride_y = stride_y;
-    g.stride_x = stride_x;
     g.dilate_y = dilate_y;
     g.dilate_x = dilate_x;
     g.pad_y = pad_y;
     g.pad_x = pad_x;
-    const index_t span_y = dilate_y * (ksize_y - 1) + 1, span_x = dilate_x * (ksize_x - 1) + 1;
-    const index_t padded_h = g.height + 2 * pad_y, padded_w = g.width + 2 * pad_x;
+    // Every product and sum below is checked: huge kernel, dilation or padding values must not wrap into
+    // a small (or negative) output size.
+    const std::string span = Message(op, " (dilated kernel extent)"), padded = Message(op, " (padded image extent)");
+    const index_t span_y = CheckedAdd(CheckedMul(dilate_y, ksize_y - 1, span), 1, span);
+    const index_t span_x = CheckedAdd(CheckedMul(dilate_x, ksize_x - 1, span), 1, span);
+    const index_t padded_h = CheckedAdd(g.height, CheckedMul(2, pad_y, padded), padded);
+    const index_t padded_w = CheckedAdd(g.width, CheckedMul(2, pad_x, padded), padded);
     TE_CHECK(span_y <= padded_h && span_x <= padded_w, op, ": the (dilated) kernel ", span_y, "x", span_x,
              " is larger than the padded image ", padded_h, "x", padded_w, " (image shape ", imshape, ", kernel ",
              ksize_y, "x", ksize_x, ", dilate ", dilate_y, "x", dilate_x, ", pad ", pad_y, "x", pad_x, ")");
     g.out_height = (padded_h - span_y) / stride_y + 1;
     g.out_width = (padded_w - span_x) / stride_x + 1;
+    // A stride past the padded image leaves one window, as a stride of the padded extent does; clamped, it
+    // keeps the index arithmetic of the loops and plans (window * stride + tap) in range.
+    g.stride_y = std::min(stride_y, padded_h);
+    g.stride_x = std::min(stride_x, padded_w);
+    const std::string cols = Message(op, " (column matrix (C*ky*kx, N*oh*ow))");
+    CheckedMul(CheckedMul(CheckedMul(g.channels, ksize_y, cols), ksize_x, cols),
+               CheckedMul(CheckedMul(g.images, g.out_height, cols), g.out_width, cols), cols);
     return g;
   }
 };

@@ -32,8 +32,10 @@ inline void CheckPoolWindow(const char* op, index_t in_h, index_t in_w, index_t 
            stride_x, " for image ", in_h, "x", in_w);
   TE_CHECK(ksize_y <= in_h && ksize_x <= in_w, op, ": kernel ", ksize_y, "x", ksize_x, " is larger than the image ",
            in_h, "x", in_w);
-  // Every window must start inside the image, or it would reduce nothing.
-  TE_CHECK(out_h >= 0 && out_w >= 0 && (out_h - 1) * stride_y < in_h && (out_w - 1) * stride_x < in_w, op,
+  // Every window must start inside the image, or it would reduce nothing: (out - 1) stride < in, written as a
+  // division so that a huge out or stride cannot wrap.
+  TE_CHECK(out_h >= 0 && out_w >= 0 && (out_h == 0 || out_h - 1 <= (in_h - 1) / stride_y) &&
+               (out_w == 0 || out_w - 1 <= (in_w - 1) / stride_x), op,
            ": pooled size ", out_h, "x", out_w, " has windows starting outside the image ", in_h, "x", in_w,
            " (stride ", stride_y, "x", stride_x, ")");
 }
@@ -76,7 +78,7 @@ struct PoolingExp : public Exp<PoolingExp<Reducer, E>, typename E::value_type, t
       const index_t y0 = py * stride_y_, x0 = x * stride_x_;
       const index_t y1 = y0 + ksize_y_ < in_height_ ? y0 + ksize_y_ : in_height_;
       const index_t x1 = x0 + ksize_x_ < in_width_ ? x0 + ksize_x_ : in_width_;
-      A acc = Reducer::template Init<A>();
+      A acc = Reducer::template Init<A, DType>();
       for (index_t r = plane * in_height_ + y0, r1 = plane * in_height_ + y1; r < r1; ++r) {
         for (index_t c = x0; c < x1; ++c) Reducer::template Reduce<A>(acc, static_cast<A>(src_.Eval(r, c)));
       }

@@ -13,8 +13,8 @@
 //
 // Whole-tensor reductions are 1-D expressions of shape (1), as in mshadow:
 //   TensorContainer<cpu, 1> total(Shape1(1));  total = sumall(a);  float s = total[0];
-// An empty reduction gives the reducer's identity: 0 for sum, the lowest finite value of accum_t<DType>
-// for maximum (then converted to DType), the highest for minimum.
+// An empty reduction gives the reducer's identity: 0 for sum, -inf for maximum and +inf for minimum (the
+// lowest / highest value of DType for integers). NaN propagates through maximum and minimum (red.h).
 // The destination must not overlap the source.
 #pragma once
 #include <type_traits>
@@ -138,9 +138,9 @@ struct ReduceOut {
 
 // Output element f reduced in one sequential loop (the plan's evaluation; the top-level evaluators
 // split the work instead).
-template <typename Reducer, typename A, typename Reader>
+template <typename Reducer, typename A, typename DType, typename Reader>
 TE_XINLINE A ReduceOneOutput(const Reader& src, const ReduceLayout& l, index_t f) {
-  A acc = Reducer::template Init<A>();
+  A acc = Reducer::template Init<A, DType>();
   if (l.keep_middle) {
     for (index_t i0 = 0; i0 < l.n0; ++i0) {
       for (index_t i2 = 0; i2 < l.n2; ++i2) {
@@ -223,7 +223,7 @@ struct ReduceExp : public Exp<ReduceExp<Reducer, SrcExp, DType, kDimOut, kMode>,
     ReduceLayout layout_;
     index_t out_width_;  // the output's last dimension: Eval(y, x) is output y * out_width_ + x
     TE_XINLINE DType Eval(index_t y, index_t x) const {
-      return static_cast<DType>(ReduceOneOutput<Reducer, accum_type>(src_, layout_, y * out_width_ + x));
+      return static_cast<DType>(ReduceOneOutput<Reducer, accum_type, DType>(src_, layout_, y * out_width_ + x));
     }
   };
   Plan plan() const {

@@ -4,6 +4,7 @@
 #pragma once
 #include "base.h"
 #include "index_div.h"
+#include "../checked.h"
 
 namespace tensorexpr {
 namespace expr {
@@ -23,8 +24,10 @@ struct ReshapeExp : public Exp<ReshapeExp<SrcExp, DType, dimdst>, DType, type::k
   ReshapeExp(const SrcExp& src, const Shape<dimdst>& shape) : src_(src), shape_(shape) {
     const auto s = src_.shape();
     src2d_ = s.FlatTo2D();
-    TE_CHECK(s.Size() == shape.Size(), "reshape: source shape ", s, " (", s.Size(),
-             " elements) cannot be viewed as shape ", shape, " (", shape.Size(), " elements)");
+    // Checked sizes: a target whose product wraps around to the source's size is not the same size.
+    const index_t have = CheckedSize(s, "reshape source"), want = CheckedSize(shape, "reshape target");
+    TE_CHECK(have == want, "reshape: source shape ", s, " (", have, " elements) cannot be viewed as shape ", shape, " (",
+             want, " elements)");
   }
   Shape<dimdst> shape() const { return shape_; }
 

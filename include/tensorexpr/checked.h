@@ -1,0 +1,57 @@
+// checked.h — extent arithmetic that cannot wrap. Products and sums of extents, strides and byte counts are
+// computed with these wherever a shape is built, allocated or validated on the host; an overflow or a
+// negative extent is an Error that names the operation and the values. Shape::Size() and the kernels stay
+// unchecked: they only ever see shapes that passed through here.
+#pragma once
+#include <cstddef>
+#include <string>
+#include "base.h"
+#include "shape.h"
+
+namespace tensorexpr {
+
+// a * b, or an Error naming `what` and both values when the product does not fit in index_t.
+inline index_t CheckedMul(index_t a, index_t b, const std::string& what) {
+  index_t r = 0;
+  TE_CHECK(!__builtin_mul_overflow(a, b, &r), what, ": ", a, " * ", b, " overflows a 64-bit index");
+  return r;
+}
+// a + b, or an Error naming `what` and both values when the sum does not fit in index_t.
+inline index_t CheckedAdd(index_t a, index_t b, const std::string& what) {
+  index_t r = 0;
+  TE_CHECK(!__builtin_add_overflow(a, b, &r), what, ": ", a, " + ", b, " overflows a 64-bit index");
+  return r;
+}
+
+// Checks that every extent of s is non-negative and that their product fits; returns the product.
+template <int ndim>
+inline index_t CheckedSize(const Shape<ndim>& s, const std::string& what) {
+  for (int i = 0; i < ndim; ++i) {
+    TE_CHECK(s[i] >= 0, what, ": negative extent ", s[i], " in dimension ", i, " of shape ", s);
+  }
+  index_t n = 1;
+  for (int i = 0; i < ndim; ++i) {
+    TE_CHECK(!__builtin_mul_overflow(n, s[i], &n), what, ": the number of elements of shape ", s,
+             " overflows a 64-bit index");
+  }
+  return n;
+}
+
+// Bytes spanned by a tensor of `shape` whose rows are `stride` elements of `elem` bytes apart (the
+// allocation size); an Error when an extent is negative or the count does not fit in size_t.
+template <int ndim>
+inline size_t CheckedSpanBytes(const Shape<ndim>& shape, index_t stride, size_t elem, const std::string& what) {
+  CheckedSize(shape, what);
+  TE_CHECK(stride >= shape[ndim - 1], what, ": row stride ", stride, " is shorter than the last extent of shape ",
+           shape);
+  index_t elems = stride;
+  size_t bytes = 0;
+  bool overflow = false;
+  for (int i = 0; i + 1 < ndim; ++i) overflow = overflow || __builtin_mul_overflow(elems, shape[i], &elems);
+  overflow = overflow || __builtin_mul_overflow(static_cast<size_t>(elems), elem, &bytes);
+  TE_CHECK(!overflow, what, ": shape ", shape, " with row stride ", stride, " of ", elem,
+           "-byte elements spans more bytes than memory can address");
+  return bytes;
+}
+
+}  // namespace tensorexpr
