@@ -332,6 +332,30 @@ TEST_CASE("hostile: max pooling propagates NaN and keeps -inf", "[cpu][hostile]"
   CHECK(std::isnan(out[0][0][0]));
 }
 
+TEST_CASE("hostile: unpool<maximum> passes a NaN window's gradient to its NaN pixel", "[cpu][hostile]") {
+  TensorContainer<cpu, 3, float> img(Shape3(1, 5, 5));
+  te_test::FillRandom(img.view());
+  img[0][2][2] = kNaN;
+  // Tiling windows (2x2 stride 2: the direct CPU loop) and overlapping ones (3x3 stride 2: the plane buffer),
+  // each also through the per-element plan (the GPU's path).
+  for (index_t k : {index_t(2), index_t(3)}) {
+    INFO("kernel " << k);
+    TensorContainer<cpu, 3, float> pooled(Shape3(1, 2, 2)), grad(Shape3(1, 2, 2), 1.f);
+    pooled = pool<red::maximum>(img.view(), k, k, 2, 2);
+    REQUIRE(std::isnan(pooled[0][1][1]));
+    TensorContainer<cpu, 3, float> back(Shape3(1, 5, 5)), back_plan(Shape3(1, 5, 5));
+    back = unpool<red::maximum>(img.view(), pooled.view(), grad.view(), k, k, 2, 2);
+    back_plan = unpool<red::maximum>(img.view(), pooled.view(), grad.view(), k, k, 2, 2) * 1.f;
+    // The NaN pixel takes the gradient of every window over it (1 of the 2x2 ones, all 4 of the 3x3 ones);
+    // the other pixels of those windows take nothing.
+    const float windows_over_nan = k == 2 ? 1.f : 4.f;
+    CHECK(back[0][2][2] == windows_over_nan);
+    CHECK(back_plan[0][2][2] == windows_over_nan);
+    CHECK(back[0][3][3] == 0.f);
+    CHECK(back_plan[0][3][3] == 0.f);
+  }
+}
+
 // ---- 6. silent wrong results --------------------------------------------------------------------------------
 
 TEST_CASE("hostile: FlatTo1D of padded rows throws instead of ignoring the stride", "[cpu][hostile]") {
