@@ -130,6 +130,25 @@ TEST_CASE("hostile: a stride past the image gives the one window it covers", "[c
   for (index_t i = 0; i < back.shape_.Size(); ++i) CHECK(back.dptr_[i] == back_plain.dptr_[i]);
 }
 
+TEST_CASE("hostile: patch2col / col2patch with padding and stride near 2^63 compute in range", "[cpu][hostile]") {
+  // Padding of about 2^62 on each side and a stride of about 2^63: valid (one window per axis, reading only
+  // padding), but "pad + stride" overflows.
+  const index_t big_pad = (index_t(1) << 62) - 8, big_stride = kMax - 10;
+  TensorContainer<cpu, 3, float> img(Shape3(2, 5, 5));
+  te_test::FillRandom(img.view());
+  TensorContainer<cpu, 2, float> col(Shape2(2, 1), 7.f);
+  col = unpack_patch2col(img.view(), 1, 1, big_stride, big_stride, 1, 1, big_pad, big_pad);
+  CHECK(col[0][0] == 0.f);
+  CHECK(col[1][0] == 0.f);
+  col = 1.f;
+  TensorContainer<cpu, 3, float> back(Shape3(2, 5, 5), 7.f);
+  back = pack_col2patch(col.view(), Shape3(2, 5, 5), 1, 1, big_stride, big_stride, 1, 1, big_pad, big_pad);
+  for (index_t i = 0; i < back.shape_.Size(); ++i) CHECK(back.dptr_[i] == 0.f);
+  TensorContainer<cpu, 3, float> plan(Shape3(2, 5, 5), 7.f);  // the per-element plan (the GPU's path)
+  plan = pack_col2patch(col.view(), Shape3(2, 5, 5), 1, 1, big_stride, big_stride, 1, 1, big_pad, big_pad) * 1.f;
+  for (index_t i = 0; i < plan.shape_.Size(); ++i) CHECK(plan.dptr_[i] == 0.f);
+}
+
 TEST_CASE("hostile: pool rejects a pooled size whose windows would start past the image", "[cpu][hostile]") {
   TensorContainer<cpu, 3, float> img(Shape3(1, 6, 6), 1.f);
   // (out - 1) * stride used to wrap to a small number.
@@ -311,6 +330,30 @@ TEST_CASE("hostile: max pooling propagates NaN and keeps -inf", "[cpu][hostile]"
   for (index_t i = 0; i < 4; ++i) CHECK(out[1].dptr_[i] == -kInf);  // was -FLT_MAX
   out = pool<red::minimum>(img.view(), 2, 2, 2, 2);
   CHECK(std::isnan(out[0][0][0]));
+}
+
+TEST_CASE("hostile: unpool<maximum> passes a NaN window's gradient to its NaN pixel", "[cpu][hostile]") {
+  TensorContainer<cpu, 3, float> img(Shape3(1, 5, 5));
+  te_test::FillRandom(img.view());
+  img[0][2][2] = kNaN;
+  // Tiling windows (2x2 stride 2: the direct CPU loop) and overlapping ones (3x3 stride 2: the plane buffer),
+  // each also through the per-element plan (the GPU's path).
+  for (index_t k : {index_t(2), index_t(3)}) {
+    INFO("kernel " << k);
+    TensorContainer<cpu, 3, float> pooled(Shape3(1, 2, 2)), grad(Shape3(1, 2, 2), 1.f);
+    pooled = pool<red::maximum>(img.view(), k, k, 2, 2);
+    REQUIRE(std::isnan(pooled[0][1][1]));
+    TensorContainer<cpu, 3, float> back(Shape3(1, 5, 5)), back_plan(Shape3(1, 5, 5));
+    back = unpool<red::maximum>(img.view(), pooled.view(), grad.view(), k, k, 2, 2);
+    back_plan = unpool<red::maximum>(img.view(), pooled.view(), grad.view(), k, k, 2, 2) * 1.f;
+    // The NaN pixel takes the gradient of every window over it (1 of the 2x2 ones, all 4 of the 3x3 ones);
+    // the other pixels of those windows take nothing.
+    const float windows_over_nan = k == 2 ? 1.f : 4.f;
+    CHECK(back[0][2][2] == windows_over_nan);
+    CHECK(back_plan[0][2][2] == windows_over_nan);
+    CHECK(back[0][3][3] == 0.f);
+    CHECK(back_plan[0][3][3] == 0.f);
+  }
 }
 
 // ---- 6. silent wrong results --------------------------------------------------------------------------------

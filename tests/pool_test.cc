@@ -3,6 +3,8 @@
 // explicit (clipped, "ceil") output shape, ties in max pooling, strided operands, poisoned outputs, +=,
 // several dtypes and the error messages.
 #include "test_util.h"
+#include <cmath>
+#include <limits>
 #include <tensorexpr/expr/pool.h>
 
 namespace {
@@ -261,6 +263,35 @@ TE_DEVICE_TEST_CASE("unpool routes the gradient as pooling chose", "[pool][unpoo
   CheckUnpool<Device, red::maximum>(Shape4(2, 3, 10, 7), Window{3, 2, 3, 2}, false, true, true, stream);
   CheckUnpool<Device, red::maximum>(Shape4(2, 3, 10, 7), Window{3, 2, 3, 2}, true, false, false, stream);
   CheckUnpool<Device, red::sum, 4, half_t>(Shape4(2, 2, 9, 9), Window{2, 2, 2, 2}, true, false, true, stream);
+}
+
+TE_DEVICE_TEST_CASE("max pooling propagates NaN, keeps -inf, and unpool routes a NaN window to its NaN pixel",
+                    "[pool][nan]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  TensorContainer<cpu, 3, float> h(Shape3(2, 5, 5));
+  FillRandom(h.view());
+  h[0][2][2] = nan;
+  for (index_t y = 0; y < 5; ++y)
+    for (index_t x = 0; x < 5; ++x) h[1][y][x] = -inf;
+  auto img = ToDevice<Device>(h.view(), stream);
+  // 2x2 stride 2 tiles; 3x3 stride 2 overlaps (all four windows cover the NaN).
+  for (index_t k : {index_t(2), index_t(3)}) {
+    INFO("kernel " << k);
+    TensorContainer<Device, 3, float> pooled(Shape3(2, 2, 2)), back(Shape3(2, 5, 5));
+    pooled.set_stream(stream);
+    back.set_stream(stream);
+    pooled = pool<red::maximum>(img.view(), k, k, 2, 2);
+    const auto p = ToHost(pooled.view());
+    CHECK(std::isnan(p[0][1][1]));
+    CHECK(std::isnan(p[0][0][0]) == (k == 3));
+    for (index_t i = 0; i < 4; ++i) CHECK(p[1].dptr_[i] == -inf);  // not -FLT_MAX
+    TensorContainer<cpu, 3, float> ones(Shape3(2, 2, 2), 1.f);
+    auto grad = ToDevice<Device>(ones.view(), stream);
+    back = unpool<red::maximum>(img.view(), pooled.view(), grad.view(), k, k, 2, 2);
+    const auto b = ToHost(back.view());
+    CHECK(b[0][2][2] == (k == 2 ? 1.f : 4.f));
+    CHECK(b[0][3][3] == 0.f);
+  }
 }
 
 TE_DEVICE_TEST_CASE("pool and unpool reject bad parameters with messages naming them", "[pool][errors]") {

@@ -17,7 +17,9 @@
 #if defined(__CUDACC__)
 #include <tensorexpr/cuda/reduce.cuh>
 #endif
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <utility>
 
 namespace {
@@ -574,6 +576,65 @@ TE_DEVICE_TEST_CASE("int32 inputs accumulate in int64", "[reduce]") {
 
 // ---- edges --------------------------------------------------------------------------------------------------------
 
+TE_DEVICE_TEST_CASE("maximum / minimum: NaN propagates and infinities are values, in every reduction form", "[reduce][nan]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  TensorContainer<Device, 1, float> one(Shape1(1));
+  one.set_stream(stream);
+  // NaN first, inside, last: in a short row, one split over threads / warps, and one cut into chunks.
+  for (index_t n : {index_t(5), index_t(100003), index_t(1) << 20}) {
+    for (index_t at : {index_t(0), n / 2 + 1, n - 1}) {
+      INFO("maxall / minall of " << n << " elements, NaN at " << at);
+      auto v = MakeInput<Device, float>(Shape1(n), Layout::kContiguous, stream, [at, nan](auto t) {
+        FillRandom(t, -1.0, 1.0);
+        t.dptr_[at] = nan;
+      });
+      one = maxall(v.dev);
+      CHECK(std::isnan(ToHost(one.view())[0]));
+      one = minall(v.dev);
+      CHECK(std::isnan(ToHost(one.view())[0]));
+      one = F<op::identity>(maxall(v.dev));  // the plan's sequential loop
+      CHECK(std::isnan(ToHost(one.view())[0]));
+    }
+  }
+  auto ninf = MakeInput<Device, float>(Shape1(4099), Layout::kContiguous, stream, [inf](auto t) { t = -inf; });
+  one = maxall(ninf.dev);
+  CHECK(ToHost(one.view())[0] == -inf);  // not -FLT_MAX
+  // One NaN, one column of -inf and one row of +inf in a padded matrix: only their outputs change.
+  auto m = MakeInput<Device, float>(Shape2(300, 77), Layout::kPadded, stream, [nan, inf](auto t) {
+    FillRandom(t, -1.0, 1.0);
+    t[123][45] = nan;
+    for (index_t y = 0; y < 300; ++y) t[y][3] = -inf;
+    for (index_t x = 0; x < 77; ++x) t[7][x] = inf;
+  });
+  TensorContainer<Device, 1, float> cols(Shape1(77)), rows(Shape1(300));
+  cols.set_stream(stream);
+  rows.set_stream(stream);
+  cols = reduce_with_axis<red::maximum>(m.dev, 0);  // reduce-middle form
+  const auto c = ToHost(cols.view());
+  for (index_t x = 0; x < 77; ++x) CHECK(std::isnan(c[x]) == (x == 45));
+  cols = reduce_with_axis<red::minimum>(m.dev, 0);
+  CHECK(ToHost(cols.view())[3] == -inf);
+  rows = reduce_with_axis<red::minimum>(m.dev, 1);  // keep-middle form
+  const auto r = ToHost(rows.view());
+  for (index_t y = 0; y < 300; ++y) CHECK(std::isnan(r[y]) == (y == 123));
+  CHECK(r[7] == inf);
+  // Elementwise: a NaN on either side is the result.
+  auto a = MakeInput<Device, float>(Shape1(4), Layout::kContiguous, stream, [nan, inf](auto t) {
+    t[0] = nan, t[1] = 1.f, t[2] = -inf, t[3] = 2.f;
+  });
+  auto b = MakeInput<Device, float>(Shape1(4), Layout::kContiguous, stream, [nan](auto t) {
+    t[0] = 1.f, t[1] = nan, t[2] = 1.f, t[3] = 2.f;
+  });
+  TensorContainer<Device, 1, float> e(Shape1(4));
+  e.set_stream(stream);
+  e = F<op::maximum>(a.dev, b.dev);
+  const auto mx = ToHost(e.view());
+  CHECK((std::isnan(mx[0]) && std::isnan(mx[1]) && mx[2] == 1.f && mx[3] == 2.f));
+  e = F<op::minimum>(a.dev, b.dev);
+  const auto mn = ToHost(e.view());
+  CHECK((std::isnan(mn[0]) && std::isnan(mn[1]) && mn[2] == -inf && mn[3] == 2.f));
+}
+
 TE_DEVICE_TEST_CASE("reductions over nothing give the identity; empty outputs write nothing", "[reduce]") {
   auto empty = MakeInput<Device, float>(Shape3(0, 3, 4), Layout::kContiguous, stream, Uniform(-1, 1));
   CheckReduction(stream, sumall_except_dim<1>(empty.dev), Reference<red::sum>(empty.host, 3, KeepOut<3>(1)), 0.0,
@@ -584,6 +645,15 @@ TE_DEVICE_TEST_CASE("reductions over nothing give the identity; empty outputs wr
                  "maxall of (0,3,4)");
   CheckReduction(stream, minall(empty.dev), Reference<red::minimum>(empty.host, 1, AllOut<3>()), 0.0,
                  "minall of (0,3,4)");
+  // integers: the element type's lowest / highest value (the int64 accumulator's own would wrap); `=` only,
+  // as `+=` of such a value overflows
+  auto iempty = MakeInput<Device, int32_t>(Shape2(0, 3), Layout::kContiguous, stream, Ints(-5, 5));
+  TensorContainer<Device, 1, int32_t> ione(Shape1(1));
+  ione.set_stream(stream);
+  ione = maxall(iempty.dev);
+  CHECK(ToHost(ione.view())[0] == std::numeric_limits<int32_t>::lowest());
+  ione = minall(iempty.dev);
+  CHECK(ToHost(ione.view())[0] == std::numeric_limits<int32_t>::max());
   auto mid = MakeInput<Device, float>(Shape3(2, 0, 3), Layout::kContiguous, stream, Uniform(-1, 1));
   CheckReduction(stream, reduce_with_axis<red::sum>(mid.dev, 1),
                  Reference<red::sum>(mid.host, 6, AxisOut<3>(mid.host.shape_, 1)), 0.0,

@@ -4,28 +4,32 @@
 // unchecked: they only ever see shapes that passed through here.
 #pragma once
 #include <cstddef>
-#include <string>
 #include "base.h"
 #include "shape.h"
 
 namespace tensorexpr {
 
+// `what` names the operation in messages: a string literal or a std::string (nothing is built unless a
+// check fails, so the checks cost no allocation on the paths that run once per assignment).
+
 // a * b, or an Error naming `what` and both values when the product does not fit in index_t.
-inline index_t CheckedMul(index_t a, index_t b, const std::string& what) {
+template <typename What>
+inline index_t CheckedMul(index_t a, index_t b, const What& what) {
   index_t r = 0;
   TE_CHECK(!__builtin_mul_overflow(a, b, &r), what, ": ", a, " * ", b, " overflows a 64-bit index");
   return r;
 }
 // a + b, or an Error naming `what` and both values when the sum does not fit in index_t.
-inline index_t CheckedAdd(index_t a, index_t b, const std::string& what) {
+template <typename What>
+inline index_t CheckedAdd(index_t a, index_t b, const What& what) {
   index_t r = 0;
   TE_CHECK(!__builtin_add_overflow(a, b, &r), what, ": ", a, " + ", b, " overflows a 64-bit index");
   return r;
 }
 
 // Checks that every extent of s is non-negative and that their product fits; returns the product.
-template <int ndim>
-inline index_t CheckedSize(const Shape<ndim>& s, const std::string& what) {
+template <int ndim, typename What>
+inline index_t CheckedSize(const Shape<ndim>& s, const What& what) {
   for (int i = 0; i < ndim; ++i) {
     TE_CHECK(s[i] >= 0, what, ": negative extent ", s[i], " in dimension ", i, " of shape ", s);
   }
@@ -39,8 +43,8 @@ inline index_t CheckedSize(const Shape<ndim>& s, const std::string& what) {
 
 // Bytes spanned by a tensor of `shape` whose rows are `stride` elements of `elem` bytes apart (the
 // allocation size); an Error when an extent is negative or the count does not fit in size_t.
-template <int ndim>
-inline size_t CheckedSpanBytes(const Shape<ndim>& shape, index_t stride, size_t elem, const std::string& what) {
+template <int ndim, typename What>
+inline size_t CheckedSpanBytes(const Shape<ndim>& shape, index_t stride, size_t elem, const What& what) {
   CheckedSize(shape, what);
   TE_CHECK(stride >= shape[ndim - 1], what, ": row stride ", stride, " is shorter than the last extent of shape ",
            shape);

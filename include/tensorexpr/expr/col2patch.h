@@ -38,7 +38,7 @@ struct PatchCoverAxis {
   static PatchCoverAxis Make(index_t extent, index_t ksize, index_t stride, index_t dilate, index_t pad,
                              index_t out) {
     const index_t g = Gcd(stride, dilate);
-    const index_t max_q = extent + pad + stride;  // bounds every dividend below
+    const index_t max_q = extent + pad;  // bounds every dividend below (PatchGeometry checked the sum)
     return PatchCoverAxis{pad, stride, dilate, (ksize - 1) * dilate, out - 1, dilate / g, stride / g,
                           FastDivmod(stride, max_q), FastDivmod(dilate, max_q)};
   }
@@ -49,7 +49,8 @@ struct PatchCoverAxis {
     const index_t q = p + pad_;
     index_t hi = stride_div_.Div(q);
     if (hi > last_out_) hi = last_out_;
-    index_t lo = q > span_ ? stride_div_.Div(q - span_ + stride_ - 1) : 0;
+    // ceil((q - span) / stride), written without adding the stride (which may be near 2^63)
+    index_t lo = q > span_ ? stride_div_.Div(q - span_ - 1) + 1 : 0;
     if (dilate_ == 1) {
       *d = q - lo * stride_;
     } else {
@@ -152,7 +153,7 @@ inline void EvalInto(Tensor<cpu, dstdim, DType> dst,
   std::vector<index_t> ox_lo(g.ksize_x), ox_hi(g.ksize_x);
   for (index_t j = 0; j < g.ksize_x; ++j) {
     const index_t x_off = j * g.dilate_x - g.pad_x;
-    ox_lo[j] = std::min(g.out_width, x_off >= 0 ? 0 : (-x_off + g.stride_x - 1) / g.stride_x);
+    ox_lo[j] = std::min(g.out_width, x_off >= 0 ? 0 : (-x_off - 1) / g.stride_x + 1);  // ceil(-x_off / sx)
     ox_hi[j] = std::max(ox_lo[j], std::min(g.out_width, g.width - x_off <= 0 ? 0 : (g.width - 1 - x_off) / g.stride_x + 1));
   }
   const index_t rows = g.images * g.channels * g.height;

@@ -47,6 +47,8 @@ struct PatchGeometry {
     g.width = imshape[dim - 1];
     g.ksize_y = ksize_y;
     g.ksize_x = ksize_x;
+    g.stride_y = stride_y;
+    g.stride_x = stride_x;
     g.dilate_y = dilate_y;
     g.dilate_x = dilate_x;
     g.pad_y = pad_y;
@@ -63,10 +65,6 @@ struct PatchGeometry {
              ksize_y, "x", ksize_x, ", dilate ", dilate_y, "x", dilate_x, ", pad ", pad_y, "x", pad_x, ")");
     g.out_height = (padded_h - span_y) / stride_y + 1;
     g.out_width = (padded_w - span_x) / stride_x + 1;
-    // A stride past the padded image leaves one window, as a stride of the padded extent does; clamped, it
-    // keeps the index arithmetic of the loops and plans (window * stride + tap) in range.
-    g.stride_y = std::min(stride_y, padded_h);
-    g.stride_x = std::min(stride_x, padded_w);
     const std::string cols = Message(op, " (column matrix (C*ky*kx, N*oh*ow))");
     CheckedMul(CheckedMul(CheckedMul(g.channels, ksize_y, cols), ksize_x, cols),
                CheckedMul(CheckedMul(g.images, g.out_height, cols), g.out_width, cols), cols);
@@ -148,7 +146,8 @@ inline void EvalInto(Tensor<cpu, 2, DType> dst, const Exp<UnpackPatchToColExp<E>
       const index_t j = row % g.ksize_x, i = (row / g.ksize_x) % g.ksize_y, c = row / (g.ksize_x * g.ksize_y);
       const index_t x_off = j * g.dilate_x - g.pad_x;
       // Output columns ox with 0 <= ox sx + x_off < W.
-      const index_t ox_lo = std::min(g.out_width, x_off >= 0 ? 0 : (-x_off + g.stride_x - 1) / g.stride_x);
+      // ceil(-x_off / sx), written without adding the stride (which may be near 2^63)
+      const index_t ox_lo = std::min(g.out_width, x_off >= 0 ? 0 : (-x_off - 1) / g.stride_x + 1);
       const index_t ox_hi = std::max(ox_lo, std::min(g.out_width, g.width - x_off <= 0 ? 0 : (g.width - 1 - x_off) / g.stride_x + 1));
       DType* out = dst.dptr_ + row * dst.stride_ + n * plane_len;
       for (index_t oy = 0; oy < g.out_height; ++oy, out += g.out_width) {

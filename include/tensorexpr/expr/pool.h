@@ -135,6 +135,12 @@ struct unpool_route {
                 "unpool<Reducer> knows the gradients of red::sum, red::maximum and red::minimum only");
   // sum: every covering window; maximum / minimum: the windows whose pooled value the pixel equals.
   static constexpr bool kEveryWindow = std::is_same<Reducer, red::sum>::value;
+  // Whether a pixel of value v receives the gradient of a window pooled to m. NaN propagates through max /
+  // min (red.h), so a NaN window passes its gradient to its NaN pixels (NaN == NaN is false).
+  template <typename DType>
+  TE_XINLINE static bool Routes(DType v, DType m) {
+    return v == m || (!(v == v) && !(m == m));
+  }
 };
 
 template <typename Reducer, typename ES, typename EP, typename EG>
@@ -191,7 +197,7 @@ struct UnPoolingExp : public Exp<UnPoolingExp<Reducer, ES, EP, EG>, typename ES:
         const DType v = src_.Eval(y, x);
         for (index_t r = plane * pooled_height_ + oy0, r1 = plane * pooled_height_ + oy1; r <= r1; ++r)
           for (index_t c = ox0; c <= ox1; ++c)
-            acc += static_cast<A>(pooled_.Eval(r, c) == v) * static_cast<A>(grad_.Eval(r, c));
+            acc += static_cast<A>(unpool_route<Reducer>::Routes(v, pooled_.Eval(r, c))) * static_cast<A>(grad_.Eval(r, c));
       }
       return static_cast<DType>(acc);
     }
@@ -245,7 +251,7 @@ inline void EvalInto(Tensor<cpu, dim, DType> dst,
           } else {
             const DType m = pooled.Eval(prow, px);
             for (x = px * sx; x < std::min(px * sx + kx, w); ++x)
-              Saver::Save(out[x], src.Eval(row, x) == m ? g : DType(0));
+              Saver::Save(out[x], unpool_route<Reducer>::Routes(src.Eval(row, x), m) ? g : DType(0));
           }
         }
         for (; x < w; ++x) Saver::Save(out[x], DType(0));  // pixels no window covers
@@ -270,7 +276,7 @@ inline void EvalInto(Tensor<cpu, dim, DType> dst,
             for (index_t y = y0; y < y1; ++y) {
               A* a = acc.data() + y * w;
               const index_t row = plane * h + y;
-              for (index_t x = x0; x < x1; ++x) a[x] += static_cast<A>(src.Eval(row, x) == m) * g;
+              for (index_t x = x0; x < x1; ++x) a[x] += static_cast<A>(unpool_route<Reducer>::Routes(src.Eval(row, x), m)) * g;
             }
           }
         }
