@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 #include <tensorexpr/base.h>
+#include <tensorexpr/checked.h>
 #include "conv_geometry.h"
 
 namespace tensorexpr {
@@ -136,17 +137,21 @@ inline ConvGeometry MakeConvGeometry(const ConvolutionParam& p, const std::vecto
   const size_t off = 3 - nd;  // 1-D and 2-D fill the leading spatial slots with 1
   for (size_t i = 0; i < nd; ++i) {
     const index_t in = data_shape[first + i], k = p.kernel[i], s = stride[i], d = dilate[i];
-    const index_t span = (k - 1) * d + 1;  // the dilated kernel's extent
+    const index_t span = CheckedAdd(CheckedMul(k - 1, d, "Convolution: (kernel - 1) * dilate"), 1,
+                                    "Convolution: dilated kernel extent");
     index_t pb = pad[i], pe = p.pad_end.empty() ? pad[i] : pad_end[i];
     if (p.padding == ConvPadding::kValid) {
       pb = pe = 0;
     } else if (p.padding == ConvPadding::kSame) {
-      const index_t out = (in + s - 1) / s;
-      const index_t total = std::max<index_t>(0, (out - 1) * s + span - in);
+      const index_t out = CheckedAdd(in, s - 1, "Convolution: SAME padding, input + stride - 1") / s;
+      const index_t total = std::max<index_t>(
+          0, CheckedAdd(CheckedMul(out - 1, s, "Convolution: SAME padding, (out - 1) * stride"), span - in,
+                        "Convolution: SAME padding total"));
       pb = total / 2;
       pe = total - pb;
     }
-    TE_CHECK(span <= in + pb + pe, "Convolution: kernel[", i, "] = ", k, " with dilate ", d, " spans ", span,
+    const index_t padded = CheckedAdd(CheckedAdd(in, pb, "Convolution: input + pad"), pe, "Convolution: input + pad + pad_end");
+    TE_CHECK(span <= padded, "Convolution: kernel[", i, "] = ", k, " with dilate ", d, " spans ", span,
              " but spatial dimension ", i, " of data shape ", detail::VecStr(data_shape), " is only ", in + pb + pe,
              " after padding (", pb, " + ", in, " + ", pe, ")");
     g.in[off + i] = in;
@@ -155,8 +160,18 @@ inline ConvGeometry MakeConvGeometry(const ConvolutionParam& p, const std::vecto
     g.dilate[off + i] = d;
     g.pad[off + i] = pb;
     g.pad_end[off + i] = pe;
-    g.out[off + i] = (in + pb + pe - span) / s + 1;
+    g.out[off + i] = (padded - span) / s + 1;
   }
+  // Every tensor and the column matrix of one image must be addressable; past here the kernels' index
+  // arithmetic cannot wrap.
+  const char* what = "Convolution: tensor size";
+  auto volume = [what](const index_t* e) { return CheckedMul(CheckedMul(e[0], e[1], what), e[2], what); };
+  const index_t in_size = volume(g.in), out_size = volume(g.out), kernel_size = volume(g.kernel);
+  CheckedMul(CheckedMul(g.N, g.C, what), in_size, what);
+  CheckedMul(CheckedMul(g.N, g.K, what), out_size, what);
+  CheckedMul(CheckedMul(g.K, g.Cg(), what), kernel_size, what);
+  // One image's column matrix, in bytes of the widest dtype (double: 8, with room to spare).
+  CheckedMul(CheckedMul(CheckedMul(g.C, kernel_size, what), out_size, what), index_t(16), what);
   return g;
 }
 

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 #include <tensorexpr/tensorexpr.h>
+#include <tensorexpr/checked.h>
 #if defined(__CUDACC__)
 #include <tensorexpr/cuda/tensorexpr_cuda.cuh>
 #endif
@@ -84,7 +85,7 @@ inline PoolGeometry MakePoolGeometry(const PoolingParam& p, const std::vector<in
   g.is_max = p.pool_type == PoolType::kMax;
   g.include_pad = p.count_include_pad;
   g.planes = 1;
-  for (size_t i = 0; i + nd < dims; ++i) g.planes *= data_shape[i];
+  for (size_t i = 0; i + nd < dims; ++i) g.planes = CheckedMul(g.planes, data_shape[i], "Pooling: data size");
   std::vector<index_t> kernel(nd), stride, pad;
   const size_t first = dims - nd;
   if (p.global_pool) {
@@ -108,14 +109,15 @@ inline PoolGeometry MakePoolGeometry(const PoolingParam& p, const std::vector<in
       TE_CHECK(s >= 1, "Pooling: stride[", i, "] = ", s, " in stride ", detail::PoolVecStr(stride), " must be >= 1");
       TE_CHECK(pd >= 0 && pd < k, "Pooling: pad[", i, "] = ", pd, " in pad ", detail::PoolVecStr(pad),
                " must be in [0, kernel[", i, "] = ", k, ") so that every window holds a real element");
-      TE_CHECK(k <= in + 2 * pd, "Pooling: kernel[", i, "] = ", k, " is larger than spatial dimension ", i,
+      TE_CHECK(k <= CheckedAdd(in, CheckedMul(2, pd, "Pooling: 2 * pad"), "Pooling: input + 2 * pad"),
+               "Pooling: kernel[", i, "] = ", k, " is larger than spatial dimension ", i,
                " of data shape ", detail::PoolVecStr(data_shape), " after padding (", in, " + 2 * ", pd, ")");
     }
     index_t out;
     if (p.pooling_convention == PoolingConvention::kValid) {
       out = (in + 2 * pd - k) / s + 1;
     } else {
-      out = (in + 2 * pd - k + s - 1) / s + 1;
+      out = CheckedAdd(in + 2 * pd - k, s - 1, "Pooling: full-convention window count") / s + 1;
       if ((out - 1) * s >= in + pd) --out;  // the last window must start inside the image or its left padding
     }
     g.in[off + i] = in;
@@ -124,6 +126,9 @@ inline PoolGeometry MakePoolGeometry(const PoolingParam& p, const std::vector<in
     g.s[off + i] = s;
     g.p[off + i] = pd;
   }
+  for (const index_t* e : {g.in, g.out})  // the data and the output must be addressable
+    CheckedMul(CheckedMul(CheckedMul(g.planes, e[0], "Pooling: tensor size"), e[1], "Pooling: tensor size"), e[2],
+               "Pooling: tensor size");
   return g;
 }
 
@@ -172,7 +177,7 @@ struct PoolingNdExp : public expr::Exp<PoolingNdExp<E>, typename E::value_type, 
       const PoolWindow wd = PoolWindowAt(od, g.in[0], g.k[0], g.s[0], g.p[0]);
       const PoolWindow wh = PoolWindowAt(oh, g.in[1], g.k[1], g.s[1], g.p[1]);
       const PoolWindow ww = PoolWindowAt(x, g.in[2], g.k[2], g.s[2], g.p[2]);
-      A acc = g.is_max ? red::maximum::Init<A>() : A(0);
+      A acc = g.is_max ? red::maximum::Init<A, DType>() : A(0);
       for (index_t d = wd.lo; d < wd.hi; ++d)
         for (index_t h = wh.lo; h < wh.hi; ++h) {
           const index_t row = (plane * g.in[0] + d) * g.in[1] + h;
@@ -236,7 +241,7 @@ struct PoolingNdGradExp
           const index_t row = (plane * g.out[0] + od) * g.out[1] + oh;
           for (index_t ow = w0; ow <= w1; ++ow) {
             if (g.is_max) {
-              if (pooled_.Eval(row, ow) == v) acc += static_cast<A>(grad_.Eval(row, ow));
+              if (expr::unpool_route<red::maximum>::Routes(v, pooled_.Eval(row, ow))) acc += static_cast<A>(grad_.Eval(row, ow));
             } else {
               const PoolWindow wd = PoolWindowAt(od, g.in[0], g.k[0], g.s[0], g.p[0]);
               const PoolWindow wh = PoolWindowAt(oh, g.in[1], g.k[1], g.s[1], g.p[1]);

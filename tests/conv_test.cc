@@ -852,3 +852,40 @@ TE_DEVICE_TEST_CASE("convolution rejects bad parameters with useful messages", "
   RequireError([&] { ops::ConvolutionForward(p, x1.view(), w1.view(), b.view(), kWriteTo, y1.view()); },
                {"1 spatial dimensions", "kernel (3,3)"});
 }
+
+// Hostile 64-bit values in the parameters or the data shape: an Error naming the operation, never a wrapped
+// (negative or tiny) shape, cost or workspace size.
+TEST_CASE("convolution inference rejects values whose products overflow", "[cpu][conv][hostile]") {
+  const index_t big = index_t(1) << 62;
+  auto param = [](Vec kernel, Vec dilate, Vec pad, index_t K = 4) {
+    ConvolutionParam p;
+    p.kernel = kernel;
+    p.dilate = dilate;
+    p.pad = pad;
+    p.num_filter = K;
+    return p;
+  };
+  auto all = [](const ConvolutionParam& p, const Vec& d) {
+    return [p, d] {
+      ops::InferConvShapes(p, d);
+      ops::InferConvCost(p, d, 4);
+      ops::ConvolutionWorkspaceBytes(p, d, 8);
+    };
+  };
+  RequireError(all(param({big, 3}, {4, 1}, {}), {1, 1, 8, 8}), {"(kernel - 1) * dilate", "4611686018427387903 * 4"});
+  RequireError(all(param({3, 3}, {}, {big, big}), {1, 1, 8, 8}), {"Convolution: input + pad"});
+  RequireError(all(param({3, 3}, {}, {1, 1}), {big, big, 8, 8}), {"Convolution: tensor size", "overflows"});
+  RequireError(all(param({3, 3}, {}, {1, 1}), {1, 1, big, big}), {"Convolution: tensor size"});
+  RequireError(all(param({3, 3}, {}, {1, 1}, big), {2, 1, 8, 8}), {"Convolution: tensor size"});
+  // The column matrix of one image: C * kernel * positions elements.
+  RequireError(all(param({1, 1}, {}, {}), {1, index_t(1) << 40, 1 << 12, 1 << 12}), {"Convolution: tensor size"});
+  ConvolutionParam same = param({3, 3}, {}, {});
+  same.padding = ConvPadding::kSame;
+  same.stride = {std::numeric_limits<index_t>::max(), 1};  // input + stride - 1 overflows
+  RequireError(all(same, {1, 1, 8, 8}), {"SAME padding"});
+  ConvolutionParam nan_ws = param({3, 3}, {}, {1, 1});
+  for (double ws : {std::nan(""), HUGE_VAL, -1.0}) {
+    nan_ws.workspace = ws;
+    RequireError(all(nan_ws, {1, 1, 8, 8}), {"workspace", "must be a finite number >= 0"});
+  }
+}

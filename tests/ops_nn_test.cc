@@ -772,3 +772,25 @@ TE_DEVICE_TEST_CASE("Pooling names bad parameters and shapes", "[ops_nn][pooling
 }
 
 }  // namespace
+
+// NaN propagates through max pooling (forward and the gradient's routing) and -inf is an ordinary value.
+TE_DEVICE_TEST_CASE("Pooling max propagates NaN and keeps -inf", "[ops_nn][pooling][nan]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  TensorContainer<cpu, 4, float> xh(Shape4(1, 1, 2, 4));
+  const float v[8] = {1, nan, -inf, -inf, 3, 2, -inf, -inf};
+  for (index_t i = 0; i < 8; ++i) xh.dptr_[i] = v[i];
+  TensorContainer<cpu, 4, float> gh(Shape4(1, 1, 1, 2), 1.0f);
+  auto x = ToDevice(xh.view(), stream), g = ToDevice(gh.view(), stream);
+  TensorContainer<Device, 4, float> y(Shape4(1, 1, 1, 2)), dx(xh.shape_);
+  y.set_stream(stream);
+  dx.set_stream(stream);
+  const ops::PoolingParam p = ToParam(PC({2, 2}, {2, 2}, {}, PoolType::kMax));
+  ops::PoolingForward(p, x.view(), kWriteTo, y.view());
+  ops::PoolingBackward(p, g.view(), x.view(), y.view(), kWriteTo, dx.view());
+  const auto yh = ToHost(y.view()), dxh = ToHost(dx.view());
+  CHECK(std::isnan(yh.dptr_[0]));          // the window holding NaN
+  CHECK(yh.dptr_[1] == -inf);              // a window of -inf is -inf, not -FLT_MAX
+  CHECK(dxh.dptr_[1] == 1.0f);             // the NaN window's gradient goes to its NaN pixel
+  CHECK(dxh.dptr_[0] == 0.0f);
+  CHECK(dxh.dptr_[4] == 0.0f);
+}
