@@ -5,7 +5,7 @@
 // The operator is the boundary: it checks the tensors against the parameters, decodes each req once into
 // a ReqStore, describes the work as a ConvProblem, lets ops/conv_select.h pick an algorithm per pass
 // (im2col_gemm, pointwise_gemm, cpu_per_image, or one registered by the user), gives it workspace from
-// the stream's resource (ops/workspace.h) and adds the bias (a broadcast) and its gradient (a reduction)
+// the stream (tensorexpr/workspace.h) and adds the bias (a broadcast) and its gradient (a reduction)
 // itself. When data and weight gradients go to the same algorithm it computes both in one Run.
 #pragma once
 #include <algorithm>

@@ -24,7 +24,6 @@
 #include "workspace.h"
 #if defined(__CUDACC__)
 #include <tensorexpr/cuda/tensorexpr_cuda.cuh>
-#include "cuda/workspace_gpu.cuh"
 #endif
 
 namespace tensorexpr {

@@ -3,6 +3,7 @@
 // dilation, kernels 1/3/5/7 and non-square, batch 1 and > 1, unbatched input, padded-row views, every req,
 // every dtype; finite-difference gradient checks; chunked vs folded workspace; the workspace resource;
 // shape / cost inference; and the errors bad parameters raise.
+#include <thread>
 #include "test_util.h"
 #include "../ops/convolution.h"
 
@@ -711,6 +712,30 @@ TE_DEVICE_TEST_CASE("workspace grows when needed and is reused", "[conv][workspa
   Sync(stream);
   ops::ReleaseWorkspace<Device>(stream);
   CHECK(ops::WorkspaceBytesHeld<Device>(stream) == 0);
+}
+
+// The workspace belongs to its stream: another stream, or another thread's default stream, has its own.
+TE_DEVICE_TEST_CASE("each stream owns its workspace, and so does each thread's default stream",
+                    "[conv][workspace]") {
+  Stream<Device>* own = NewStream<Device>();
+  ops::ReleaseAllWorkspaces<Device>();
+  ops::get_space_typed<Device, 1, float>(Shape1(1000), own);
+  CHECK(ops::WorkspaceBytesHeld<Device>(own) >= 4000);
+  CHECK(ops::WorkspaceBytesHeld<Device>(nullptr) == 0);
+  size_t other_before = 1, other_after = 0;
+  std::thread([&] {
+    other_before = ops::WorkspaceBytesHeld<Device>(nullptr);
+    ops::get_space_typed<Device, 1, float>(Shape1(100), nullptr);
+    other_after = ops::WorkspaceBytesHeld<Device>(nullptr);
+  }).join();  // the thread's default stream, and its workspace, end with it
+  CHECK(other_before == 0);
+  CHECK(other_after >= 400);
+  CHECK(ops::WorkspaceBytesHeld<Device>(nullptr) == 0);
+  ops::ReleaseAllWorkspaces<Device>();
+  CHECK(ops::WorkspaceBytesHeld<Device>(own) == 0);
+  ops::get_space_typed<Device, 1, float>(Shape1(1000), own);
+  own->Wait();
+  DeleteStream(own);  // frees its workspace
 }
 
 // ---- shape and cost inference, errors ---------------------------------------------------------------------

@@ -1,7 +1,9 @@
-// stream.h — Stream<Device>: where work is queued. On the CPU work runs at once, so Wait() is free.
-// The GPU stream (cuda/stream.cuh) owns a cudaStream_t and a lazily created cuBLAS handle.
+// stream.h — Stream<Device>: the device object. Work is queued on it, and it owns the temporary memory
+// operators draw from (its Workspace, workspace.h). On the CPU work runs at once, so Wait() is free.
+// The GPU stream (cuda/stream.cuh) also owns a cudaStream_t and a lazily created cuBLAS handle.
 #pragma once
 #include "base.h"
+#include "workspace.h"
 
 namespace tensorexpr {
 
@@ -12,7 +14,18 @@ template <>
 struct Stream<cpu> {
   void Wait() {}
   bool CheckIdle() { return true; }
+  Workspace<cpu>& workspace() { return workspace_; }
+
+ private:
+  Workspace<cpu> workspace_;
 };
+
+// The stream object of tensors whose stream_ is null: one per host thread (as on the GPU), so that each
+// thread's operators have a workspace of their own.
+inline Stream<cpu>* StreamOrDefault(Stream<cpu>* s) {
+  thread_local Stream<cpu> default_stream;
+  return s == nullptr ? &default_stream : s;
+}
 
 // mshadow's signature: the handle flags and device id only matter on the GPU.
 template <typename Device>

@@ -11,6 +11,28 @@
 
 namespace tensorexpr {
 
+// Workspace memory on the GPU: CUDA's stream-ordered pool, so that freeing a buffer that kernels queued on
+// the stream still read is safe and regrowing costs no device synchronisation.
+template <>
+struct WorkspaceMemory<gpu> {
+  using Queue = cudaStream_t;
+  static void* Alloc(size_t bytes, cudaStream_t q) {
+    void* p = nullptr;
+    const cudaError_t err = cudaMallocAsync(&p, bytes, q);
+    if (err != cudaSuccess) {
+      cudaGetLastError();
+      Fail("workspace<gpu>: ", err == cudaErrorMemoryAllocation ? "out of GPU memory" : "cudaMallocAsync failed",
+           " allocating ", bytes, " bytes (", cudaGetErrorString(err), ")");
+    }
+    return p;
+  }
+  // Never throws: it runs from destructors. At process exit the runtime may already be gone; the
+  // memory then goes with it.
+  static void Free(void* p, cudaStream_t q) noexcept {
+    if (cudaFreeAsync(p, q) != cudaSuccess) cudaGetLastError();
+  }
+};
+
 template <>
 struct Stream<gpu> {
   // Wraps `s` (not owned) or, when s is null and own is true, creates a non-blocking stream.
@@ -22,8 +44,10 @@ struct Stream<gpu> {
     } else {
       stream_ = s == nullptr ? cudaStreamPerThread : s;
     }
+    workspace_.set_queue(stream_);
   }
   ~Stream() {
+    workspace_.Release();  // stream-ordered: before the stream goes
     if (blas_ != nullptr) cublasDestroy(blas_);
     if (owns_) cudaStreamDestroy(stream_);
   }
@@ -31,6 +55,8 @@ struct Stream<gpu> {
   Stream& operator=(const Stream&) = delete;
 
   cudaStream_t stream() const { return stream_; }
+  // The temporary memory operators on this stream draw from (workspace.h).
+  Workspace<gpu>& workspace() { return workspace_; }
   // The stream of `s`, or the per-thread default stream when s is null.
   static cudaStream_t GetStream(const Stream<gpu>* s) { return s == nullptr ? cudaStreamPerThread : s->stream_; }
   // The cuBLAS handle bound to this stream; created on first use, with TF32 as set_tf32() says.
@@ -82,6 +108,7 @@ struct Stream<gpu> {
   int dev_id_ = -1;
   cublasHandle_t blas_ = nullptr;
   bool tf32_ = false;
+  Workspace<gpu> workspace_;
 };
 
 template <>
