@@ -1,13 +1,16 @@
-// ops/conv_backend.h — the device loops the convolution algorithms are built from: im2col / col2im and
-// the strided-batched row-major gemm, for the CPU (ops/cpu/) and, under nvcc, the GPU (ops/cuda/). Each
-// is an overload on Stream<cpu>* / Stream<gpu>*, so an algorithm written once runs on both devices.
+// ops/conv_backend.h — the device loops the convolution algorithms are built from: im2col / col2im for
+// channels-first and channels-last data, and the strided-batched row-major gemm, for the CPU (ops/cpu/)
+// and, under nvcc, the GPU (ops/cuda/). Each is an overload on Stream<cpu>* / Stream<gpu>*, so an
+// algorithm written once runs on both devices.
 #pragma once
 #include "cpu/conv_gemm.h"
 #include "cpu/conv_kernels.h"
+#include "cpu/conv_kernels_nhwc.h"
 #if defined(__CUDACC__)
 #include <tensorexpr/cuda/tensorexpr_cuda.cuh>
 #include "cuda/conv_gemm.cuh"
 #include "cuda/conv_kernels.cuh"
+#include "cuda/conv_kernels_nhwc.cuh"
 #endif
 
 namespace tensorexpr {

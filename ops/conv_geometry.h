@@ -23,6 +23,7 @@ struct ConvGeometry {
   index_t dilate[3] = {1, 1, 1};
   index_t pad[3] = {0, 0, 0};      // padding before (the kernels need only this side)
   index_t pad_end[3] = {0, 0, 0};  // padding after (only the output size depends on it)
+  bool channels_last = false;      // data (N, spatial..., C), weight (K, kernel..., C/G), out (N, out..., K)
 
   TE_XINLINE index_t Cg() const { return C / G; }
   TE_XINLINE index_t Kg() const { return K / G; }

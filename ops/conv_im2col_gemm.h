@@ -61,6 +61,10 @@ class ConvIm2ColGemm : public ConvAlgorithm<Device, DType> {
     const index_t P = g.OutSize(), Kg = g.Kg(), CKg = g.Cg() * g.KernelSize(), rows = g.ColRows();
     const Im2ColPlan plan = PlanIm2Col(g, sizeof(DType), pr.workspace_limit);
     DType* col = static_cast<DType*>(workspace);
+    if (g.channels_last) {
+      RunChannelsLast(g, plan, t, st, col, s);
+      return;
+    }
     for (index_t n0 = 0; n0 < g.N; n0 += plan.images) {
       const index_t nb = std::min(plan.images, g.N - n0);
       for (index_t p0 = 0; p0 < P; p0 += plan.positions) {
@@ -83,6 +87,40 @@ class ConvIm2ColGemm : public ConvAlgorithm<Device, DType> {
           GroupedGemm(s, true, false, CKg, pc, Kg, 1.0f, t.weight, CKg, 0, Kg * CKg, dy, P, g.K * P, Kg * P, 0.0f,
                       col, pc, rows * pc, CKg * pc, nb, g.G);
           ConvCol2Im(s, g, col, n0, nb, p0, pc, t.data_grad, t.data_grad_stride, p0 > 0 || st.data_grad.add);
+        }
+      }
+    }
+  }
+
+ private:
+  // Channels last: the column matrix of a chunk is (nb, pc, C*kk) (ops/cpu/conv_kernels_nhwc.h), group g's
+  // part a (pc, Cg*kk) matrix of row stride C*kk; y_n and dY_n are (P, K), group g's columns Kg wide.
+  //   forward      y_n[g][p0:p0+pc] = col_n[g] . W[g]^T
+  //   weight grad  dW[g] (+)= sum over the chunk of dY_n[g][p0:p0+pc]^T . col_n[g]
+  //   data grad    col_n[g] = dY_n[g][p0:p0+pc] . W[g];  dX = col2im(col)
+  static void RunChannelsLast(const ConvGeometry& g, const Im2ColPlan& plan, const ConvTensors<DType>& t,
+                              const ConvStores& st, DType* col, Stream<Device>* s) {
+    const index_t P = g.OutSize(), K = g.K, Kg = g.Kg(), CKg = g.Cg() * g.KernelSize(), rows = g.ColRows();
+    for (index_t n0 = 0; n0 < g.N; n0 += plan.images) {
+      const index_t nb = std::min(plan.images, g.N - n0);
+      for (index_t p0 = 0; p0 < P; p0 += plan.positions) {
+        const index_t pc = std::min(plan.positions, P - p0);
+        const DType* dy = t.out_grad + (n0 * P + p0) * K;
+        if (st.out.active || st.weight_grad.active)
+          ConvIm2ColChannelsLast(s, g, t.data, t.data_stride, n0, nb, p0, pc, col);
+        if (st.out.active)
+          GroupedGemm(s, false, true, pc, Kg, CKg, 1.0f, col, rows, pc * rows, CKg, t.weight, CKg, 0, Kg * CKg,
+                      st.out.beta(), t.out + (n0 * P + p0) * K, K, P * K, Kg, nb, g.G);
+        if (st.weight_grad.active) {
+          const bool first = n0 == 0 && p0 == 0;
+          GroupedGemm(s, true, false, Kg, CKg, pc, 1.0f, dy, K, P * K, Kg, col, rows, pc * rows, CKg,
+                      first ? st.weight_grad.beta() : 1.0f, t.weight_grad, CKg, 0, Kg * CKg, nb, g.G);
+        }
+        if (st.data_grad.active) {
+          GroupedGemm(s, false, false, pc, CKg, Kg, 1.0f, dy, K, P * K, Kg, t.weight, CKg, 0, Kg * CKg, 0.0f, col,
+                      rows, pc * rows, CKg, nb, g.G);
+          ConvCol2ImChannelsLast(s, g, col, n0, nb, p0, pc, t.data_grad, t.data_grad_stride,
+                                 p0 > 0 || st.data_grad.add);
         }
       }
     }

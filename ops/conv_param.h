@@ -9,6 +9,7 @@
 #include <tensorexpr/base.h>
 #include <tensorexpr/checked.h>
 #include "conv_geometry.h"
+#include "layout.h"
 
 namespace tensorexpr {
 namespace ops {
@@ -37,6 +38,9 @@ struct ConvolutionParam {
   bool no_bias = false;
   double workspace = 1024.0;     // cap on the temp space, in MB (MXNet's default)
   ConvPadding padding = ConvPadding::kExplicit;
+  // Channels first: data (N, C, spatial...), weight (K, C/G, kernel...), output (N, K, out...); channels
+  // last: data (N, spatial..., C), weight (K, kernel..., C/G), output (N, out..., K) (ops/layout.h).
+  Layout layout = Layout::kNCHW;
   // The algorithm to run, by name (ListConvAlgorithms); empty: the library chooses (ops/conv_select.h).
   // A named algorithm that cannot implement the problem is an Error that says why.
   std::string algorithm;
@@ -91,9 +95,11 @@ inline ConvGeometry MakeConvGeometry(const ConvolutionParam& p, const std::vecto
   const size_t nd = p.kernel.size();
   TE_CHECK(nd >= 1 && nd <= 3, "Convolution: kernel ", detail::VecStr(p.kernel),
            " must have 1, 2 or 3 spatial dimensions (NCW, NCHW, NCDHW)");
-  TE_CHECK(data_shape.size() == nd + 2 || data_shape.size() == nd + 1, "Convolution: data shape ",
+  TE_CHECK(data_shape.size() == nd + 2 || data_shape.size() == nd + 1, "Convolution: ", LayoutName(p.layout),
+           " data shape ",
            detail::VecStr(data_shape), " does not fit a ", nd, "-D kernel ", detail::VecStr(p.kernel),
-           ": expected ", nd + 2, " dimensions (N, C, spatial...) or ", nd + 1, " (C, spatial...)");
+           ": expected ", nd + 2, p.layout == Layout::kNHWC ? " dimensions (N, spatial..., C) or " : " dimensions (N, C, spatial...) or ",
+           nd + 1, p.layout == Layout::kNHWC ? " (spatial..., C)" : " (C, spatial...)");
   const std::vector<index_t> stride = detail::PerDim(p.stride, nd, 1, "stride");
   const std::vector<index_t> dilate = detail::PerDim(p.dilate, nd, 1, "dilate");
   const std::vector<index_t> pad = detail::PerDim(p.pad, nd, 0, "pad");
@@ -122,9 +128,11 @@ inline ConvGeometry MakeConvGeometry(const ConvolutionParam& p, const std::vecto
 
   ConvGeometry g;
   const bool batched = data_shape.size() == nd + 2;
-  const size_t first = batched ? 2 : 1;
+  g.channels_last = p.layout == Layout::kNHWC;
+  // The first spatial dimension of the data, and where its channels are.
+  const size_t first = batched ? (g.channels_last ? 1 : 2) : (g.channels_last ? 0 : 1);
   g.N = batched ? data_shape[0] : 1;
-  g.C = data_shape[first - 1];
+  g.C = g.channels_last ? data_shape.back() : data_shape[first - 1];
   g.K = p.num_filter;
   g.G = p.num_group;
   for (size_t i = 0; i < data_shape.size(); ++i)
@@ -181,10 +189,13 @@ inline ConvShapes InferConvShapes(const ConvolutionParam& p, const std::vector<i
   const size_t nd = p.kernel.size(), off = 3 - nd;
   ConvShapes s;
   if (data_shape.size() == nd + 2) s.out.push_back(g.N);
-  s.out.push_back(g.K);
+  if (!g.channels_last) s.out.push_back(g.K);
   for (size_t i = 0; i < nd; ++i) s.out.push_back(g.out[off + i]);
-  s.weight = {g.K, g.Cg()};
+  if (g.channels_last) s.out.push_back(g.K);
+  s.weight = {g.K};
+  if (!g.channels_last) s.weight.push_back(g.Cg());
   for (size_t i = 0; i < nd; ++i) s.weight.push_back(p.kernel[i]);
+  if (g.channels_last) s.weight.push_back(g.Cg());
   if (!p.no_bias) s.bias = {g.K};
   return s;
 }

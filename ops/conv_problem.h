@@ -46,7 +46,7 @@ struct ConvProblem {
       if (a.in[i] != b.in[i] || a.kernel[i] != b.kernel[i] || a.stride[i] != b.stride[i] ||
           a.dilate[i] != b.dilate[i] || a.pad[i] != b.pad[i] || a.pad_end[i] != b.pad_end[i])
         return false;
-    return a.N == b.N && a.C == b.C && a.K == b.K && a.G == b.G && dtype_bytes == o.dtype_bytes &&
+    return a.channels_last == b.channels_last && a.N == b.N && a.C == b.C && a.K == b.K && a.G == b.G && dtype_bytes == o.dtype_bytes &&
            std::strcmp(dtype, o.dtype) == 0 && std::strcmp(device, o.device) == 0 && threads == o.threads &&
            math == o.math && data_contiguous == o.data_contiguous && workspace_limit == o.workspace_limit;
   }
@@ -60,7 +60,7 @@ struct ConvProblem {
     std::string dev = device;
     for (char& c : dev)
       if (c == '\t' || c == '\n' || c == '\r') c = ' ';
-    return std::string(ConvPassName(pass)) + " " + dtype + " " + (math == ConvMath::kTF32 ? "tf32" : "strict") +
+    return std::string(ConvPassName(pass)) + " " + dtype + (g.channels_last ? " NHWC " : " NCHW ") + (math == ConvMath::kTF32 ? "tf32" : "strict") +
            " N" + std::to_string(g.N) + " C" + std::to_string(g.C) + " K" + std::to_string(g.K) + " G" +
            std::to_string(g.G) + " in" + triple(g.in) + " k" + triple(g.kernel) + " s" + triple(g.stride) + " d" +
            triple(g.dilate) + " p" + triple(g.pad) + " q" + triple(g.pad_end) +

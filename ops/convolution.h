@@ -1,6 +1,6 @@
-// ops/convolution.h — the convolution operator (MXNet's Convolution): Forward and Backward for 1-D (NCW),
-// 2-D (NCHW) and 3-D (NCDHW) inputs, on the CPU and (compiled by nvcc) the GPU, for float, double, half_t
-// and bf16_t. Parameters, shapes and cost are in ops/conv_param.h.
+// ops/convolution.h — the convolution operator (MXNet's Convolution): Forward and Backward for 1-D, 2-D and
+// 3-D inputs, channels first (NCW, NCHW, NCDHW) or last (NWC, NHWC, NDHWC), on the CPU and (compiled by
+// nvcc) the GPU, for float, double, half_t and bf16_t. Parameters, shapes and cost: ops/conv_param.h.
 //
 // The operator is the boundary: it checks the tensors against the parameters, decodes each req once into
 // a ReqStore, describes the work as a ConvProblem, lets ops/conv_select.h pick an algorithm per pass
@@ -67,15 +67,18 @@ index_t SpanOf(const Tensor<Device, dim, DType>& t) {
 
 // Runs the tuner's trial of `a` on `pass`: into scratch outputs, so the caller's are untouched, once to
 // warm up, then the median of three timed runs.
+// The memory extents (padded rows included) of the outputs a trial writes instead of the caller's.
+struct ConvSpans {
+  index_t out = 0, data_grad = 0;
+};
+
 template <typename Device, typename DType>
 double TimeConvTrial(const ConvAlgorithm<Device, DType>& a, const ConvProblem& problem, ConvPass pass,
-                     ConvTensors<DType> t, index_t out_span, Stream<Device>* s) {
+                     ConvTensors<DType> t, ConvSpans spans, Stream<Device>* s) {
   const ConvStores only = ConvStores::Only(pass, ReqStore{true, false});
-  const index_t span = pass == ConvPass::kForward ? out_span
-                       : pass == ConvPass::kBackwardData
-                           ? problem.geom.N * problem.geom.C * problem.geom.in[0] * problem.geom.in[1] *
-                                 t.data_grad_stride
-                           : problem.geom.K * problem.geom.Cg() * problem.geom.KernelSize();
+  const index_t span = pass == ConvPass::kForward        ? spans.out
+                       : pass == ConvPass::kBackwardData ? spans.data_grad
+                                                         : problem.geom.K * problem.geom.Cg() * problem.geom.KernelSize();
   TensorContainer<Device, 1, DType> scratch;
   scratch.set_stream(s);
   scratch.Resize(Shape1(std::max<index_t>(span, 1)));
@@ -99,13 +102,13 @@ double TimeConvTrial(const ConvAlgorithm<Device, DType>& a, const ConvProblem& p
 // algorithm run in one call.
 template <typename Device, typename DType>
 void RunConvPasses(const std::string& forced, const ConvProblem& problem, const ConvTensors<DType>& t,
-                   const ConvStores& stores, index_t out_span, Stream<Device>* s) {
+                   const ConvStores& stores, ConvSpans spans, Stream<Device>* s) {
   using Algorithm = ConvAlgorithm<Device, DType>;
   std::vector<std::pair<const Algorithm*, ConvStores>> runs;
   for (ConvPass pass : {ConvPass::kForward, ConvPass::kBackwardWeight, ConvPass::kBackwardData}) {
     if (!stores.Wants(pass)) continue;
     const Algorithm* a = SelectConvAlgorithm<Device, DType>(
-        problem, pass, forced, [&](const Algorithm& trial) { return TimeConvTrial(trial, problem, pass, t, out_span, s); });
+        problem, pass, forced, [&](const Algorithm& trial) { return TimeConvTrial(trial, problem, pass, t, spans, s); });
     auto same = std::find_if(runs.begin(), runs.end(), [&](const auto& r) { return r.first == a; });
     if (same == runs.end()) same = runs.insert(runs.end(), {a, ConvStores()});
     ConvStores& mine = same->second;
@@ -151,11 +154,16 @@ void ConvolutionForward(const ConvolutionParam& p, const Tensor<Device, ddim, DT
   ConvStores stores;
   stores.out = store;
   const ConvProblem problem = MakeConvProblem<Device, DType>(g, s, data.CheckContiguous(), p.workspace);
-  detail::RunConvPasses(p.algorithm, problem, t, stores, detail::SpanOf(out), s);
+  detail::RunConvPasses(p.algorithm, problem, t, stores, detail::ConvSpans{detail::SpanOf(out), 0}, s);
   if (!p.no_bias) {
-    // y (N, K, P) += b laid along dimension 1.
-    Tensor<Device, 3, DType> y3(out.dptr_, Shape3(g.N, g.K, P), s);
-    y3 += expr::broadcast<1>(bias, y3.shape_);
+    // y (N, K, P), or (N, P, K) channels last, += b laid along the channel dimension.
+    if (g.channels_last) {
+      Tensor<Device, 2, DType> y2(out.dptr_, Shape2(g.N * P, g.K), s);
+      y2 += expr::broadcast<1>(bias, y2.shape_);
+    } else {
+      Tensor<Device, 3, DType> y3(out.dptr_, Shape3(g.N, g.K, P), s);
+      y3 += expr::broadcast<1>(bias, y3.shape_);
+    }
   }
 }
 
@@ -187,9 +195,14 @@ void ConvolutionBackward(const ConvolutionParam& p, const Tensor<Device, ddim, D
   const index_t P = g.OutSize();
 
   if (bias_store.active) {
-    // db = the sum of dY (N, K, P) over images and positions.
-    const Tensor<Device, 3, DType> dy3(out_grad.dptr_, Shape3(g.N, g.K, P), s);
-    Assign(bias_grad, req_bias, expr::sumall_except_dim<1>(dy3));
+    // db = the sum of dY (N, K, P), or (N * P, K) channels last, over images and positions.
+    if (g.channels_last) {
+      const Tensor<Device, 2, DType> dy2(out_grad.dptr_, Shape2(g.N * P, g.K), s);
+      Assign(bias_grad, req_bias, expr::sumall_except_dim<1>(dy2));
+    } else {
+      const Tensor<Device, 3, DType> dy3(out_grad.dptr_, Shape3(g.N, g.K, P), s);
+      Assign(bias_grad, req_bias, expr::sumall_except_dim<1>(dy3));
+    }
   }
   if (!stores.data_grad.active && !stores.weight_grad.active) return;
   // Nothing to sum over: the weight gradient is zero, and so is every input element's.
@@ -208,7 +221,7 @@ void ConvolutionBackward(const ConvolutionParam& p, const Tensor<Device, ddim, D
   t.weight_grad = stores.weight_grad.active ? weight_grad.dptr_ : nullptr;
   const bool contiguous = data.CheckContiguous() && (!stores.data_grad.active || data_grad.CheckContiguous());
   const ConvProblem problem = MakeConvProblem<Device, DType>(g, s, contiguous, p.workspace);
-  detail::RunConvPasses(p.algorithm, problem, t, stores, detail::SpanOf(out_grad), s);
+  detail::RunConvPasses(p.algorithm, problem, t, stores, detail::ConvSpans{0, detail::SpanOf(data_grad)}, s);
 }
 
 // Forgets every algorithm choice held in memory and frees the device's convolution workspaces (the

@@ -21,6 +21,8 @@
 #include <vector>
 #include <tensorexpr/tensorexpr.h>
 #include <tensorexpr/checked.h>
+#include "layout.h"
+#include "workspace.h"
 #if defined(__CUDACC__)
 #include <tensorexpr/cuda/tensorexpr_cuda.cuh>
 #endif
@@ -41,6 +43,9 @@ struct PoolingParam {
                                   // are then ignored; its length (or, when empty, the data's number of
                                   // dimensions minus 2: (N, C, spatial...)) gives the spatial dimensions
   bool count_include_pad = true;  // average pooling divides by the padded window size
+  // Channels first, data (..., C, spatial...), or last, (..., spatial..., C) (ops/layout.h). Channels-last
+  // data is pooled channels first through the stream's workspace: moved, pooled, moved back.
+  Layout layout = Layout::kNCHW;
 };
 
 // The resolved geometry, 3-D with leading extents of 1 for 1-D and 2-D. Trivially copyable: node plans
@@ -80,6 +85,17 @@ inline PoolGeometry MakePoolGeometry(const PoolingParam& p, const std::vector<in
            " dimensions; a ", nd, "-D pooling needs at least ", nd + 1, " (leading dimensions, then spatial)");
   for (index_t e : data_shape)
     TE_CHECK(e >= 0, "Pooling: data shape ", detail::PoolVecStr(data_shape), " has a negative extent");
+  if (p.layout == Layout::kNHWC) {
+    TE_CHECK(dims >= nd + 2, "Pooling: channels-last data shape ", detail::PoolVecStr(data_shape), " has ", dims,
+             " dimensions; a ", nd, "-D pooling needs at least ", nd + 2, " (leading..., spatial..., C)");
+    std::vector<index_t> first = data_shape;  // the same data seen channels first
+    const index_t channels = first.back();
+    first.insert(first.end() - static_cast<std::ptrdiff_t>(nd + 1), channels);
+    first.pop_back();
+    PoolingParam q = p;
+    q.layout = Layout::kNCHW;
+    return MakePoolGeometry(q, first);
+  }
   PoolGeometry g;
   g.nd = static_cast<int>(nd);
   g.is_max = p.pool_type == PoolType::kMax;
@@ -137,7 +153,8 @@ template <int dim>
 inline Shape<dim> InferPoolingShape(const PoolingParam& p, const Shape<dim>& data_shape) {
   const PoolGeometry g = MakePoolGeometry(p, std::vector<index_t>(data_shape.shape_, data_shape.shape_ + dim));
   Shape<dim> s = data_shape;
-  for (int i = 0; i < g.nd; ++i) s[dim - g.nd + i] = g.out[3 - g.nd + i];
+  const int last = p.layout == Layout::kNHWC ? dim - 1 : dim;  // one past the last spatial dimension
+  for (int i = 0; i < g.nd; ++i) s[last - g.nd + i] = g.out[3 - g.nd + i];
   return s;
 }
 
@@ -287,6 +304,29 @@ inline std::vector<index_t> PoolShapeVec(const Shape<dim>& s) {
   return std::vector<index_t>(s.shape_, s.shape_ + dim);
 }
 
+// The axes that view channels-last data channels first ((..., s..., C) -> (..., C, s...), to_first) and
+// back (to_first false), for nd spatial dimensions; output dimension i reads source dimension axes[i].
+template <int dim>
+Shape<dim> ChannelAxes(int nd, bool to_first) {
+  Shape<dim> axes;
+  const int c = dim - 1 - nd;  // where the channels sit when first
+  for (int i = 0; i < dim; ++i) axes[i] = i;
+  if (to_first) {
+    axes[c] = dim - 1;
+    for (int i = c + 1; i < dim; ++i) axes[i] = i - 1;
+  } else {
+    for (int i = c; i + 1 < dim; ++i) axes[i] = i + 1;
+    axes[dim - 1] = c;
+  }
+  return axes;
+}
+template <int dim>
+Shape<dim> Permute(const Shape<dim>& s, const Shape<dim>& axes) {
+  Shape<dim> r;
+  for (int i = 0; i < dim; ++i) r[i] = s[axes[i]];
+  return r;
+}
+
 template <int nd, typename Device, int dim, typename DType>
 void PoolForwardCore(const PoolGeometry& g, const Tensor<Device, dim, DType>& data, OpReqType req,
                      const Tensor<Device, dim, DType>& out) {
@@ -329,6 +369,20 @@ void PoolingForward(const PoolingParam& p, const Tensor<Device, dim, DType>& dat
            " for data shape ", data.shape_);
   detail::CheckPoolReq("forward", req);
   if (req == kNullOp || want.Size() == 0) return;
+  if (p.layout == Layout::kNHWC) {
+    // Moved channels first into the workspace (x, then y), pooled there, moved back into out.
+    Stream<Device>* s = out.stream_;
+    const Shape<dim> to_first = detail::ChannelAxes<dim>(g.nd, true), to_last = detail::ChannelAxes<dim>(g.nd, false);
+    const Shape<dim> xs = detail::Permute(data.shape_, to_first), ys = detail::Permute(want, to_first);
+    DType* ws = static_cast<DType*>(GetWorkspaceBytes<Device>(sizeof(DType) * size_t(xs.Size() + ys.Size()), s));
+    Tensor<Device, dim, DType> x(ws, xs, s), y(ws + xs.Size(), ys, s);
+    x = expr::transpose(data, to_first);
+    PoolingParam q = p;
+    q.layout = Layout::kNCHW;
+    PoolingForward(q, x, kWriteTo, y);
+    Assign(out, req, expr::transpose(y, to_last));
+    return;
+  }
   if (detail::PoolUsesCoreExpr(p, g)) {
     if (g.nd == 2) return detail::PoolForwardCore<2>(g, data, req, out);
     return detail::PoolForwardCore<1>(g, data, req, out);
@@ -353,6 +407,23 @@ void PoolingBackward(const PoolingParam& p, const Tensor<Device, dim, DType>& ou
   if (want.Size() == 0) {  // no windows: every input's gradient is zero
     Tensor<Device, dim, DType> dx = in_grad;
     if (req != kAddTo) dx = DType(0);
+    return;
+  }
+  if (p.layout == Layout::kNHWC) {
+    // x, y, dy moved channels first into the workspace, the gradient computed there, moved back.
+    Stream<Device>* s = in_grad.stream_;
+    const Shape<dim> to_first = detail::ChannelAxes<dim>(g.nd, true), to_last = detail::ChannelAxes<dim>(g.nd, false);
+    const Shape<dim> xs = detail::Permute(data.shape_, to_first), ys = detail::Permute(want, to_first);
+    const index_t xn = xs.Size(), yn = ys.Size();
+    DType* ws = static_cast<DType*>(GetWorkspaceBytes<Device>(sizeof(DType) * size_t(2 * xn + 2 * yn), s));
+    Tensor<Device, dim, DType> x(ws, xs, s), dx(ws + xn, xs, s), y(ws + 2 * xn, ys, s), dy(ws + 2 * xn + yn, ys, s);
+    x = expr::transpose(data, to_first);
+    y = expr::transpose(out, to_first);
+    dy = expr::transpose(out_grad, to_first);
+    PoolingParam q = p;
+    q.layout = Layout::kNCHW;
+    PoolingBackward(q, dy, x, y, kWriteTo, dx);
+    Assign(in_grad, req, expr::transpose(dx, to_last));
     return;
   }
   if (detail::PoolUsesCoreExpr(p, g)) {

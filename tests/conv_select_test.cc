@@ -196,6 +196,12 @@ TEST_CASE("conv algorithms: cpu_per_image refuses half and bf16", "[cpu][conv][s
   const auto* a = ops::ConvRegistry<cpu, half_t>::Get().Find("cpu_per_image");
   REQUIRE(a != nullptr);
   CHECK(a->CanImplement(pr, ConvPass::kForward).why.find("float or double") != std::string::npos);
+  ConvolutionParam nhwc = Param3x3();
+  nhwc.layout = ops::Layout::kNHWC;
+  const ConvProblem last = ops::MakeConvProblem<cpu, float>(ops::MakeConvGeometry(nhwc, {3, 7, 6, 4}), nullptr, true,
+                                                            1024.0);
+  const auto* f = ops::ConvRegistry<cpu, float>::Get().Find("cpu_per_image");
+  CHECK(f->CanImplement(last, ConvPass::kForward).why.find("channels-first (NCHW) data only") != std::string::npos);
 }
 #endif
 

@@ -133,6 +133,39 @@ TensorContainer<Device, dim, DType> DeviceCopy(const Tensor<cpu, dim, DType>& h,
   return d;
 }
 
+// A shape written channels first, with the channels moved last: (N, C, s...) -> (N, s..., C), or for an
+// unbatched one (C, s...) -> (s..., C).
+inline Vec ChannelsLastShape(Vec v, bool batched) {
+  const size_t c = batched ? 1 : 0;
+  const index_t channels = v[c];
+  v.erase(v.begin() + static_cast<std::ptrdiff_t>(c));
+  v.push_back(channels);
+  return v;
+}
+
+// A dense copy of t with its channel dimension moved last (to_last) or back first; a plain copy when
+// `permute` is false. The library's transpose expression does the moving.
+template <int dim, typename DType>
+TensorContainer<cpu, dim, DType> Permuted(const Tensor<cpu, dim, DType>& t, bool permute, bool to_last, bool batched) {
+  Shape<dim> axes;
+  const int c = batched ? 1 : 0;
+  for (int i = 0; i < dim; ++i) axes[i] = i;
+  if (permute) {
+    if (to_last) {
+      for (int i = c; i + 1 < dim; ++i) axes[i] = i + 1;
+      axes[dim - 1] = c;
+    } else {
+      axes[c] = dim - 1;
+      for (int i = c + 1; i < dim; ++i) axes[i] = i - 1;
+    }
+  }
+  Shape<dim> shape;
+  for (int i = 0; i < dim; ++i) shape[i] = t.shape_[axes[i]];
+  TensorContainer<cpu, dim, DType> out(shape);
+  out = expr::transpose(t, axes);
+  return out;
+}
+
 // One case in full: what the op is asked and what the reference expects.
 struct Case {
   Vec data;                  // data shape (batched or not)
@@ -183,10 +216,18 @@ inline double Expect(OpReqType req, double before, double ref) {
 
 template <typename Device, typename DType, int ddim, int wdim>
 void RunCase(Stream<Device>* stream, const Case& cs, Reqs reqs) {
-  const ConvolutionParam& p = cs.param;
+  // The case and the reference are written channels first; a channels-last case runs on permuted copies.
+  const bool last = cs.param.layout == ops::Layout::kNHWC;
+  ConvolutionParam p = cs.param;
+  p.layout = ops::Layout::kNCHW;
   const RefConv r = MakeRef(cs.data, cs.batched, p.kernel, p.stride, p.dilate, cs.ref_pb, cs.ref_pe, p.num_filter,
                             p.num_group);
   const auto shapes = ops::InferConvShapes(p, cs.data);
+  if (last) {
+    const auto cl = ops::InferConvShapes(cs.param, ChannelsLastShape(cs.data, cs.batched));
+    REQUIRE(cl.out == ChannelsLastShape(shapes.out, cs.batched));
+    REQUIRE(cl.weight == ChannelsLastShape(shapes.weight, true));
+  }
   // The library's shapes against the reference's.
   Vec want_out;
   if (cs.batched) want_out.push_back(r.N);
@@ -226,32 +267,35 @@ void RunCase(Stream<Device>* stream, const Case& cs, Reqs reqs) {
     db[f] += dy[i];
   }
 
-  auto xd = DeviceCopy<Device>(xh.view(), stream, cs.padded_rows);
-  auto dxd = DeviceCopy<Device>(dxh.view(), stream, cs.padded_rows);
-  auto yd = DeviceCopy<Device>(yh.view(), stream, false);
-  auto dyd = DeviceCopy<Device>(dyh.view(), stream, false);
-  auto wd = DeviceCopy<Device>(wh.view(), stream, false);
-  auto dwd = DeviceCopy<Device>(dwh.view(), stream, false);
+  auto xd = DeviceCopy<Device>(Permuted(xh.view(), last, true, cs.batched).view(), stream, cs.padded_rows);
+  auto dxd = DeviceCopy<Device>(Permuted(dxh.view(), last, true, cs.batched).view(), stream, cs.padded_rows);
+  auto yd = DeviceCopy<Device>(Permuted(yh.view(), last, true, cs.batched).view(), stream, false);
+  auto dyd = DeviceCopy<Device>(Permuted(dyh.view(), last, true, cs.batched).view(), stream, false);
+  auto wd = DeviceCopy<Device>(Permuted(wh.view(), last, true, true).view(), stream, false);
+  auto dwd = DeviceCopy<Device>(Permuted(dwh.view(), last, true, true).view(), stream, false);
   auto bd = DeviceCopy<Device>(bh.view(), stream, false);
   auto dbd = DeviceCopy<Device>(dbh.view(), stream, false);
 
-  ops::ConvolutionForward(p, xd.view(), wd.view(), bd.view(), reqs.fwd, yd.view());
-  ops::ConvolutionBackward(p, dyd.view(), xd.view(), wd.view(), reqs.data, dxd.view(), reqs.weight, dwd.view(),
-                           reqs.bias, dbd.view());
+  ops::ConvolutionForward(cs.param, xd.view(), wd.view(), bd.view(), reqs.fwd, yd.view());
+  ops::ConvolutionBackward(cs.param, dyd.view(), xd.view(), wd.view(), reqs.data, dxd.view(), reqs.weight,
+                           dwd.view(), reqs.bias, dbd.view());
+  // Back to channels first for the comparison.
+  auto back = [&](const auto& d, bool batched) { return Permuted(ToHost(d.view()).view(), last, false, batched); };
 
   const index_t taps = r.Cg() * r.k[0] * r.k[1] * r.k[2];
   INFO("data " << xs << " weight " << ws << " out " << ys << " group " << r.G << " reqs fwd/data/weight/bias "
                << OpReqName(reqs.fwd) << "/" << OpReqName(reqs.data) << "/" << OpReqName(reqs.weight) << "/"
-               << OpReqName(reqs.bias) << " dtype " << DataType<DType>::name());
-  CheckClose(ToHost(yd.view()).view(), [&](const Shape<ddim>& i) {
+               << OpReqName(reqs.bias) << " dtype " << DataType<DType>::name() << " layout "
+               << ops::LayoutName(cs.param.layout) << " algorithm '" << cs.param.algorithm << "'");
+  CheckClose(back(yd, cs.batched).view(), [&](const Shape<ddim>& i) {
     const index_t f = FlatIndex(ys, i);
     return Expect(reqs.fwd, y0[f], y[f]);
   }, ConvTol<DType>(taps), "forward");
-  CheckClose(ToHost(dxd.view()).view(), [&](const Shape<ddim>& i) {
+  CheckClose(back(dxd, cs.batched).view(), [&](const Shape<ddim>& i) {
     const index_t f = FlatIndex(xs, i);
     return Expect(reqs.data, dx0[f], dx[f]);
   }, ConvTol<DType>(r.Kg() * r.k[0] * r.k[1] * r.k[2]), "data grad");
-  CheckClose(ToHost(dwd.view()).view(), [&](const Shape<wdim>& i) {
+  CheckClose(back(dwd, true).view(), [&](const Shape<wdim>& i) {
     const index_t f = FlatIndex(ws, i);
     return Expect(reqs.weight, dw0[f], dw[f]);
   }, ConvTol<DType>(r.N * P), "weight grad");
@@ -315,8 +359,9 @@ template <typename Device, typename DType>
 bool Implements(const std::string& name, const Case& c, Stream<Device>* stream) {
   const auto* a = ops::ConvRegistry<Device, DType>::Get().Find(name);
   REQUIRE(a != nullptr);
-  const ops::ConvProblem pr = ops::MakeConvProblem<Device, DType>(ops::MakeConvGeometry(c.param, c.data), stream,
-                                                                 !c.padded_rows, c.param.workspace);
+  const bool last = c.param.layout == ops::Layout::kNHWC;
+  const ops::ConvGeometry g = ops::MakeConvGeometry(c.param, last ? ChannelsLastShape(c.data, c.batched) : c.data);
+  const ops::ConvProblem pr = ops::MakeConvProblem<Device, DType>(g, stream, !c.padded_rows, c.param.workspace);
   for (ops::ConvPass pass : {ops::ConvPass::kForward, ops::ConvPass::kBackwardData, ops::ConvPass::kBackwardWeight})
     if (!a->CanImplement(pr, pass).ok) return false;
   return true;
@@ -325,13 +370,15 @@ bool Implements(const std::string& name, const Case& c, Stream<Device>* stream) 
 // The grid, with `algorithm` forced ("" : the library's choice) on the cases it can implement; returns
 // how many ran.
 template <typename Device, typename DType>
-int RunGrid(Stream<Device>* stream, size_t seed_offset, const std::string& algorithm = "") {
+int RunGrid(Stream<Device>* stream, size_t seed_offset, const std::string& algorithm = "",
+            ops::Layout layout = ops::Layout::kNCHW) {
   const auto g2 = Grid2D(), g1 = Grid1D(), g3 = Grid3D();
   int ran = 0;
   auto run = [&](Case c, bool padded, size_t pattern, auto dims) {
     constexpr int d = decltype(dims)::value;
     c.padded_rows = padded;
     c.param.algorithm = algorithm;
+    c.param.layout = layout;
     if (!algorithm.empty() && !Implements<Device, DType>(algorithm, c, stream)) return;
     RunCase<Device, DType, d, d>(stream, c, ReqPattern(pattern));
     ++ran;
@@ -367,6 +414,30 @@ TE_DEVICE_TEST_CASE("every convolution algorithm matches the float64 reference w
       if (Implements<Device, bf16_t>(name, c, stream)) RunCase<Device, bf16_t, 4, 4>(stream, c, ReqPattern(2));
     }
   }
+}
+
+// Channels last (NWC, NHWC, NDHWC): the same grid, by the library's choice and by each algorithm that
+// implements it; unbatched and half / bf16 cases too.
+TE_DEVICE_TEST_CASE("convolution channels last matches the float64 reference", "[conv][layout]") {
+  CHECK(RunGrid<Device, float>(stream, 2, "", ops::Layout::kNHWC) > 0);
+  CHECK(RunGrid<Device, double>(stream, 5, "", ops::Layout::kNHWC) > 0);
+  for (const std::string& name : ops::ListConvAlgorithms<Device, float>()) {
+    INFO("algorithm " << name);
+    RunGrid<Device, float>(stream, 3, name, ops::Layout::kNHWC);
+  }
+  for (const Case& base : {Grid2D()[0], Grid2D()[6], Grid3D()[2]}) {
+    Case c = base;
+    c.param.layout = ops::Layout::kNHWC;
+    if (c.data.size() == 4) {
+      RunCase<Device, half_t, 4, 4>(stream, c, ReqPattern(1));
+      RunCase<Device, bf16_t, 4, 4>(stream, c, ReqPattern(2));
+    } else {
+      RunCase<Device, half_t, 5, 5>(stream, c, ReqPattern(3));
+    }
+  }
+  Case unbatched = MakeCase({4, 7, 6}, {3, 3}, {1, 2}, {1, 1}, {1, 1}, 6, 2, true, false);
+  unbatched.param.layout = ops::Layout::kNHWC;
+  RunCase<Device, float, 3, 4>(stream, unbatched, ReqPattern(0));
 }
 
 TE_DEVICE_TEST_CASE("convolution every req on one geometry", "[conv]") {

@@ -794,3 +794,61 @@ TE_DEVICE_TEST_CASE("Pooling max propagates NaN and keeps -inf", "[ops_nn][pooli
   CHECK(dxh.dptr_[0] == 0.0f);
   CHECK(dxh.dptr_[4] == 0.0f);
 }
+
+namespace {
+// Pooling of channels-last data against the channels-first pooling of the same data (which the cases
+// above check against the float64 reference): forward and backward, under kWriteTo and kAddTo.
+template <typename Device, int dim>
+void RunPoolChannelsLast(Stream<Device>* stream, const PoolCase& c, const Shape<dim>& cf_shape) {
+  const int nd = static_cast<int>(c.kernel.size());
+  const Shape<dim> to_last = ops::detail::ChannelAxes<dim>(nd, false), to_first = ops::detail::ChannelAxes<dim>(nd, true);
+  ops::PoolingParam pf = ToParam(c), pl = ToParam(c);
+  pl.layout = ops::Layout::kNHWC;
+  const Shape<dim> ys = ops::InferPoolingShape(pf, cf_shape);
+  const Shape<dim> xl_shape = ops::detail::Permute(cf_shape, to_last), yl_shape = ops::detail::Permute(ys, to_last);
+  REQUIRE(ops::InferPoolingShape(pl, xl_shape) == yl_shape);
+  TensorContainer<cpu, dim, float> xh(cf_shape), dyh(ys);
+  FillRandom(xh.view());
+  FillRandom(dyh.view());
+  auto x = ToDevice(xh.view(), stream), dy = ToDevice(dyh.view(), stream);
+  TensorContainer<Device, dim, float> y(ys), dx(cf_shape);
+  y.set_stream(stream);
+  dx.set_stream(stream);
+  ops::PoolingForward(pf, x.view(), kWriteTo, y.view());
+  ops::PoolingBackward(pf, dy.view(), x.view(), y.view(), kWriteTo, dx.view());
+  // The same data channels last.
+  TensorContainer<Device, dim, float> xl(xl_shape), dyl(yl_shape), yl(yl_shape), dxl(xl_shape);
+  for (auto* t : {&xl, &dyl, &yl, &dxl}) t->set_stream(stream);
+  xl = expr::transpose(x.view(), to_last);
+  dyl = expr::transpose(dy.view(), to_last);
+  for (OpReqType req : {kWriteTo, kAddTo}) {
+    INFO(OpReqName(req));
+    yl = 0.5f;
+    dxl = 0.25f;
+    ops::PoolingForward(pl, xl.view(), req, yl.view());
+    ops::PoolingBackward(pl, dyl.view(), xl.view(), yl.view(), req == kAddTo ? kAddTo : kWriteTo, dxl.view());
+    const float y_base = req == kAddTo ? 0.5f : 0.0f, dx_base = req == kAddTo ? 0.25f : 0.0f;
+    TensorContainer<Device, dim, float> y_back(ys), dx_back(cf_shape);
+    y_back.set_stream(stream);
+    dx_back.set_stream(stream);
+    y_back = expr::transpose(yl.view(), to_first);
+    dx_back = expr::transpose(dxl.view(), to_first);
+    const auto yw = ToHost(y.view()), yg = ToHost(y_back.view());
+    CheckAll(yg.view(), [&](const Shape<dim>& i) { return y_base + At(yw.view(), i); }, 1e-5, "forward");
+    if (req == kWriteTo) {  // kAddTo changed y itself, so its gradient routing is checked under kWriteTo only
+      const auto dxw = ToHost(dx.view()), dxg = ToHost(dx_back.view());
+      CheckAll(dxg.view(), [&](const Shape<dim>& i) { return dx_base + At(dxw.view(), i); }, 1e-5, "backward");
+    }
+  }
+}
+}  // namespace
+
+TE_DEVICE_TEST_CASE("Pooling channels last matches channels first", "[ops_nn][pooling][layout]") {
+  for (PoolType t : kPoolTypes) {
+    INFO("type " << int(t));
+    RunPoolChannelsLast<Device, 4>(stream, PC({3, 3}, {2, 2}, {1, 1}, t), Shape4(2, 5, 9, 8));
+    RunPoolChannelsLast<Device, 4>(stream, PC({2, 2}, {2, 2}, {}, t), Shape4(2, 3, 8, 6));
+    RunPoolChannelsLast<Device, 3>(stream, PC({3}, {2}, {1}, t, kFullConv), Shape3(2, 4, 11));
+    RunPoolChannelsLast<Device, 5>(stream, PC({2, 3, 2}, {2, 1, 2}, {0, 1, 1}, t), Shape5(1, 3, 5, 6, 7));
+  }
+}

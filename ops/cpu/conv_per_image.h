@@ -124,8 +124,9 @@ template <typename DType>
 class ConvCpuPerImage : public ConvAlgorithm<cpu, DType> {
  public:
   const char* Name() const override { return "cpu_per_image"; }
-  ConvSupport CanImplement(const ConvProblem&, ConvPass) const override {
+  ConvSupport CanImplement(const ConvProblem& pr, ConvPass) const override {
     if (!kConvPerImageDType<DType>) return ConvSupport::No("its gemms are BLAS calls: float or double only");
+    if (pr.geom.channels_last) return ConvSupport::No("it runs channels-first (NCHW) data only");
     return ConvSupport::Yes();
   }
   bool Recommended(const ConvProblem& pr, ConvPass pass) const override {
