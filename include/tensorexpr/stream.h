@@ -2,6 +2,7 @@
 // operators draw from (its Workspace, workspace.h). On the CPU work runs at once, so Wait() is free.
 // The GPU stream (cuda/stream.cuh) also owns a cudaStream_t and a lazily created cuBLAS handle.
 #pragma once
+#include <type_traits>
 #include "base.h"
 #include "workspace.h"
 
@@ -21,8 +22,10 @@ struct Stream<cpu> {
 };
 
 // The stream object of tensors whose stream_ is null: one per host thread (as on the GPU), so that each
-// thread's operators have a workspace of their own.
-inline Stream<cpu>* StreamOrDefault(Stream<cpu>* s) {
+// thread's operators have a workspace of their own. A template taking only Stream<cpu>*, so that the GPU's
+// StreamOrDefault(nullptr) (cuda/stream.cuh) stays unambiguous.
+template <typename S, typename = std::enable_if_t<std::is_same<S, Stream<cpu>>::value>>
+inline Stream<cpu>* StreamOrDefault(S* s) {
   thread_local Stream<cpu> default_stream;
   return s == nullptr ? &default_stream : s;
 }
