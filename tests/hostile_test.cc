@@ -249,6 +249,38 @@ TEST_CASE("hostile: integer division by a zero scalar throws before any element 
   CHECK(std::isinf(f[0]));
 }
 
+TEST_CASE("hostile: integer division by a zero tensor element or INT_MIN / -1 has a defined result", "[cpu][hostile]") {
+  // Zero elements give 0, INT_MIN / -1 wraps to INT_MIN (op.h, math::IntDiv): no signal, no UB, for
+  // F<op::div> / operator/ and for /=, in every integer type; floats are untouched.
+  constexpr int32_t kMin32 = std::numeric_limits<int32_t>::min();
+  TensorContainer<cpu, 1, int32_t> a(Shape1(5)), b(Shape1(5)), out(Shape1(5), 99);
+  const int32_t av[] = {7, kMin32, -9, 5, kMin32}, bv[] = {0, -1, 2, -1, 1};
+  for (int i = 0; i < 5; ++i) a[i] = av[i], b[i] = bv[i];
+  out = a.view() / b.view();
+  const int32_t want[] = {0, kMin32, -4, -5, kMin32};
+  for (int i = 0; i < 5; ++i) CHECK(out[i] == want[i]);
+  out = a.view();
+  out /= b.view();
+  for (int i = 0; i < 5; ++i) CHECK(out[i] == want[i]);
+
+  TensorContainer<cpu, 1, int8_t> c(Shape1(2)), d(Shape1(2));
+  c[0] = -128, c[1] = 100, d[0] = -1, d[1] = 0;
+  c /= d.view();
+  CHECK(c[0] == -128);
+  CHECK(c[1] == 0);
+
+  // int64 divides in int64: the quotient is exact beyond 2^53 (through double it would round).
+  TensorContainer<cpu, 1, int64_t> e(Shape1(2)), g(Shape1(2)), q(Shape1(2));
+  e[0] = (int64_t(1) << 62) + 1, e[1] = std::numeric_limits<int64_t>::min();
+  g[0] = 1, g[1] = -1;
+  q = F<op::div>(e.view(), g.view());
+  CHECK(q[0] == (int64_t(1) << 62) + 1);
+  CHECK(q[1] == std::numeric_limits<int64_t>::min());
+
+  TensorContainer<cpu, 1, float> f(Shape1(2), -1.f), z(Shape1(2), 0.f);
+  f = f.view() / z.view();
+  CHECK(f[0] == -kInf);
+}
 
 // ---- 5. NaN and infinities in max / min -----------------------------------------------------------------
 
