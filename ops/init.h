@@ -79,6 +79,9 @@ double XavierInit(const XavierParam& p, Random<Device, DType>* rnd, const Tensor
 template <typename Device, int dim, typename DType>
 double HeInit(const HeParam& p, Random<Device, DType>* rnd, const Tensor<Device, dim, DType>& weight) {
   TE_CHECK(rnd != nullptr, "HeInit: no random generator (null) for a weight of shape ", weight.shape_);
+  // Checked here, not through the scale it gives: a NaN slope would be reported as a bad sigma.
+  TE_CHECK(std::isfinite(p.negative_slope), "HeInit: negative_slope = ", p.negative_slope,
+           " must be a finite number");
   if (weight.shape_.Size() == 0) return 0;
   const Fans f = ComputeFans(weight.shape_);
   const double fan = p.mode == FanMode::kIn ? f.fan_in : f.fan_out;

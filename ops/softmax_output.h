@@ -108,8 +108,13 @@ inline void CheckLabels(const Tensor<Device, 1, LType>& label, index_t classes) 
   if constexpr (std::is_same<Device, cpu>::value) {
     for (index_t i = 0; i < label.shape_[0]; ++i) {
       const double v = static_cast<double>(static_cast<compute_t<LType>>(label.dptr_[i]));
-      TE_CHECK(v == std::floor(v) && v >= 0 && v < static_cast<double>(classes), "SoftmaxOutput: label[", i,
-               "] = ", v, " is not a class index in [0, ", classes, ")");
+      if (v == std::floor(v) && v >= 0 && v < static_cast<double>(classes)) continue;
+      // An integer label is printed as the integer (a double prints INT_MIN as -2.14748e+09).
+      if constexpr (std::is_integral<LType>::value)
+        Fail("SoftmaxOutput: label[", i, "] = ", static_cast<long long>(label.dptr_[i]),
+             " is not a class index in [0, ", classes, ")");
+      else
+        Fail("SoftmaxOutput: label[", i, "] = ", v, " is not a class index in [0, ", classes, ")");
     }
   }
 }

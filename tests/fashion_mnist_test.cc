@@ -16,6 +16,7 @@
 //                   and dropout. The whole file runs in about 3 s on 2 cores.
 #include <catch2/catch.hpp>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -351,6 +352,9 @@ TEST_CASE("ParseOptions: errors are OptionsErrors naming the flag", "[cpu][train
   CHECK_THAT(ParseError({"--device", "CPU"}), Contains("--device"));
   CHECK_THAT(ParseError({"--schedule", "linear"}), Contains("--schedule") && Contains("'linear'"));
   CHECK_THAT(ParseError({"--schedule="}), Contains("--schedule"));
+  // An empty --data would silently mean the default directory.
+  CHECK_THAT(ParseError({"--data", ""}), Contains("--data wants a directory, got ''"));
+  CHECK_THAT(ParseError({"--data="}), Contains("--data wants a directory"));
   // An error after valid flags still throws.
   CHECK_THAT(ParseError({"--epochs", "2", "--bn", "--lr"}), Contains("--lr needs a value"));
   // It is an OptionsError, hence a runtime_error.
@@ -437,6 +441,22 @@ TEST_CASE("LoadDataset: corrupt files are DataErrors naming the file", "[cpu][tr
     CHECK_THAT(msg, Contains(images));
     CHECK_THAT(msg, Contains("truncated"));
     CHECK_THAT(msg, Contains(std::to_string(3 * 784)));
+    CHECK_THAT(msg, Contains("but only " + std::to_string(3 * 784 - 100) + " follow it"));
+  }
+  SECTION("a header that promises 4 GB of a tiny file is an error before anything that size is allocated") {
+    const std::vector<uint8_t> bytes = IdxBytes(0x803, {1u << 24, 16, 16}, Pixels(1, 1, 16));
+    for (bool gzip : {true, false}) {
+      INFO((gzip ? "gzip" : "raw"));
+      if (gzip) WriteGzip(images, bytes);
+      else WriteRaw(images, bytes);
+      rusage before{}, after{};
+      getrusage(RUSAGE_SELF, &before);
+      msg = LoadError(dir.path);
+      getrusage(RUSAGE_SELF, &after);
+      CHECK_THAT(msg, Contains(images));
+      CHECK_THAT(msg, Contains("the header promises 4294967296 bytes of data but only 16 follow it"));
+      CHECK(after.ru_maxrss - before.ru_maxrss < 256 * 1024);  // KiB: far below the 4 GB promised
+    }
   }
   SECTION("truncated header") {
     std::vector<uint8_t> b = IdxBytes(0x803, {3, 28, 28}, {});

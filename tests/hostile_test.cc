@@ -2,8 +2,12 @@
 // Each must give a tensorexpr::Error whose message names the bad value, or a correct result: never a crash,
 // undefined behaviour or a silently wrong answer. One section per class: checked extent arithmetic, no
 // exception escaping a parallel region, views without memory, integer division by a zero scalar, NaN and
-// infinities in max / min, and silent wrong results (FlatTo1D of padded rows, overlapping Copy).
+// infinities in max / min, silent wrong results (FlatTo1D of padded rows, overlapping Copy), and
+// messages that name the wrong thing (or a rounded number).
 #include "test_util.h"
+#include <tensorexpr/random.h>
+#include "../ops/init.h"
+#include "../ops/softmax_output.h"
 
 #include <cmath>
 #include <cstdint>
@@ -245,6 +249,39 @@ TEST_CASE("hostile: integer division by a zero scalar throws before any element 
   CHECK(std::isinf(f[0]));
 }
 
+TEST_CASE("hostile: integer division by a zero tensor element or INT_MIN / -1 has a defined result", "[cpu][hostile]") {
+  // Zero elements give 0, INT_MIN / -1 wraps to INT_MIN (op.h, math::IntDiv): no signal, no UB, for
+  // F<op::div> / operator/ and for /=, in every integer type; floats are untouched.
+  constexpr int32_t kMin32 = std::numeric_limits<int32_t>::min();
+  TensorContainer<cpu, 1, int32_t> a(Shape1(5)), b(Shape1(5)), out(Shape1(5), 99);
+  const int32_t av[] = {7, kMin32, -9, 5, kMin32}, bv[] = {0, -1, 2, -1, 1};
+  for (int i = 0; i < 5; ++i) a[i] = av[i], b[i] = bv[i];
+  out = a.view() / b.view();
+  const int32_t want[] = {0, kMin32, -4, -5, kMin32};
+  for (int i = 0; i < 5; ++i) CHECK(out[i] == want[i]);
+  out = a.view();
+  out /= b.view();
+  for (int i = 0; i < 5; ++i) CHECK(out[i] == want[i]);
+
+  TensorContainer<cpu, 1, int8_t> c(Shape1(2)), d(Shape1(2));
+  c[0] = -128, c[1] = 100, d[0] = -1, d[1] = 0;
+  c /= d.view();
+  CHECK(c[0] == -128);
+  CHECK(c[1] == 0);
+
+  // int64 divides in int64: the quotient is exact beyond 2^53 (through double it would round).
+  TensorContainer<cpu, 1, int64_t> e(Shape1(2)), g(Shape1(2)), q(Shape1(2));
+  e[0] = (int64_t(1) << 62) + 1, e[1] = std::numeric_limits<int64_t>::min();
+  g[0] = 1, g[1] = -1;
+  q = F<op::div>(e.view(), g.view());
+  CHECK(q[0] == (int64_t(1) << 62) + 1);
+  CHECK(q[1] == std::numeric_limits<int64_t>::min());
+
+  TensorContainer<cpu, 1, float> f(Shape1(2), -1.f), z(Shape1(2), 0.f);
+  f = f.view() / z.view();
+  CHECK(f[0] == -kInf);
+}
+
 // ---- 5. NaN and infinities in max / min -----------------------------------------------------------------
 
 TEST_CASE("hostile: maxall and minall propagate NaN wherever it lies", "[cpu][hostile]") {
@@ -402,4 +439,39 @@ TEST_CASE("hostile: im2col of an empty image with padding reads nothing", "[cpu]
   TensorContainer<cpu, 3, float> back(Shape3(1, 0, 0));
   back = pack_col2patch(col.view(), Shape3(1, 0, 0), 1, 1, 1, 1, 1, 1, 1, 1);
   CHECK(back.shape_.Size() == 0);
+}
+
+// ---- unclear messages: the message names the bad value itself, exactly ------------------------------------
+TEST_CASE("hostile: HeInit names a NaN or infinite negative_slope, not the sigma it would give", "[cpu][hostile]") {
+  TensorContainer<cpu, 2, float> w(Shape2(4, 3), 0.f);
+  Random<cpu, float> rnd(te_test::Seed());
+  ops::HeParam p;
+  p.negative_slope = kNaN;
+  CHECK_ERROR(ops::HeInit(p, &rnd, w.view()), "HeInit: negative_slope = nan must be a finite number");
+  p.negative_slope = -kInf;
+  CHECK_ERROR(ops::HeInit(p, &rnd, w.view()), "HeInit: negative_slope = -inf must be a finite number");
+  p.negative_slope = 0.25;  // a leaky slope is fine: sqrt(2 / ((1 + a^2) fan_in)), fan_in = 3
+  CHECK(ops::HeInit(p, &rnd, w.view()) == Approx(std::sqrt(2.0 / (1.0625 * 3))));
+}
+
+TEST_CASE("hostile: an int32 label of INT_MIN is printed as the integer", "[cpu][hostile]") {
+  TensorContainer<cpu, 2, float> data(Shape2(2, 3), 0.5f), prob(Shape2(2, 3), 0.f);
+  TensorContainer<cpu, 1, float> loss(Shape1(1), 0.f);
+  TensorContainer<cpu, 1, int32_t> label(Shape1(2), 1);
+  label.view().dptr_[1] = std::numeric_limits<int32_t>::min();
+  ops::SoftmaxOutputParam p;
+  CHECK_ERROR(ops::SoftmaxOutputForward(p, data.view(), label.view(), kWriteTo, prob.view(), kWriteTo, loss.view()),
+              "label[1] = -2147483648 is not a class index in [0, 3)");
+  label.view().dptr_[1] = std::numeric_limits<int32_t>::max();
+  CHECK_ERROR(ops::SoftmaxOutputForward(p, data.view(), label.view(), kWriteTo, prob.view(), kWriteTo, loss.view()),
+              "label[1] = 2147483647 is not");
+}
+
+TEST_CASE("hostile: an OpReqType outside the enum is an Error naming its value", "[cpu][hostile]") {
+  TensorContainer<cpu, 1, float> t(Shape1(4), 1.f);
+  const OpReqType bad = static_cast<OpReqType>(7);  // defined: OpReqType has the fixed underlying type int
+  CHECK_ERROR(Assign(t.view(), bad, expr::scalar<float>(2.f)), "Assign: unknown OpReqType 7");
+  CHECK_ERROR(DecodeReq(bad, "MyOp"), "MyOp: unknown OpReqType 7");
+  CHECK_ERROR(DecodeReq(static_cast<OpReqType>(-1), "MyOp"), "unknown OpReqType -1");
+  CHECK(t.view().dptr_[0] == 1.f);  // nothing was written
 }

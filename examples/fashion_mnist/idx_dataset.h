@@ -9,6 +9,7 @@
 // here crashes on a bad file.
 #pragma once
 #include <zlib.h>
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -155,8 +156,22 @@ inline IdxContents ReadIdx(const std::string& dir, const std::string& where, con
     total *= extent;
     if (total > (int64_t(1) << 32)) throw fail("implausible total size in the IDX header");
   }
-  c.bytes.resize(static_cast<size_t>(total));
-  read(c.bytes.data(), total, "truncated: the header promises " + std::to_string(total) + " bytes of data");
+  // The header is not trusted with the allocation: the data is read in chunks into a buffer that grows as
+  // they arrive, so a header that promises 4 GB of a 100-byte file fails at the file's end, not in a 4 GB
+  // allocation. (With gzip the file's size bounds nothing, so growing is the check that works for both.)
+  const int64_t chunk = int64_t(1) << 16;
+  for (int64_t have = 0; have < total;) {
+    const int64_t n = std::min(chunk, total - have);
+    c.bytes.resize(static_cast<size_t>(have + n));
+    const int got = gzread(f.get(), c.bytes.data() + have, static_cast<unsigned>(n));
+    if (got <= 0) {
+      const std::string problem = GzProblem(f.get(), path);
+      throw fail(!problem.empty() ? problem
+                                  : "truncated: the header promises " + std::to_string(total) +
+                                        " bytes of data but only " + std::to_string(have) + " follow it");
+    }
+    have += got;
+  }
   // One more read reaches the end of the stream, where zlib checks the trailer: a missing or cut-off
   // trailer, or a wrong CRC32 / size, shows only in gzerror after this read.
   uint8_t extra;

@@ -154,6 +154,8 @@ inline Options ParseOptions(int argc, char** argv) {
       o.seed = static_cast<unsigned long long>(ParseInteger(flag, next(), 0, 1LL << 62));
     } else if (flag == "--data") {
       o.data_dir = next();
+      // Empty would mean "not given" and fall back to $FASHION_MNIST_DIR or the default directory.
+      if (o.data_dir.empty()) throw OptionsError("--data wants a directory, got ''");
     } else if (flag == "--log") {
       o.log_file = next();
     } else if (flag == "--plot") {

@@ -6,8 +6,9 @@
 
 namespace tensorexpr {
 
-// What an operator is asked to do with its output.
-enum OpReqType {
+// What an operator is asked to do with its output. The fixed underlying type makes any int a valid value
+// of the type, so a value outside the four is defined behaviour that DecodeReq / Assign report.
+enum OpReqType : int {
   kNullOp,        // write nothing
   kWriteTo,       // overwrite
   kWriteInplace,  // overwrite; the output may alias an input read elementwise

@@ -4,6 +4,7 @@
 #pragma once
 #include <math.h>
 #include <cmath>
+#include <type_traits>
 #include "base.h"
 #include "dtype.h"
 
@@ -21,6 +22,21 @@ TE_MATH1(tanh)
 #undef TE_MATH1
 TE_XINLINE float pow(float a, float b) { return ::powf(a, b); }
 TE_XINLINE double pow(double a, double b) { return ::pow(a, b); }
+
+// Integer division defined for every pair of values, in the integer type itself: a / 0 is 0 and
+// INT_MIN / -1 wraps to INT_MIN, where C++ leaves both undefined (SIGFPE on x86). A loop cannot throw on
+// the GPU nor stop cheaply on the CPU, so a zero element of a divisor tensor gets this defined result; a
+// zero scalar divisor is an Error before any loop runs (CheckIntegerDivisor in expr/map.h).
+template <typename T>
+TE_XINLINE T IntDiv(T a, T b) {
+  static_assert(std::is_integral<T>::value, "IntDiv is for integer types");
+  if (b == T(0)) return T(0);
+  if constexpr (std::is_signed<T>::value) {
+    using U = std::make_unsigned_t<T>;
+    if (b == T(-1)) return static_cast<T>(U(0) - static_cast<U>(a));  // -a, modulo 2^bits
+  }
+  return static_cast<T>(a / b);
+}
 }  // namespace math
 
 namespace op {
@@ -69,7 +85,21 @@ TE_UNARY_OP(sign, a > C(0) ? C(1) : (a < C(0) ? C(-1) : C(0)))
 TE_BINARY_OP(plus, a + b)
 TE_BINARY_OP(minus, a - b)
 TE_BINARY_OP(mul, a * b)
-TE_BINARY_OP(div, a / b)
+// Integers divide in their own type through math::IntDiv (compute_t is double for int32 / int64: the
+// quotient of int64 values beyond 2^53 would round, and a / 0 would cast an infinity back to an integer);
+// floating types as IEEE says.
+struct div {
+  static const char* name() { return "div"; }
+  template <typename DType>
+  TE_XINLINE static DType Map(DType a, DType b) {
+    if constexpr (std::is_integral<DType>::value) {
+      return math::IntDiv(a, b);
+    } else {
+      using C = compute_t<DType>;
+      return static_cast<DType>(static_cast<C>(a) / static_cast<C>(b));
+    }
+  }
+};
 TE_BINARY_OP(right, b)
 // NaN propagates, as in red::maximum / red::minimum: a NaN operand is the result (a != a only for NaN).
 TE_BINARY_OP(maximum, (a > b || a != a) ? a : b)

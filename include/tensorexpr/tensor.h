@@ -7,6 +7,7 @@
 #include "shape.h"
 #include "checked.h"
 #include "dtype.h"
+#include "op.h"
 #include "stream.h"
 #include "expr/base.h"
 
@@ -38,7 +39,10 @@ struct multo {
   static const char* name() { return "*="; }
 };
 struct divto {
-  template <typename D> TE_XINLINE static void Save(D& a, D b) { a = static_cast<D>(a / b); }
+  template <typename D> TE_XINLINE static void Save(D& a, D b) {
+    if constexpr (std::is_integral<D>::value) a = math::IntDiv(a, b);  // defined for b = 0 and INT_MIN / -1
+    else a = static_cast<D>(a / b);
+  }
   static constexpr bool kBLAS = false;
   static const char* name() { return "/="; }
 };

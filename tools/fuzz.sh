@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer harnesses of fuzz/ with Debian's clang under ASan + UBSan (no recovery, plus
+# float-cast-overflow) and runs each for a time budget over its checked-in seed corpus fuzz/corpus/<name>/
+# (new inputs go to build-fuzz/<name>/corpus; the checked-in seeds are only read). Ends with one line
+# per harness, "fuzz <name>: ok, ..." or "fuzz <name>: FAILED ...", and exits non-zero if any failed.
+#   tools/fuzz.sh [seconds-per-harness] [harness...]     (default 30 s each, every fuzz/*_fuzz.cc)
+# A failure leaves its input in build-fuzz/<name>/crash-* (or leak-*, oom-*, timeout-*); replay it with
+#   build-fuzz/<name>/<name> FILE          (TE_FUZZ_TRACE=1 prints each case; see fuzz/fuzz_util.h)
+# OMP_NUM_THREADS / OPENBLAS_NUM_THREADS default to 1 here (many tiny runs; set them to fuzz threaded).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source tools/ensure-packages.sh
+# clang, its runtimes (libFuzzer and the sanitizers are in libclang-rt-*-dev) and LLVM's OpenMP.
+ensure_packages clang libclang-rt-dev libomp-dev libopenblas-dev zlib1g-dev pkgconf
+
+secs=${1:-30}
+shift $(( $# > 0 ? 1 : 0 ))
+names=("$@")
+if [ ${#names[@]} -eq 0 ]; then
+  for f in fuzz/*_fuzz.cc; do names+=("$(basename "$f" .cc)"); done
+fi
+out=build-fuzz
+mkdir -p "$out"
+
+flags=(-std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+       -fsanitize=float-cast-overflow -fsanitize-ignorelist=fuzz/known_bugs.ignorelist -Iinclude)
+# The library runs serially without OpenMP; use it when clang can link it.
+echo 'int main() { return 0; }' >"$out/omp_check.cc"
+clang++ -fopenmp "$out/omp_check.cc" -o "$out/omp_check" 2>/dev/null && flags+=(-fopenmp)
+libs=($(pkg-config --cflags --libs openblas) -lz)
+
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
+export UBSAN_OPTIONS=print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1
+results=() failed=0
+for name in "${names[@]}"; do
+  dir=$out/$name
+  mkdir -p "$dir/corpus" "fuzz/corpus/$name"
+  echo "== fuzz $name: building"
+  if ! clang++ "${flags[@]}" "fuzz/$name.cc" -o "$dir/$name" "${libs[@]}"; then
+    results+=("fuzz $name: FAILED (does not build)")
+    failed=$((failed + 1))
+    continue
+  fi
+  echo "== fuzz $name: running for $secs s"
+  rm -f "$dir"/crash-* "$dir"/leak-* "$dir"/oom-* "$dir"/timeout-*
+  "$dir/$name" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 \
+    -artifact_prefix="$dir/" "$dir/corpus" "fuzz/corpus/$name" >"$dir/log" 2>&1
+  rc=$?
+  runs=$(grep -oE 'stat::number_of_executed_units: [0-9]+' "$dir/log" | grep -oE '[0-9]+$' || echo 0)
+  artifact=$(ls "$dir"/crash-* "$dir"/leak-* "$dir"/oom-* "$dir"/timeout-* 2>/dev/null | head -1)
+  if [ "$rc" = 0 ] && [ -z "$artifact" ]; then
+    results+=("fuzz $name: ok, ${runs:-0} runs in $secs s")
+  else
+    grep -vE '^#[0-9]+|^INFO:|NEW_FUNC' "$dir/log" | tail -40
+    results+=("fuzz $name: FAILED (exit $rc) after ${runs:-0} runs; input: ${artifact:-none}, log: $dir/log")
+    failed=$((failed + 1))
+  fi
+done
+printf '%s\n' "${results[@]}"
+[ "$failed" = 0 ]
