@@ -20,13 +20,6 @@ inline std::string& Context() {
   return c;
 }
 
-// Known bugs in code the fuzzing does not own are skipped (each where it is skipped says which); with
-// TE_FUZZ_REPORT_KNOWN set they are reported instead, to reproduce them or to check their fixes.
-inline bool ReportKnown() {
-  static const bool report = std::getenv("TE_FUZZ_REPORT_KNOWN") != nullptr;
-  return report;
-}
-
 // With TE_FUZZ_TRACE set, prints each case before it runs (to read what a sanitizer report was about).
 inline void Trace() {
   static const bool on = std::getenv("TE_FUZZ_TRACE") != nullptr;

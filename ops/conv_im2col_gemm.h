@@ -42,7 +42,8 @@ inline Im2ColPlan PlanIm2Col(const ConvGeometry& g, size_t dtype_bytes, size_t l
     plan.images = 1;
     plan.positions = std::max<index_t>(1, std::min(P, cap / rows));  // at least one column, over the cap if need be
   }
-  plan.col_elems = plan.images * rows * plan.positions;
+  // An empty batch runs nothing (the operator returns first) and takes no workspace.
+  plan.col_elems = g.N == 0 ? 0 : plan.images * rows * plan.positions;
   return plan;
 }
 
@@ -69,7 +70,8 @@ class ConvIm2ColGemm : public ConvAlgorithm<Device, DType> {
       const index_t nb = std::min(plan.images, g.N - n0);
       for (index_t p0 = 0; p0 < P; p0 += plan.positions) {
         const index_t pc = std::min(plan.positions, P - p0);
-        const DType* dy = t.out_grad + n0 * g.K * P + p0;  // dY_n[g][:, p0:p0+pc] has row stride P
+        // dY_n[g][:, p0:p0+pc] has row stride P (no dY in a forward run: never offset a null pointer)
+        const DType* dy = t.out_grad != nullptr ? t.out_grad + n0 * g.K * P + p0 : nullptr;
         if (st.out.active || st.weight_grad.active) ConvIm2Col(s, g, t.data, t.data_stride, n0, nb, p0, pc, col);
         if (st.out.active) {
           // y_n[g][:, p0:p0+pc] (Kg, pc) = W[g] (Kg, Cg*kk) . col_n[g] (Cg*kk, pc)
@@ -105,7 +107,7 @@ class ConvIm2ColGemm : public ConvAlgorithm<Device, DType> {
       const index_t nb = std::min(plan.images, g.N - n0);
       for (index_t p0 = 0; p0 < P; p0 += plan.positions) {
         const index_t pc = std::min(plan.positions, P - p0);
-        const DType* dy = t.out_grad + (n0 * P + p0) * K;
+        const DType* dy = t.out_grad != nullptr ? t.out_grad + (n0 * P + p0) * K : nullptr;
         if (st.out.active || st.weight_grad.active)
           ConvIm2ColChannelsLast(s, g, t.data, t.data_stride, n0, nb, p0, pc, col);
         if (st.out.active)
