@@ -10,6 +10,7 @@
 #include <tensorexpr/checked.h>
 #include "conv_geometry.h"
 #include "layout.h"
+#include "param_text.h"
 
 namespace tensorexpr {
 namespace ops {
@@ -72,12 +73,6 @@ struct ConvWorkPlan {
 };
 
 namespace detail {
-
-inline std::string VecStr(const std::vector<index_t>& v) {
-  std::string s = "(";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
-  return s + (v.size() == 1 ? ",)" : ")");
-}
 
 // A per-dimension parameter: empty means `fill` everywhere, otherwise one value per spatial dimension.
 inline std::vector<index_t> PerDim(const std::vector<index_t>& v, size_t nd, index_t fill, const char* name) {

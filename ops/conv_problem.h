@@ -69,6 +69,12 @@ struct ConvProblem {
   }
 };
 
+// ConvolutionParam::workspace (MB, checked finite and >= 0 by MakeConvGeometry) in bytes; beyond 2^62
+// bytes it is no limit at all.
+inline size_t WorkspaceLimitBytes(double workspace_mb) {
+  return static_cast<size_t>(std::min(workspace_mb * 1048576.0, 4.6e18));
+}
+
 // The problem of geometry g for DType on the device of `stream`.
 template <typename Device, typename DType>
 ConvProblem MakeConvProblem(const ConvGeometry& g, Stream<Device>* stream, bool data_contiguous,
@@ -81,8 +87,7 @@ ConvProblem MakeConvProblem(const ConvGeometry& g, Stream<Device>* stream, bool 
   p.threads = ThreadBudget(stream);
   p.math = std::is_same<DType, float>::value && UsesTF32(stream) ? ConvMath::kTF32 : ConvMath::kStrict;
   p.data_contiguous = data_contiguous;
-  // MakeConvGeometry has checked workspace_mb is finite and >= 0; beyond 2^62 bytes it is no limit at all.
-  p.workspace_limit = static_cast<size_t>(std::min(workspace_mb * 1048576.0, 4.6e18));
+  p.workspace_limit = WorkspaceLimitBytes(workspace_mb);
   return p;
 }
 

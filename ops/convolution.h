@@ -29,8 +29,7 @@ inline size_t ConvolutionWorkspaceBytes(const ConvolutionParam& p, const std::ve
                                         size_t dtype_bytes, bool input_contiguous = true) {
   const ConvGeometry g = MakeConvGeometry(p, data_shape);
   if (g.IsPointwise() && input_contiguous) return 0;
-  const size_t limit = static_cast<size_t>(std::min(p.workspace * 1048576.0, 4.6e18));
-  return static_cast<size_t>(PlanIm2Col(g, dtype_bytes, limit).col_elems) * dtype_bytes;
+  return static_cast<size_t>(PlanIm2Col(g, dtype_bytes, WorkspaceLimitBytes(p.workspace)).col_elems) * dtype_bytes;
 }
 
 namespace detail {

@@ -22,6 +22,7 @@
 #include <tensorexpr/tensorexpr.h>
 #include <tensorexpr/checked.h>
 #include "layout.h"
+#include "param_text.h"
 #include "workspace.h"
 #if defined(__CUDACC__)
 #include <tensorexpr/cuda/tensorexpr_cuda.cuh>
@@ -59,15 +60,9 @@ struct PoolGeometry {
 
 namespace detail {
 
-inline std::string PoolVecStr(const std::vector<index_t>& v) {
-  std::string s = "(";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
-  return s + (v.size() == 1 ? ",)" : ")");
-}
-
 inline std::vector<index_t> PoolPerDim(const std::vector<index_t>& v, size_t nd, index_t fill, const char* name) {
   if (v.empty()) return std::vector<index_t>(nd, fill);
-  TE_CHECK(v.size() == nd, "Pooling: ", name, " ", PoolVecStr(v), " has ", v.size(), " entries but the pooling has ",
+  TE_CHECK(v.size() == nd, "Pooling: ", name, " ", VecStr(v), " has ", v.size(), " entries but the pooling has ",
            nd, " spatial dimensions");
   return v;
 }
@@ -79,14 +74,14 @@ inline PoolGeometry MakePoolGeometry(const PoolingParam& p, const std::vector<in
   const size_t dims = data_shape.size();
   const size_t nd = p.global_pool && p.kernel.empty() ? (dims >= 3 ? std::min<size_t>(dims - 2, 3) : 1)
                                                       : p.kernel.size();
-  TE_CHECK(nd >= 1 && nd <= 3, "Pooling: kernel ", detail::PoolVecStr(p.kernel),
+  TE_CHECK(nd >= 1 && nd <= 3, "Pooling: kernel ", detail::VecStr(p.kernel),
            " must have 1, 2 or 3 spatial dimensions");
-  TE_CHECK(dims >= nd + 1, "Pooling: data shape ", detail::PoolVecStr(data_shape), " has ", dims,
+  TE_CHECK(dims >= nd + 1, "Pooling: data shape ", detail::VecStr(data_shape), " has ", dims,
            " dimensions; a ", nd, "-D pooling needs at least ", nd + 1, " (leading dimensions, then spatial)");
   for (index_t e : data_shape)
-    TE_CHECK(e >= 0, "Pooling: data shape ", detail::PoolVecStr(data_shape), " has a negative extent");
+    TE_CHECK(e >= 0, "Pooling: data shape ", detail::VecStr(data_shape), " has a negative extent");
   if (p.layout == Layout::kNHWC) {
-    TE_CHECK(dims >= nd + 2, "Pooling: channels-last data shape ", detail::PoolVecStr(data_shape), " has ", dims,
+    TE_CHECK(dims >= nd + 2, "Pooling: channels-last data shape ", detail::VecStr(data_shape), " has ", dims,
              " dimensions; a ", nd, "-D pooling needs at least ", nd + 2, " (leading..., spatial..., C)");
     std::vector<index_t> first = data_shape;  // the same data seen channels first
     const index_t channels = first.back();
@@ -118,16 +113,16 @@ inline PoolGeometry MakePoolGeometry(const PoolingParam& p, const std::vector<in
   for (size_t i = 0; i < nd; ++i) {
     const index_t in = data_shape[first + i], k = kernel[i], s = stride[i], pd = pad[i];
     if (p.global_pool) {
-      TE_CHECK(in >= 1, "Pooling: global pooling of data shape ", detail::PoolVecStr(data_shape),
+      TE_CHECK(in >= 1, "Pooling: global pooling of data shape ", detail::VecStr(data_shape),
                " with an empty spatial dimension ", i);
     } else {
-      TE_CHECK(k >= 1, "Pooling: kernel[", i, "] = ", k, " in kernel ", detail::PoolVecStr(kernel), " must be >= 1");
-      TE_CHECK(s >= 1, "Pooling: stride[", i, "] = ", s, " in stride ", detail::PoolVecStr(stride), " must be >= 1");
-      TE_CHECK(pd >= 0 && pd < k, "Pooling: pad[", i, "] = ", pd, " in pad ", detail::PoolVecStr(pad),
+      TE_CHECK(k >= 1, "Pooling: kernel[", i, "] = ", k, " in kernel ", detail::VecStr(kernel), " must be >= 1");
+      TE_CHECK(s >= 1, "Pooling: stride[", i, "] = ", s, " in stride ", detail::VecStr(stride), " must be >= 1");
+      TE_CHECK(pd >= 0 && pd < k, "Pooling: pad[", i, "] = ", pd, " in pad ", detail::VecStr(pad),
                " must be in [0, kernel[", i, "] = ", k, ") so that every window holds a real element");
       TE_CHECK(k <= CheckedAdd(in, CheckedMul(2, pd, "Pooling: 2 * pad"), "Pooling: input + 2 * pad"),
                "Pooling: kernel[", i, "] = ", k, " is larger than spatial dimension ", i,
-               " of data shape ", detail::PoolVecStr(data_shape), " after padding (", in, " + 2 * ", pd, ")");
+               " of data shape ", detail::VecStr(data_shape), " after padding (", in, " + 2 * ", pd, ")");
     }
     index_t out;
     if (p.pooling_convention == PoolingConvention::kValid) {

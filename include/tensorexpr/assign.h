@@ -70,13 +70,9 @@ inline void EvalInto(Tensor<Device, dim, DType> dst, const Exp<E, DType, etype>&
 // Assign(out, req, e): kNullOp writes nothing, kWriteTo / kWriteInplace overwrite, kAddTo accumulates.
 template <typename Device, int dim, typename DType, typename E, int etype>
 inline void Assign(Tensor<Device, dim, DType> out, OpReqType req, const expr::Exp<E, DType, etype>& e) {
-  switch (req) {
-    case kNullOp: break;
-    case kWriteTo:
-    case kWriteInplace: out = e; break;
-    case kAddTo: out += e; break;
-    default: Fail("Assign: unknown OpReqType ", static_cast<int>(req));
-  }
+  const ReqStore store = DecodeReq(req, "Assign");
+  if (!store.active) return;
+  if (store.add) out += e; else out = e;
 }
 
 }  // namespace tensorexpr
