@@ -46,6 +46,52 @@ struct alignas(64) BlockCounter {
 };
 }  // namespace detail
 
+namespace detail {
+// A block's body with its type erased: every ParallelFor shares one compiled OpenMP region, and each
+// body is compiled once (into its trampoline) rather than once per call site.
+using BlockFn = void (*)(const void* body, index_t begin, index_t end);
+
+// Not inlined: the serial and the threaded path then share this one copy of the body's loops.
+template <typename Body>
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+void RunBlock(const void* body, index_t begin, index_t end) {
+  (*static_cast<const Body*>(body))(begin, end);
+}
+
+// Runs fn over [0, n) on `nthreads` threads (> 1) in shares of `share` items and blocks of `block`.
+inline void RunShares(index_t n, int nthreads, index_t share, index_t block, BlockFn fn, const void* body) {
+#ifdef _OPENMP
+  std::unique_ptr<BlockCounter[]> taken(new BlockCounter[nthreads]);
+  std::exception_ptr error;
+  std::atomic<bool> failed{false};
+#pragma omp parallel num_threads(nthreads)
+  {
+    // Own share first, then the others' (all nthreads shares, should OpenMP have granted fewer threads).
+    const int t = omp_get_thread_num();
+    for (int k = 0; k < nthreads && !failed.load(std::memory_order_relaxed); ++k) {
+      const index_t owner = (t + k) % nthreads, lo = owner * share, hi = std::min(n, lo + share);
+      while (!failed.load(std::memory_order_relaxed)) {
+        const index_t begin = lo + taken[owner].next.fetch_add(1, std::memory_order_relaxed) * block;
+        if (begin >= hi) break;
+        try {
+          fn(body, begin, std::min(hi, begin + block));
+        } catch (...) {
+          // exchange() lets exactly one thread store its exception; the region's end publishes it.
+          if (!failed.exchange(true)) error = std::current_exception();
+        }
+      }
+    }
+  }
+  if (error) std::rethrow_exception(error);
+#else
+  (void)nthreads, (void)share, (void)block;
+  fn(body, index_t(0), n);
+#endif
+}
+}  // namespace detail
+
 // Calls body(begin, end) over disjoint blocks that cover [0, n), from up to GetNumThreads() threads.
 // cost_per_item estimates the work of one item in elementary operations.
 //
@@ -60,44 +106,18 @@ struct alignas(64) BlockCounter {
 template <typename Body>
 inline void ParallelFor(index_t n, index_t cost_per_item, Body body) {
   if (n <= 0) return;
+  const detail::BlockFn run = &detail::RunBlock<Body>;
   int nthreads = GetNumThreads();
-  const index_t total = n * std::max<index_t>(cost_per_item, 1);
+  const index_t cost = std::max<index_t>(cost_per_item, 1), total = n * cost;
   if (nthreads <= 1 || total < kSerialCutoff || n == 1) {
-    body(index_t(0), n);
+    run(&body, index_t(0), n);
     return;
   }
   nthreads = static_cast<int>(std::min<index_t>(nthreads, std::min<index_t>(n, total / (kSerialCutoff / 4) + 1)));
-#ifdef _OPENMP
   // Blocks per share: up to 4, each of at least kSerialCutoff / 4 operations.
   const index_t share = (n + nthreads - 1) / nthreads;
-  const index_t per_share = std::max<index_t>(
-      1, std::min<index_t>({4, share, share * std::max<index_t>(cost_per_item, 1) / (kSerialCutoff / 4)}));
-  const index_t block = (share + per_share - 1) / per_share;
-  std::unique_ptr<detail::BlockCounter[]> taken(new detail::BlockCounter[nthreads]);
-  std::exception_ptr error;
-  std::atomic<bool> failed{false};
-#pragma omp parallel num_threads(nthreads)
-  {
-    // Own share first, then the others' (all nthreads shares, should OpenMP have granted fewer threads).
-    const int t = omp_get_thread_num();
-    for (int k = 0; k < nthreads && !failed.load(std::memory_order_relaxed); ++k) {
-      const index_t owner = (t + k) % nthreads, lo = owner * share, hi = std::min(n, lo + share);
-      while (!failed.load(std::memory_order_relaxed)) {
-        const index_t begin = lo + taken[owner].next.fetch_add(1, std::memory_order_relaxed) * block;
-        if (begin >= hi) break;
-        try {
-          body(begin, std::min(hi, begin + block));
-        } catch (...) {
-          // exchange() lets exactly one thread store its exception; the region's end publishes it.
-          if (!failed.exchange(true)) error = std::current_exception();
-        }
-      }
-    }
-  }
-  if (error) std::rethrow_exception(error);
-#else
-  body(index_t(0), n);
-#endif
+  const index_t per_share = std::max<index_t>(1, std::min<index_t>({4, share, share * cost / (kSerialCutoff / 4)}));
+  detail::RunShares(n, nthreads, share, (share + per_share - 1) / per_share, run, &body);
 }
 
 }  // namespace tensorexpr
