@@ -20,7 +20,7 @@
 #include <vector>
 #include <sys/stat.h>
 #include <tensorexpr/cuda/tensorexpr_cuda.cuh>
-#include "../ops/convolution.h"
+#include <tensorexpr/ops/convolution.h>
 
 namespace {
 using namespace tensorexpr;

@@ -31,7 +31,7 @@
 #include <sys/wait.h>
 #include <cblas.h>  // OpenBLAS's: openblas_get_config, openblas_get_parallel
 #include <tensorexpr/tensorexpr.h>
-#include "../ops/convolution.h"
+#include <tensorexpr/ops/convolution.h>
 
 namespace {
 using namespace tensorexpr;

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <random>
 #include <string>
+// The implementations, instantiated here under the harness's sanitizers (tools/fuzz.sh links the
+// selection state and workspace estimate, ops/conv_select.cc and ops/conv_workspace.cc).
 #include "../ops/convolution.h"
 #include "../ops/pooling.h"
 #include "fuzz_util.h"

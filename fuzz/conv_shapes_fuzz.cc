@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <limits>
 #include <string>
-#include "../ops/convolution.h"
-#include "../ops/pooling.h"
+#include <tensorexpr/ops/convolution.h>
+#include <tensorexpr/ops/pooling.h>
 #include "fuzz_util.h"
 
 namespace {

@@ -1,41 +1,14 @@
-// ops/activation.h — the elementwise activation operator (MXNet's Activation): relu, sigmoid, tanh and
-// softrelu (log(1 + e^x)), forward and backward, on any device, for float, double, half_t and bf16_t.
-//
-//   forward   y = f(x)
-//   backward  dx = dy * f'(y)      every derivative is written in terms of the OUTPUT y (op.h's *_grad
-//                                  functors), so backward needs y, not x, as MXNet's does
-// Each is one elementwise expression (F<op>), so the same code runs on the CPU and the GPU; any req
-// (kNullOp, kWriteTo, kWriteInplace: y may alias x / dx may alias dy, kAddTo) and padded rows work.
+// ops/activation.h — the template implementation of <tensorexpr/ops/activation.h> (see there), compiled into
+// tensorexpr_ops / tensorexpr_ops_cuda for the standard dtypes. Include it to use another dtype.
 #pragma once
 #include <tensorexpr/tensorexpr.h>
+#include <tensorexpr/ops/activation.h>
 #if defined(__CUDACC__)
 #include <tensorexpr/cuda/tensorexpr_cuda.cuh>
 #endif
 
 namespace tensorexpr {
 namespace ops {
-
-enum class ActType { kReLU, kSigmoid, kTanh, kSoftReLU };
-
-inline const char* ActTypeName(ActType t) {
-  switch (t) {
-    case ActType::kReLU: return "relu";
-    case ActType::kSigmoid: return "sigmoid";
-    case ActType::kTanh: return "tanh";
-    case ActType::kSoftReLU: return "softrelu";
-  }
-  return "unknown";
-}
-
-struct ActivationParam {
-  ActType act_type = ActType::kReLU;
-};
-
-// The output has the data's shape.
-template <int dim>
-inline Shape<dim> InferActivationShape(const ActivationParam&, const Shape<dim>& data_shape) {
-  return data_shape;
-}
 
 namespace detail {
 inline void CheckActReq(const char* what, OpReqType req) {
@@ -55,13 +28,14 @@ inline void WithActivation(ActType t, Fn&& fn) {
 }
 }  // namespace detail
 
-// out = f(data), stored as req says. Shapes must match.
 template <typename Device, int dim, typename DType>
 void ActivationForward(const ActivationParam& p, const Tensor<Device, dim, DType>& data, OpReqType req,
                        const Tensor<Device, dim, DType>& out) {
   detail::CheckActReq("forward", req);
   TE_CHECK(data.shape_ == out.shape_, "Activation(", ActTypeName(p.act_type), ") forward: data shape ", data.shape_,
            " and output shape ", out.shape_, " differ");
+  // Elementwise, so every rank runs as its (rows, last dimension) view: one instance of the kernels.
+  if constexpr (dim != 2) return ActivationForward(p, data.FlatTo2D(), req, out.FlatTo2D());
   if (req == kNullOp) return;
   detail::WithActivation(p.act_type, [&](auto f, auto) {
     using F = decltype(f);
@@ -69,7 +43,6 @@ void ActivationForward(const ActivationParam& p, const Tensor<Device, dim, DType
   });
 }
 
-// in_grad = out_grad * f'(out), stored as req says; `out` is the forward output.
 template <typename Device, int dim, typename DType>
 void ActivationBackward(const ActivationParam& p, const Tensor<Device, dim, DType>& out_grad,
                         const Tensor<Device, dim, DType>& out, OpReqType req,
@@ -78,12 +51,22 @@ void ActivationBackward(const ActivationParam& p, const Tensor<Device, dim, DTyp
   TE_CHECK(out_grad.shape_ == out.shape_ && out.shape_ == in_grad.shape_, "Activation(", ActTypeName(p.act_type),
            ") backward: output gradient shape ", out_grad.shape_, ", output shape ", out.shape_,
            " and input gradient shape ", in_grad.shape_, " must be equal");
+  if constexpr (dim != 2) return ActivationBackward(p, out_grad.FlatTo2D(), out.FlatTo2D(), req, in_grad.FlatTo2D());
   if (req == kNullOp) return;
   detail::WithActivation(p.act_type, [&](auto, auto g) {
     using G = decltype(g);
     Assign(in_grad, req, out_grad * expr::F<G>(out));
   });
 }
+
+// Explicit instantiations for one device and dtype, ranks 1 to 5 (ops/activation.cc).
+#define TE_ACTIVATION_INSTANCE_(Device, dim, DType) \
+  template void ActivationForward<Device, dim, DType>(const ActivationParam& p, \
+      const Tensor<Device, dim, DType>& data, OpReqType req, const Tensor<Device, dim, DType>& out); \
+  template void ActivationBackward<Device, dim, DType>(const ActivationParam& p, \
+      const Tensor<Device, dim, DType>& out_grad, const Tensor<Device, dim, DType>& out, OpReqType req, \
+      const Tensor<Device, dim, DType>& in_grad);
+#define TE_INSTANTIATE_ACTIVATION(Device, DType) TE_OPS_RANKS_FROM_1(TE_ACTIVATION_INSTANCE_, Device, DType)
 
 }  // namespace ops
 }  // namespace tensorexpr

@@ -14,7 +14,7 @@
 // workspace). Results are the same under every cap (tests/conv_test.cc checks it).
 #pragma once
 #include <algorithm>
-#include "conv_algorithm.h"
+#include <tensorexpr/ops/conv_algorithm.h>
 #include "conv_backend.h"
 
 namespace tensorexpr {

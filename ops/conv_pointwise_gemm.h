@@ -5,7 +5,7 @@
 //   weight grad  dW[g] (Kg, Cg) (+)= sum over n of dY_n[g] (Kg, P) . x_n[g]^T (P, Cg)
 // Channels-last data is the same products with the operands transposed (RunChannelsLast).
 #pragma once
-#include "conv_algorithm.h"
+#include <tensorexpr/ops/conv_algorithm.h>
 #include "conv_backend.h"
 
 namespace tensorexpr {

@@ -1,36 +1,18 @@
-// ops/convolution.h — the convolution operator (MXNet's Convolution): Forward and Backward for 1-D, 2-D and
-// 3-D inputs, channels first (NCW, NCHW, NCDHW) or last (NWC, NHWC, NDHWC), on the CPU and (compiled by
-// nvcc) the GPU, for float, double, half_t and bf16_t. Parameters, shapes and cost: ops/conv_param.h.
-//
-// The operator is the boundary: it checks the tensors against the parameters, decodes each req once into
-// a ReqStore, describes the work as a ConvProblem, lets ops/conv_select.h pick an algorithm per pass
-// (im2col_gemm, pointwise_gemm, cpu_per_image, or one registered by the user), gives it workspace from
-// the stream (tensorexpr/workspace.h) and adds the bias (a broadcast) and its gradient (a reduction)
-// itself. When data and weight gradients go to the same algorithm it computes both in one Run.
+// ops/convolution.h — the template implementation of <tensorexpr/ops/convolution.h> (see there): the
+// operator boundary (tensor checks, each req decoded once, the ConvProblem, bias and its gradient) and the
+// passes' dispatch to the algorithms ops/conv_select.h picks. Compiled into tensorexpr_ops /
+// tensorexpr_ops_cuda for the standard dtypes (ops/convolution.cc); include it to use another dtype.
 #pragma once
 #include <algorithm>
 #include <chrono>
 #include <string>
 #include <vector>
 #include <tensorexpr/tensorexpr.h>
-#include "conv_algorithm.h"
-#include "conv_param.h"
-#include "conv_problem.h"
+#include <tensorexpr/ops/convolution.h>
 #include "conv_select.h"
-#include "workspace.h"
 
 namespace tensorexpr {
 namespace ops {
-
-// Bytes of workspace Forward / Backward take under param's cap with the built-in algorithms chosen by the
-// heuristic: im2col_gemm's column buffer (cpu_per_image never takes more; pointwise_gemm none). An
-// algorithm forced by name or registered by the user may take up to the cap.
-inline size_t ConvolutionWorkspaceBytes(const ConvolutionParam& p, const std::vector<index_t>& data_shape,
-                                        size_t dtype_bytes, bool input_contiguous = true) {
-  const ConvGeometry g = MakeConvGeometry(p, data_shape);
-  if (g.IsPointwise() && input_contiguous) return 0;
-  return static_cast<size_t>(PlanIm2Col(g, dtype_bytes, WorkspaceLimitBytes(p.workspace)).col_elems) * dtype_bytes;
-}
 
 namespace detail {
 
@@ -124,9 +106,6 @@ void RunConvPasses(const std::string& forced, const ConvProblem& problem, const 
 
 }  // namespace detail
 
-// y = conv(x, W) + b, stored as req says. data (N, C, spatial...) or (C, spatial...), rows may be padded;
-// weight (K, C/group, kernel...), bias (K) (ignored when no_bias), out as InferConvShapes says; weight and
-// out contiguous. Runs on out's stream; the workspace comes from that stream's resource.
 template <typename Device, int ddim, int wdim, typename DType>
 void ConvolutionForward(const ConvolutionParam& p, const Tensor<Device, ddim, DType>& data,
                         const Tensor<Device, wdim, DType>& weight, const Tensor<Device, 1, DType>& bias, OpReqType req,
@@ -166,9 +145,6 @@ void ConvolutionForward(const ConvolutionParam& p, const Tensor<Device, ddim, DT
   }
 }
 
-// Gradients of y = conv(x, W) + b given dY (out_grad). Each of data_grad, weight_grad, bias_grad is
-// stored as its req says; kNullOp skips its work. data and data_grad may have padded rows; out_grad,
-// weight and the weight / bias gradients are contiguous.
 template <typename Device, int ddim, int wdim, typename DType>
 void ConvolutionBackward(const ConvolutionParam& p, const Tensor<Device, ddim, DType>& out_grad,
                          const Tensor<Device, ddim, DType>& data, const Tensor<Device, wdim, DType>& weight,
@@ -223,13 +199,24 @@ void ConvolutionBackward(const ConvolutionParam& p, const Tensor<Device, ddim, D
   detail::RunConvPasses(p.algorithm, problem, t, stores, detail::ConvSpans{0, detail::SpanOf(data_grad)}, s);
 }
 
-// Forgets every algorithm choice held in memory and frees the device's convolution workspaces (the
-// streams must still be alive). A later call chooses again (or reloads the cache file).
-template <typename Device>
-void ReleaseConvCaches() {
-  ClearConvChoices();
-  ReleaseAllWorkspaces<Device>();
-}
+// Explicit instantiations of Forward and Backward for one device and dtype, 1-, 2- and 3-D, batched or
+// not (ops/convolution.cc).
+#define TE_CONVOLUTION_INSTANCE_(Device, ddim, wdim, DType)                                                          \
+  template void ConvolutionForward<Device, ddim, wdim, DType>( \
+      const ConvolutionParam&, const Tensor<Device, ddim, DType>&, const Tensor<Device, wdim, DType>&, \
+      const Tensor<Device, 1, DType>&, OpReqType, const Tensor<Device, ddim, DType>&); \
+  template void ConvolutionBackward<Device, ddim, wdim, DType>( \
+      const ConvolutionParam&, const Tensor<Device, ddim, DType>&, const Tensor<Device, ddim, DType>&, \
+      const Tensor<Device, wdim, DType>&, OpReqType, const Tensor<Device, ddim, DType>&, OpReqType, \
+      const Tensor<Device, wdim, DType>&, OpReqType, const Tensor<Device, 1, DType>&);
+#define TE_INSTANTIATE_CONVOLUTION(Device, DType)                                                                    \
+  TE_CONVOLUTION_INSTANCE_(Device, 3, 3, DType)                                                                      \
+  TE_CONVOLUTION_INSTANCE_(Device, 2, 3, DType)                                                                      \
+  TE_CONVOLUTION_INSTANCE_(Device, 4, 4, DType)                                                                      \
+  TE_CONVOLUTION_INSTANCE_(Device, 3, 4, DType)                                                                      \
+  TE_CONVOLUTION_INSTANCE_(Device, 5, 5, DType)                                                                      \
+  TE_CONVOLUTION_INSTANCE_(Device, 4, 5, DType)                                                                      \
+  template class ConvRegistry<Device, DType>;
 
 }  // namespace ops
 }  // namespace tensorexpr

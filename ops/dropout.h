@@ -1,14 +1,8 @@
-// ops/dropout.h — dropout (MXNet's Dropout, mode "training"), on the CPU and (compiled by nvcc) the GPU.
-//
-//   training   mask_i = 1 / (1 - p) with probability 1 - p, else 0;  y = x * mask   (mask kept for backward)
-//   inference  y = x
-//   backward   dx = dy * mask
-// The mask is drawn by Random<Device, DType>::SampleUniform into the mask tensor itself and then
-// thresholded in place, so no other memory is needed. On the GPU the generator queues its work on its own
-// stream (Random::set_stream): give it the stream of the tensors. p = 0 keeps everything (no sampling);
-// p = 1 drops everything.
+// ops/dropout.h — the template implementation of <tensorexpr/ops/dropout.h> (see there), compiled into
+// tensorexpr_ops / tensorexpr_ops_cuda for the standard dtypes. Include it to use another dtype.
 #pragma once
 #include <tensorexpr/tensorexpr.h>
+#include <tensorexpr/ops/dropout.h>
 #include <tensorexpr/random.h>
 #if defined(__CUDACC__)
 #include <tensorexpr/cuda/tensorexpr_cuda.cuh>
@@ -17,10 +11,6 @@
 
 namespace tensorexpr {
 namespace ops {
-
-struct DropoutParam {
-  double p = 0.5;  // the fraction of the inputs dropped in training
-};
 
 namespace detail {
 // The kept-and-scaled mask from a uniform sample u in [0, 1) (or (0, 1] on the GPU): 1 / keep when
@@ -38,8 +28,6 @@ inline void CheckDropoutParam(const DropoutParam& p) {
 }
 }  // namespace detail
 
-// out = dropout(data), stored as req says; in training `mask` (data's shape) receives the scaled mask.
-// Rows of data, out and mask may be padded.
 template <typename Device, int dim, typename DType>
 void DropoutForward(const DropoutParam& p, bool is_train, Random<Device, DType>* rnd,
                     const Tensor<Device, dim, DType>& data, OpReqType req, const Tensor<Device, dim, DType>& out,
@@ -50,13 +38,20 @@ void DropoutForward(const DropoutParam& p, bool is_train, Random<Device, DType>*
            static_cast<int>(req));
   TE_CHECK(out.shape_ == data.shape_, "Dropout: output shape ", out.shape_, " does not match data shape ",
            data.shape_);
+  if (is_train) {
+    TE_CHECK(mask.shape_ == data.shape_, "Dropout: mask shape ", mask.shape_, " does not match data shape ",
+             data.shape_);
+    TE_CHECK(rnd != nullptr, "Dropout: training needs a random generator (got null) for data shape ", data.shape_);
+  }
+  // Elementwise, so every rank runs as its (rows, last dimension) view: one instance of the kernels.
+  if constexpr (dim != 2) {
+    return DropoutForward(p, is_train, rnd, data.FlatTo2D(), req, out.FlatTo2D(),
+                          is_train ? mask.FlatTo2D() : Tensor<Device, 2, DType>());
+  }
   if (!is_train) {
     Assign(out, req, expr::F<op::identity>(data));
     return;
   }
-  TE_CHECK(mask.shape_ == data.shape_, "Dropout: mask shape ", mask.shape_, " does not match data shape ",
-           data.shape_);
-  TE_CHECK(rnd != nullptr, "Dropout: training needs a random generator (got null) for data shape ", data.shape_);
   if (data.shape_.Size() == 0) return;
   Tensor<Device, dim, DType> keep_mask = mask;
   const A keep = A(1.0 - p.p);
@@ -71,7 +66,6 @@ void DropoutForward(const DropoutParam& p, bool is_train, Random<Device, DType>*
   Assign(out, req, data * mask);
 }
 
-// data_grad = out_grad * mask (the mask of the training forward), stored as req says.
 template <typename Device, int dim, typename DType>
 void DropoutBackward(const DropoutParam& p, const Tensor<Device, dim, DType>& out_grad,
                      const Tensor<Device, dim, DType>& mask, OpReqType req, const Tensor<Device, dim, DType>& data_grad) {
@@ -82,8 +76,19 @@ void DropoutBackward(const DropoutParam& p, const Tensor<Device, dim, DType>& ou
            " does not match output gradient shape ", out_grad.shape_);
   TE_CHECK(data_grad.shape_ == out_grad.shape_, "Dropout backward: data gradient shape ", data_grad.shape_,
            " does not match output gradient shape ", out_grad.shape_);
+  if constexpr (dim != 2) return DropoutBackward(p, out_grad.FlatTo2D(), mask.FlatTo2D(), req, data_grad.FlatTo2D());
   Assign(data_grad, req, out_grad * mask);
 }
+
+// Explicit instantiations for one device and dtype, ranks 1 to 5 (ops/dropout.cc).
+#define TE_DROPOUT_INSTANCE_(Device, dim, DType) \
+  template void DropoutForward<Device, dim, DType>(const DropoutParam& p, bool is_train, Random<Device, DType>* rnd, \
+      const Tensor<Device, dim, DType>& data, OpReqType req, const Tensor<Device, dim, DType>& out, \
+      const Tensor<Device, dim, DType>& mask); \
+  template void DropoutBackward<Device, dim, DType>(const DropoutParam& p, \
+      const Tensor<Device, dim, DType>& out_grad, const Tensor<Device, dim, DType>& mask, OpReqType req, \
+      const Tensor<Device, dim, DType>& data_grad);
+#define TE_INSTANTIATE_DROPOUT(Device, DType) TE_OPS_RANKS_FROM_1(TE_DROPOUT_INSTANCE_, Device, DType)
 
 }  // namespace ops
 }  // namespace tensorexpr

@@ -1,42 +1,15 @@
-// ops/fully_connected.h — the fully connected operator (MXNet's FullyConnected), on any device, for
-// float, double, half_t and bf16_t:
-//   forward   out (N, K) = X . W^T + b          X = data flattened to (N, D), W (K, D), b (K)
-//   backward  dX = dY . W,   dW = dY^T . X,   db = sum_rows(dY)
-// Products are one BLAS call each (dot), the bias a broadcast; every output honours its own req
-// (kNullOp skips its work, kAddTo accumulates through BLAS's beta).
-// data may have any number of dimensions >= 2: it is read as (shape[0], the product of the rest), which
-// needs it (and its gradient) contiguous unless it is already 2-D (then padded rows are fine).
+// ops/fully_connected.h — the template implementation of <tensorexpr/ops/fully_connected.h> (see there), compiled into
+// tensorexpr_ops / tensorexpr_ops_cuda for the standard dtypes. Include it to use another dtype.
 #pragma once
 #include <string>
 #include <tensorexpr/tensorexpr.h>
+#include <tensorexpr/ops/fully_connected.h>
 #if defined(__CUDACC__)
 #include <tensorexpr/cuda/tensorexpr_cuda.cuh>
 #endif
 
 namespace tensorexpr {
 namespace ops {
-
-struct FullyConnectedParam {
-  index_t num_hidden = 0;  // K
-  bool no_bias = false;
-};
-
-struct FullyConnectedShapes {
-  Shape<2> out;     // (N, K)
-  Shape<2> weight;  // (K, D)
-  Shape<1> bias;    // (K); (0) when no_bias
-};
-
-template <int dim>
-inline FullyConnectedShapes InferFullyConnectedShapes(const FullyConnectedParam& p, const Shape<dim>& data_shape) {
-  static_assert(dim >= 2, "FullyConnected data is (N, features...): at least two dimensions");
-  TE_CHECK(p.num_hidden >= 1, "FullyConnected: num_hidden = ", p.num_hidden, " must be >= 1");
-  FullyConnectedShapes s;
-  s.out = Shape2(data_shape[0], p.num_hidden);
-  s.weight = Shape2(p.num_hidden, data_shape.ProdShape(1, dim));
-  s.bias = Shape1(p.no_bias ? 0 : p.num_hidden);
-  return s;
-}
 
 namespace detail {
 
@@ -65,7 +38,6 @@ inline void CheckFcShape(const Shape<dim>& got, const Shape<dim>& want, const ch
 
 }  // namespace detail
 
-// out = data . weight^T + bias, stored as req says. bias is ignored when no_bias.
 template <typename Device, int dim, typename DType>
 void FullyConnectedForward(const FullyConnectedParam& p, const Tensor<Device, dim, DType>& data,
                            const Tensor<Device, 2, DType>& weight, const Tensor<Device, 1, DType>& bias,
@@ -86,7 +58,6 @@ void FullyConnectedForward(const FullyConnectedParam& p, const Tensor<Device, di
   if (!p.no_bias) y += expr::repmat(bias, s.out[0]);
 }
 
-// Gradients given out_grad (N, K); each stored as its req says, kNullOp skipping its work.
 template <typename Device, int dim, typename DType>
 void FullyConnectedBackward(const FullyConnectedParam& p, const Tensor<Device, 2, DType>& out_grad,
                             const Tensor<Device, dim, DType>& data, const Tensor<Device, 2, DType>& weight,
@@ -119,6 +90,18 @@ void FullyConnectedBackward(const FullyConnectedParam& p, const Tensor<Device, 2
   }
   if (do_bias && K > 0) Assign(bias_grad, req_bias, expr::sum_rows(out_grad));
 }
+
+// Explicit instantiations for one device and dtype, ranks 2 to 5 (ops/fully_connected.cc).
+#define TE_FULLY_CONNECTED_INSTANCE_(Device, dim, DType) \
+  template void FullyConnectedForward<Device, dim, DType>(const FullyConnectedParam& p, \
+      const Tensor<Device, dim, DType>& data, const Tensor<Device, 2, DType>& weight, \
+      const Tensor<Device, 1, DType>& bias, OpReqType req, const Tensor<Device, 2, DType>& out); \
+  template void FullyConnectedBackward<Device, dim, DType>(const FullyConnectedParam& p, \
+      const Tensor<Device, 2, DType>& out_grad, const Tensor<Device, dim, DType>& data, \
+      const Tensor<Device, 2, DType>& weight, OpReqType req_data, const Tensor<Device, dim, DType>& data_grad, \
+      OpReqType req_weight, const Tensor<Device, 2, DType>& weight_grad, OpReqType req_bias, \
+      const Tensor<Device, 1, DType>& bias_grad);
+#define TE_INSTANTIATE_FULLY_CONNECTED(Device, DType) TE_OPS_RANKS_FROM_2(TE_FULLY_CONNECTED_INSTANCE_, Device, DType)
 
 }  // namespace ops
 }  // namespace tensorexpr

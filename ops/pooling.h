@@ -1,157 +1,17 @@
-// ops/pooling.h — the pooling operator (MXNet's Pooling): max and average pooling of 1-D (N, C, W),
-// 2-D (N, C, H, W) and 3-D (N, C, D, H, W) data (any number of leading dimensions: the last 1, 2 or 3
-// are spatial), with kernel / stride / padding, the "valid" (floor) and "full" (ceil) output conventions,
-// global pooling, and average pooling that counts the padding or not. Forward and Backward honour req,
-// on the CPU and the GPU, for float, double, half_t and bf16_t.
-//
-// Two evaluation paths, checked against the same reference by tests/ops_nn_test.cc:
-//  * 1-D and 2-D without padding in the valid convention (the common case: 2x2 stride 2, global pooling):
-//    the core pool<> / avg_pool / unpool<> expressions (expr/pool.h); 1-D runs as 2-D with H = 1. Their
-//    CPU unpool walks windows rather than pixels, several times faster for max.
-//  * everything else (padding, full convention, 3-D): the two nodes below, PoolingNdExp (one output element
-//    per Eval, the window clipped to the image) and PoolingNdGradExp (one input element per Eval, a gather
-//    over the windows that cover it: deterministic, no atomics).
-// The padding is never read as zeros: a max ignores it (zero padding would win over negative inputs), and
-// an average divides by the window's size clipped to the padded image (count_include_pad, MXNet's
-// default) or by the number of real elements in it.
-// Max-pooling gradients go to every input equal to its window's maximum (ties all receive it, as in
-// mshadow's unpool; MXNet picks one).
+// ops/pooling.h — the template implementation of <tensorexpr/ops/pooling.h> (see there), compiled into
+// tensorexpr_ops / tensorexpr_ops_cuda for the standard dtypes. Include it to use another dtype.
 #pragma once
 #include <string>
 #include <vector>
 #include <tensorexpr/tensorexpr.h>
-#include <tensorexpr/checked.h>
-#include "layout.h"
-#include "param_text.h"
-#include "workspace.h"
+#include <tensorexpr/ops/pooling.h>
+#include <tensorexpr/workspace.h>
 #if defined(__CUDACC__)
 #include <tensorexpr/cuda/tensorexpr_cuda.cuh>
 #endif
 
 namespace tensorexpr {
 namespace ops {
-
-enum class PoolType { kMax, kAvg };
-enum class PoolingConvention { kValid, kFull };  // output floor((in + 2p - k) / s) + 1, or ceil(...) + 1
-
-struct PoolingParam {
-  std::vector<index_t> kernel;  // 1, 2 or 3 spatial extents (W; H,W; D,H,W); may be empty with global_pool
-  std::vector<index_t> stride;  // empty means 1
-  std::vector<index_t> pad;     // padding on both sides of each spatial dimension; empty means 0
-  PoolType pool_type = PoolType::kMax;
-  PoolingConvention pooling_convention = PoolingConvention::kValid;
-  bool global_pool = false;       // the kernel is the whole image: stride 1, no padding. The kernel's values
-                                  // are then ignored; its length (or, when empty, the data's number of
-                                  // dimensions minus 2: (N, C, spatial...)) gives the spatial dimensions
-  bool count_include_pad = true;  // average pooling divides by the padded window size
-  // Channels first, data (..., C, spatial...), or last, (..., spatial..., C) (ops/layout.h). Channels-last
-  // data is pooled channels first through the stream's workspace: moved, pooled, moved back.
-  Layout layout = Layout::kNCHW;
-};
-
-// The resolved geometry, 3-D with leading extents of 1 for 1-D and 2-D. Trivially copyable: node plans
-// carry it to the GPU.
-struct PoolGeometry {
-  int nd = 0;            // spatial dimensions of the data
-  index_t planes = 0;    // the product of the leading (non-spatial) dimensions
-  index_t in[3], out[3], k[3], s[3], p[3];
-  bool is_max = true, include_pad = true;
-};
-
-namespace detail {
-
-inline std::vector<index_t> PoolPerDim(const std::vector<index_t>& v, size_t nd, index_t fill, const char* name) {
-  if (v.empty()) return std::vector<index_t>(nd, fill);
-  TE_CHECK(v.size() == nd, "Pooling: ", name, " ", VecStr(v), " has ", v.size(), " entries but the pooling has ",
-           nd, " spatial dimensions");
-  return v;
-}
-
-}  // namespace detail
-
-// Resolves the parameters against the data shape (..., spatial...). Throws Error naming the bad value.
-inline PoolGeometry MakePoolGeometry(const PoolingParam& p, const std::vector<index_t>& data_shape) {
-  const size_t dims = data_shape.size();
-  const size_t nd = p.global_pool && p.kernel.empty() ? (dims >= 3 ? std::min<size_t>(dims - 2, 3) : 1)
-                                                      : p.kernel.size();
-  TE_CHECK(nd >= 1 && nd <= 3, "Pooling: kernel ", detail::VecStr(p.kernel),
-           " must have 1, 2 or 3 spatial dimensions");
-  TE_CHECK(dims >= nd + 1, "Pooling: data shape ", detail::VecStr(data_shape), " has ", dims,
-           " dimensions; a ", nd, "-D pooling needs at least ", nd + 1, " (leading dimensions, then spatial)");
-  for (index_t e : data_shape)
-    TE_CHECK(e >= 0, "Pooling: data shape ", detail::VecStr(data_shape), " has a negative extent");
-  if (p.layout == Layout::kNHWC) {
-    TE_CHECK(dims >= nd + 2, "Pooling: channels-last data shape ", detail::VecStr(data_shape), " has ", dims,
-             " dimensions; a ", nd, "-D pooling needs at least ", nd + 2, " (leading..., spatial..., C)");
-    std::vector<index_t> first = data_shape;  // the same data seen channels first
-    const index_t channels = first.back();
-    first.insert(first.end() - static_cast<std::ptrdiff_t>(nd + 1), channels);
-    first.pop_back();
-    PoolingParam q = p;
-    q.layout = Layout::kNCHW;
-    return MakePoolGeometry(q, first);
-  }
-  PoolGeometry g;
-  g.nd = static_cast<int>(nd);
-  g.is_max = p.pool_type == PoolType::kMax;
-  g.include_pad = p.count_include_pad;
-  g.planes = 1;
-  for (size_t i = 0; i + nd < dims; ++i) g.planes = CheckedMul(g.planes, data_shape[i], "Pooling: data size");
-  std::vector<index_t> kernel(nd), stride, pad;
-  const size_t first = dims - nd;
-  if (p.global_pool) {
-    for (size_t i = 0; i < nd; ++i) kernel[i] = data_shape[first + i];
-    stride.assign(nd, 1);
-    pad.assign(nd, 0);
-  } else {
-    kernel = p.kernel;
-    stride = detail::PoolPerDim(p.stride, nd, 1, "stride");
-    pad = detail::PoolPerDim(p.pad, nd, 0, "pad");
-  }
-  const size_t off = 3 - nd;
-  for (size_t i = 0; i < 3; ++i) g.in[i] = g.out[i] = g.k[i] = g.s[i] = 1, g.p[i] = 0;
-  for (size_t i = 0; i < nd; ++i) {
-    const index_t in = data_shape[first + i], k = kernel[i], s = stride[i], pd = pad[i];
-    if (p.global_pool) {
-      TE_CHECK(in >= 1, "Pooling: global pooling of data shape ", detail::VecStr(data_shape),
-               " with an empty spatial dimension ", i);
-    } else {
-      TE_CHECK(k >= 1, "Pooling: kernel[", i, "] = ", k, " in kernel ", detail::VecStr(kernel), " must be >= 1");
-      TE_CHECK(s >= 1, "Pooling: stride[", i, "] = ", s, " in stride ", detail::VecStr(stride), " must be >= 1");
-      TE_CHECK(pd >= 0 && pd < k, "Pooling: pad[", i, "] = ", pd, " in pad ", detail::VecStr(pad),
-               " must be in [0, kernel[", i, "] = ", k, ") so that every window holds a real element");
-      TE_CHECK(k <= CheckedAdd(in, CheckedMul(2, pd, "Pooling: 2 * pad"), "Pooling: input + 2 * pad"),
-               "Pooling: kernel[", i, "] = ", k, " is larger than spatial dimension ", i,
-               " of data shape ", detail::VecStr(data_shape), " after padding (", in, " + 2 * ", pd, ")");
-    }
-    index_t out;
-    if (p.pooling_convention == PoolingConvention::kValid) {
-      out = (in + 2 * pd - k) / s + 1;
-    } else {
-      out = CheckedAdd(in + 2 * pd - k, s - 1, "Pooling: full-convention window count") / s + 1;
-      if ((out - 1) * s >= in + pd) --out;  // the last window must start inside the image or its left padding
-    }
-    g.in[off + i] = in;
-    g.out[off + i] = out;
-    g.k[off + i] = k;
-    g.s[off + i] = s;
-    g.p[off + i] = pd;
-  }
-  for (const index_t* e : {g.in, g.out})  // the data and the output must be addressable
-    CheckedMul(CheckedMul(CheckedMul(g.planes, e[0], "Pooling: tensor size"), e[1], "Pooling: tensor size"), e[2],
-               "Pooling: tensor size");
-  return g;
-}
-
-// The output shape: the data's with the spatial extents pooled.
-template <int dim>
-inline Shape<dim> InferPoolingShape(const PoolingParam& p, const Shape<dim>& data_shape) {
-  const PoolGeometry g = MakePoolGeometry(p, std::vector<index_t>(data_shape.shape_, data_shape.shape_ + dim));
-  Shape<dim> s = data_shape;
-  const int last = p.layout == Layout::kNHWC ? dim - 1 : dim;  // one past the last spatial dimension
-  for (int i = 0; i < g.nd; ++i) s[last - g.nd + i] = g.out[3 - g.nd + i];
-  return s;
-}
 
 namespace detail {
 
@@ -299,28 +159,6 @@ inline std::vector<index_t> PoolShapeVec(const Shape<dim>& s) {
   return std::vector<index_t>(s.shape_, s.shape_ + dim);
 }
 
-// The axes that view channels-last data channels first ((..., s..., C) -> (..., C, s...), to_first) and
-// back (to_first false), for nd spatial dimensions; output dimension i reads source dimension axes[i].
-template <int dim>
-Shape<dim> ChannelAxes(int nd, bool to_first) {
-  Shape<dim> axes;
-  const int c = dim - 1 - nd;  // where the channels sit when first
-  for (int i = 0; i < dim; ++i) axes[i] = i;
-  if (to_first) {
-    axes[c] = dim - 1;
-    for (int i = c + 1; i < dim; ++i) axes[i] = i - 1;
-  } else {
-    for (int i = c; i + 1 < dim; ++i) axes[i] = i + 1;
-    axes[dim - 1] = c;
-  }
-  return axes;
-}
-template <int dim>
-Shape<dim> Permute(const Shape<dim>& s, const Shape<dim>& axes) {
-  Shape<dim> r;
-  for (int i = 0; i < dim; ++i) r[i] = s[axes[i]];
-  return r;
-}
 
 template <int nd, typename Device, int dim, typename DType>
 void PoolForwardCore(const PoolGeometry& g, const Tensor<Device, dim, DType>& data, OpReqType req,
@@ -353,8 +191,6 @@ void PoolBackwardCore(const PoolGeometry& g, const Tensor<Device, dim, DType>& o
 
 }  // namespace detail
 
-// out = pool(data), stored as req says. data (..., spatial...), rows may be padded; out as
-// InferPoolingShape says.
 template <typename Device, int dim, typename DType>
 void PoolingForward(const PoolingParam& p, const Tensor<Device, dim, DType>& data, OpReqType req,
                     const Tensor<Device, dim, DType>& out) {
@@ -367,8 +203,8 @@ void PoolingForward(const PoolingParam& p, const Tensor<Device, dim, DType>& dat
   if (p.layout == Layout::kNHWC) {
     // Moved channels first into the workspace (x, then y), pooled there, moved back into out.
     Stream<Device>* s = out.stream_;
-    const Shape<dim> to_first = detail::ChannelAxes<dim>(g.nd, true), to_last = detail::ChannelAxes<dim>(g.nd, false);
-    const Shape<dim> xs = detail::Permute(data.shape_, to_first), ys = detail::Permute(want, to_first);
+    const Shape<dim> to_first = ChannelAxes<dim>(g.nd, true), to_last = ChannelAxes<dim>(g.nd, false);
+    const Shape<dim> xs = Permute(data.shape_, to_first), ys = Permute(want, to_first);
     DType* ws = static_cast<DType*>(GetWorkspaceBytes<Device>(sizeof(DType) * size_t(xs.Size() + ys.Size()), s));
     Tensor<Device, dim, DType> x(ws, xs, s), y(ws + xs.Size(), ys, s);
     x = expr::transpose(data, to_first);
@@ -385,8 +221,6 @@ void PoolingForward(const PoolingParam& p, const Tensor<Device, dim, DType>& dat
   Assign(out, req, detail::PoolingNdExp<Tensor<Device, dim, DType>>(data, g, want));
 }
 
-// in_grad = d pool / d data applied to out_grad, stored as req says. `out` is the forward output (max
-// pooling routes the gradient to the inputs equal to it).
 template <typename Device, int dim, typename DType>
 void PoolingBackward(const PoolingParam& p, const Tensor<Device, dim, DType>& out_grad,
                      const Tensor<Device, dim, DType>& data, const Tensor<Device, dim, DType>& out, OpReqType req,
@@ -407,8 +241,8 @@ void PoolingBackward(const PoolingParam& p, const Tensor<Device, dim, DType>& ou
   if (p.layout == Layout::kNHWC) {
     // x, y, dy moved channels first into the workspace, the gradient computed there, moved back.
     Stream<Device>* s = in_grad.stream_;
-    const Shape<dim> to_first = detail::ChannelAxes<dim>(g.nd, true), to_last = detail::ChannelAxes<dim>(g.nd, false);
-    const Shape<dim> xs = detail::Permute(data.shape_, to_first), ys = detail::Permute(want, to_first);
+    const Shape<dim> to_first = ChannelAxes<dim>(g.nd, true), to_last = ChannelAxes<dim>(g.nd, false);
+    const Shape<dim> xs = Permute(data.shape_, to_first), ys = Permute(want, to_first);
     const index_t xn = xs.Size(), yn = ys.Size();
     DType* ws = static_cast<DType*>(GetWorkspaceBytes<Device>(sizeof(DType) * size_t(2 * xn + 2 * yn), s));
     Tensor<Device, dim, DType> x(ws, xs, s), dx(ws + xn, xs, s), y(ws + 2 * xn, ys, s), dy(ws + 2 * xn + yn, ys, s);
@@ -428,6 +262,15 @@ void PoolingBackward(const PoolingParam& p, const Tensor<Device, dim, DType>& ou
   using T = Tensor<Device, dim, DType>;
   Assign(in_grad, req, detail::PoolingNdGradExp<T, T, T>(data, out, out_grad, g));
 }
+
+// Explicit instantiations for one device and dtype, ranks 2 to 5 (ops/pooling.cc).
+#define TE_POOLING_INSTANCE_(Device, dim, DType) \
+  template void PoolingForward<Device, dim, DType>(const PoolingParam& p, const Tensor<Device, dim, DType>& data, \
+      OpReqType req, const Tensor<Device, dim, DType>& out); \
+  template void PoolingBackward<Device, dim, DType>(const PoolingParam& p, \
+      const Tensor<Device, dim, DType>& out_grad, const Tensor<Device, dim, DType>& data, \
+      const Tensor<Device, dim, DType>& out, OpReqType req, const Tensor<Device, dim, DType>& in_grad);
+#define TE_INSTANTIATE_POOLING(Device, DType) TE_OPS_RANKS_FROM_2(TE_POOLING_INSTANCE_, Device, DType)
 
 }  // namespace ops
 }  // namespace tensorexpr

@@ -1,35 +1,14 @@
-// ops/sgd.h — stochastic gradient descent updates (MXNet's sgd_update and sgd_mom_update), written as
-// elementwise expressions, so the same code runs on the CPU and (compiled by nvcc) the GPU.
-//
-//   g      = clip(rescale_grad * grad, clip_gradient)       (no clipping when clip_gradient < 0)
-//   plain  out = (1 - lr * wd) * weight - lr * g
-//   mom    mom = momentum * mom - lr * wd * weight - lr * g;  out = weight + mom
-// Weight decay is applied to the weight, not clipped with the gradient (as MXNet). The arithmetic runs in
-// compute_t<DType> (float for half / bf16) and rounds once per stored value. `out` is normally the weight
-// itself (req kWriteInplace); every read is elementwise, so the aliasing is safe.
+// ops/sgd.h — the template implementation of <tensorexpr/ops/sgd.h> (see there), compiled into
+// tensorexpr_ops / tensorexpr_ops_cuda for the standard dtypes. Include it to use another dtype.
 #pragma once
 #include <tensorexpr/tensorexpr.h>
+#include <tensorexpr/ops/sgd.h>
 #if defined(__CUDACC__)
 #include <tensorexpr/cuda/tensorexpr_cuda.cuh>
 #endif
 
 namespace tensorexpr {
 namespace ops {
-
-struct SGDParam {
-  double lr = 0.01;             // learning rate
-  double wd = 0.0;              // weight decay (L2) coefficient
-  double rescale_grad = 1.0;    // the gradient is multiplied by this first (e.g. 1 / batch size)
-  double clip_gradient = -1.0;  // clip the rescaled gradient into [-clip, clip]; < 0: no clipping
-};
-
-struct SGDMomParam {
-  double lr = 0.01;
-  double momentum = 0.9;        // the weight of the previous update
-  double wd = 0.0;
-  double rescale_grad = 1.0;
-  double clip_gradient = -1.0;
-};
 
 namespace detail {
 
@@ -57,7 +36,6 @@ inline void WithRescaledGrad(const Tensor<Device, dim, DType>& grad, double resc
 
 }  // namespace detail
 
-// out = (1 - lr * wd) * weight - lr * clip(rescale_grad * grad), stored as req says.
 template <typename Device, int dim, typename DType>
 void SGDUpdate(const SGDParam& p, const Tensor<Device, dim, DType>& weight, const Tensor<Device, dim, DType>& grad,
                OpReqType req, const Tensor<Device, dim, DType>& out) {
@@ -65,6 +43,8 @@ void SGDUpdate(const SGDParam& p, const Tensor<Device, dim, DType>& weight, cons
   detail::CheckSGDReq(req, "sgd_update");
   detail::CheckSGDShape(grad, weight.shape_, "sgd_update", "gradient");
   detail::CheckSGDShape(out, weight.shape_, "sgd_update", "output");
+  // Elementwise, so every rank runs as its (rows, last dimension) view: one instance of the kernels.
+  if constexpr (dim != 2) return SGDUpdate(p, weight.FlatTo2D(), grad.FlatTo2D(), req, out.FlatTo2D());
   if (req == kNullOp) return;
   const A decay = A(1.0 - p.lr * p.wd), lr = A(p.lr);
   detail::WithRescaledGrad<A>(grad, p.rescale_grad, p.clip_gradient, [&](const auto& g) {
@@ -72,8 +52,6 @@ void SGDUpdate(const SGDParam& p, const Tensor<Device, dim, DType>& weight, cons
   });
 }
 
-// mom = momentum * mom - lr * wd * weight - lr * clip(rescale_grad * grad);  out = weight + mom (req).
-// mom (the optimiser's state) is updated in place whatever req says, except kNullOp, which does nothing.
 template <typename Device, int dim, typename DType>
 void SGDMomUpdate(const SGDMomParam& p, const Tensor<Device, dim, DType>& weight,
                   const Tensor<Device, dim, DType>& grad, const Tensor<Device, dim, DType>& mom, OpReqType req,
@@ -83,6 +61,9 @@ void SGDMomUpdate(const SGDMomParam& p, const Tensor<Device, dim, DType>& weight
   detail::CheckSGDShape(grad, weight.shape_, "sgd_mom_update", "gradient");
   detail::CheckSGDShape(mom, weight.shape_, "sgd_mom_update", "momentum");
   detail::CheckSGDShape(out, weight.shape_, "sgd_mom_update", "output");
+  if constexpr (dim != 2) {
+    return SGDMomUpdate(p, weight.FlatTo2D(), grad.FlatTo2D(), mom.FlatTo2D(), req, out.FlatTo2D());
+  }
   if (req == kNullOp) return;
   const A momentum = A(p.momentum), lr = A(p.lr), lr_wd = A(p.lr * p.wd);
   Tensor<Device, dim, DType> state = mom;
@@ -91,6 +72,15 @@ void SGDMomUpdate(const SGDMomParam& p, const Tensor<Device, dim, DType>& weight
   });
   Assign(out, req, weight + mom);
 }
+
+// Explicit instantiations for one device and dtype, ranks 1 to 5 (ops/sgd.cc).
+#define TE_SGD_INSTANCE_(Device, dim, DType) \
+  template void SGDUpdate<Device, dim, DType>(const SGDParam& p, const Tensor<Device, dim, DType>& weight, \
+      const Tensor<Device, dim, DType>& grad, OpReqType req, const Tensor<Device, dim, DType>& out); \
+  template void SGDMomUpdate<Device, dim, DType>(const SGDMomParam& p, const Tensor<Device, dim, DType>& weight, \
+      const Tensor<Device, dim, DType>& grad, const Tensor<Device, dim, DType>& mom, OpReqType req, \
+      const Tensor<Device, dim, DType>& out);
+#define TE_INSTANTIATE_SGD(Device, DType) TE_OPS_RANKS_FROM_1(TE_SGD_INSTANCE_, Device, DType)
 
 }  // namespace ops
 }  // namespace tensorexpr

@@ -1,37 +1,18 @@
-// ops/softmax_output.h — softmax with the cross-entropy loss against integer class labels (MXNet's
-// SoftmaxOutput, plus the loss value), on any device, for float, double, half_t and bf16_t.
-//
-//   forward   prob[i, :] = softmax(data[i, :])                       data, prob (N, K)
-//             loss       = mean_i ( -log prob[i, label[i]] )         a 1-element tensor, so it stays on the device
-//   backward  data_grad  = (prob - onehot(label)) * grad_scale / N  [* loss_grad[0]]
-//
-// Numerically stable: the row maximum m is subtracted before exp, and the loss is computed from the
-// log-sum-exp, -log p = m + log(sum_j exp(x_j - m)) - x_label, never from log(prob) (which underflows).
-// Everything is composed from core expressions (reduce_with_axis, broadcast_keepdim, sumall, F<op>) and
-// two small nodes of this header (pick: data[i, label[i]]; onehot), so the same code runs on the CPU and
-// the GPU. Sums accumulate in accum_t (float for half / bf16).
-//
-// Labels: a 1-D tensor of N class indices of any element type LType — the data's DType (MXNet's
-// convention) or int32_t. Floating labels must hold whole numbers (exact up to 2^11 classes in half_t, 2^8
-// in bf16_t: use int32_t or float labels for more). On the CPU a label that is not a whole number in
-// [0, K) throws Error naming it; on the GPU (no host check, which would need a copy and a sync) such a
-// row's loss term is NaN and its one-hot row is all zero.
+// ops/softmax_output.h — the template implementation of <tensorexpr/ops/softmax_output.h> (see there), compiled into
+// tensorexpr_ops / tensorexpr_ops_cuda for the standard dtypes. Include it to use another dtype.
 #pragma once
 #include <cmath>
 #include <limits>
 #include <type_traits>
 #include <tensorexpr/tensorexpr.h>
-#include "workspace.h"
+#include <tensorexpr/ops/softmax_output.h>
+#include <tensorexpr/workspace.h>
 #if defined(__CUDACC__)
 #include <tensorexpr/cuda/tensorexpr_cuda.cuh>
 #endif
 
 namespace tensorexpr {
 namespace ops {
-
-struct SoftmaxOutputParam {
-  double grad_scale = 1.0;  // multiplies the gradient (MXNet's grad_scale)
-};
 
 namespace detail {
 
@@ -126,9 +107,6 @@ inline void CheckSoftmaxReq(const char* what, OpReqType req, bool allow_add) {
 
 }  // namespace detail
 
-// prob = softmax(data) (overwritten: req_prob is kWriteTo or kWriteInplace, prob may alias data) and,
-// unless req_loss is kNullOp, loss (shape (1)) = the mean cross-entropy, stored as req_loss says
-// (kAddTo accumulates). An empty batch has loss 0. data and prob may have padded rows.
 template <typename Device, typename DType, typename LType>
 void SoftmaxOutputForward(const SoftmaxOutputParam& /*p: grad_scale acts in the backward only*/,
                           const Tensor<Device, 2, DType>& data,
@@ -172,7 +150,6 @@ void SoftmaxOutputForward(const SoftmaxOutputParam& /*p: grad_scale acts in the 
   Assign(loss, req_loss, total * DType(1.0 / static_cast<double>(N > 0 ? N : 1)));
 }
 
-// data_grad = (prob - onehot(label)) * grad_scale / N, stored as req says (data_grad may alias prob).
 template <typename Device, typename DType, typename LType>
 void SoftmaxOutputBackward(const SoftmaxOutputParam& p, const Tensor<Device, 2, DType>& prob,
                            const Tensor<Device, 1, LType>& label, OpReqType req,
@@ -189,7 +166,6 @@ void SoftmaxOutputBackward(const SoftmaxOutputParam& p, const Tensor<Device, 2, 
   Assign(data_grad, req, (prob - detail::OneHotExp<DType, Tensor<Device, 1, LType>>(label, K)) * scale);
 }
 
-// The same times loss_grad[0] (shape (1), on the device): the gradient flowing into the loss.
 template <typename Device, typename DType, typename LType>
 void SoftmaxOutputBackward(const SoftmaxOutputParam& p, const Tensor<Device, 2, DType>& prob,
                            const Tensor<Device, 1, LType>& label, const Tensor<Device, 1, DType>& loss_grad,
@@ -210,6 +186,21 @@ void SoftmaxOutputBackward(const SoftmaxOutputParam& p, const Tensor<Device, 2, 
          (prob - detail::OneHotExp<DType, Tensor<Device, 1, LType>>(label, K)) * scale *
              expr::broadcast_keepdim(expr::broadcast_keepdim(g11, 0, N), 1, K));
 }
+
+// Explicit instantiations for one device and dtype, with labels of that dtype or int32_t (ops/softmax_output.cc).
+#define TE_SOFTMAX_OUTPUT_INSTANCE_(Device, DType, LType) \
+  template void SoftmaxOutputForward<Device, DType, LType>( \
+      const SoftmaxOutputParam& /*p: grad_scale acts in the backward only*/, const Tensor<Device, 2, DType>& data, \
+      const Tensor<Device, 1, LType>& label, OpReqType req_prob, const Tensor<Device, 2, DType>& prob, \
+      OpReqType req_loss, const Tensor<Device, 1, DType>& loss); \
+  template void SoftmaxOutputBackward<Device, DType, LType>(const SoftmaxOutputParam& p, \
+      const Tensor<Device, 2, DType>& prob, const Tensor<Device, 1, LType>& label, OpReqType req, \
+      const Tensor<Device, 2, DType>& data_grad); \
+  template void SoftmaxOutputBackward<Device, DType, LType>(const SoftmaxOutputParam& p, \
+      const Tensor<Device, 2, DType>& prob, const Tensor<Device, 1, LType>& label, \
+      const Tensor<Device, 1, DType>& loss_grad, OpReqType req, const Tensor<Device, 2, DType>& data_grad);
+#define TE_INSTANTIATE_SOFTMAX_OUTPUT(Device, DType) \
+  TE_SOFTMAX_OUTPUT_INSTANCE_(Device, DType, DType) TE_SOFTMAX_OUTPUT_INSTANCE_(Device, DType, int32_t)
 
 }  // namespace ops
 }  // namespace tensorexpr

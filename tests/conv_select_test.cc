@@ -9,7 +9,8 @@
 #include <string>
 #include <unistd.h>
 #include "test_util.h"
-#include "../ops/convolution.h"
+#include <tensorexpr/ops/convolution.h>
+#include "../ops/conv_im2col_gemm.h"  // the built-in algorithm a test algorithm wraps
 
 namespace {
 using namespace te_test;

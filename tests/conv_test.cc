@@ -5,7 +5,8 @@
 // shape / cost inference; and the errors bad parameters raise.
 #include <thread>
 #include "test_util.h"
-#include "../ops/convolution.h"
+#include <tensorexpr/ops/convolution.h>
+#include "../ops/cpu/conv_per_image.h"  // PlanIm2Col and PlanConvPerImage, checked directly
 
 namespace {
 using namespace te_test;

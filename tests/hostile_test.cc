@@ -6,8 +6,8 @@
 // messages that name the wrong thing (or a rounded number).
 #include "test_util.h"
 #include <tensorexpr/random.h>
-#include "../ops/init.h"
-#include "../ops/softmax_output.h"
+#include <tensorexpr/ops/init.h>
+#include <tensorexpr/ops/softmax_output.h>
 
 #include <cmath>
 #include <cstdint>

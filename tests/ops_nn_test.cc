@@ -3,10 +3,10 @@
 // sizes), every req (kAddTo onto random prefill, kNullOp leaving poison), finite-difference gradient
 // checks in double, and the errors bad shapes and parameters raise.
 #include "test_util.h"
-#include "../ops/activation.h"
-#include "../ops/fully_connected.h"
-#include "../ops/softmax_output.h"
-#include "../ops/pooling.h"
+#include <tensorexpr/ops/activation.h>
+#include <tensorexpr/ops/fully_connected.h>
+#include <tensorexpr/ops/softmax_output.h>
+#include <tensorexpr/ops/pooling.h>
 
 namespace {
 using namespace te_test;
@@ -801,11 +801,11 @@ namespace {
 template <typename Device, int dim>
 void RunPoolChannelsLast(Stream<Device>* stream, const PoolCase& c, const Shape<dim>& cf_shape) {
   const int nd = static_cast<int>(c.kernel.size());
-  const Shape<dim> to_last = ops::detail::ChannelAxes<dim>(nd, false), to_first = ops::detail::ChannelAxes<dim>(nd, true);
+  const Shape<dim> to_last = ops::ChannelAxes<dim>(nd, false), to_first = ops::ChannelAxes<dim>(nd, true);
   ops::PoolingParam pf = ToParam(c), pl = ToParam(c);
   pl.layout = ops::Layout::kNHWC;
   const Shape<dim> ys = ops::InferPoolingShape(pf, cf_shape);
-  const Shape<dim> xl_shape = ops::detail::Permute(cf_shape, to_last), yl_shape = ops::detail::Permute(ys, to_last);
+  const Shape<dim> xl_shape = ops::Permute(cf_shape, to_last), yl_shape = ops::Permute(ys, to_last);
   REQUIRE(ops::InferPoolingShape(pl, xl_shape) == yl_shape);
   TensorContainer<cpu, dim, float> xh(cf_shape), dyh(ys);
   FillRandom(xh.view());

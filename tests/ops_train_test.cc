@@ -8,10 +8,10 @@
 #if defined(__CUDACC__)
 #include <tensorexpr/cuda/random.cuh>
 #endif
-#include "../ops/batch_norm.h"
-#include "../ops/dropout.h"
-#include "../ops/init.h"
-#include "../ops/sgd.h"
+#include <tensorexpr/ops/batch_norm.h>
+#include <tensorexpr/ops/dropout.h>
+#include <tensorexpr/ops/init.h>
+#include <tensorexpr/ops/sgd.h>
 
 namespace {
 using namespace te_test;

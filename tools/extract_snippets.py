@@ -20,8 +20,7 @@ lines = [
 ]
 if lang == "cu":
     lines.append("#include <tensorexpr/cuda/tensorexpr_cuda.cuh>")
-# Resolved against the target's own source folder (tests/ or tests/gpu/), which Meson puts on the path.
-lines.append('#include "%s/ops/convolution.h"' % ("../.." if lang == "cu" else ".."))
+lines.append("#include <tensorexpr/ops/convolution.h>")
 lines += [
     "#include <cstdio>",
     "using namespace tensorexpr;",

@@ -36,7 +36,10 @@ for name in "${names[@]}"; do
   dir=$out/$name
   mkdir -p "$dir/corpus" "fuzz/corpus/$name"
   echo "== fuzz $name: building"
-  if ! clang++ "${flags[@]}" "fuzz/$name.cc" -o "$dir/$name" "${libs[@]}"; then
+  # The convolution harnesses need the operator library's compiled parts, built with the same flags.
+  extra=()
+  [[ $name == conv_* ]] && extra=(ops/conv_select.cc ops/conv_workspace.cc)
+  if ! clang++ "${flags[@]}" "fuzz/$name.cc" "${extra[@]}" -o "$dir/$name" "${libs[@]}"; then
     results+=("fuzz $name: FAILED (does not build)")
     failed=$((failed + 1))
     continue

@@ -12,7 +12,7 @@
 #include <vector>
 #include <tensorexpr/cpu/threads.h>
 #include <tensorexpr/dtype.h>
-#include "../conv_geometry.h"
+#include <tensorexpr/ops/conv_geometry.h>
 
 namespace tensorexpr {
 namespace ops {

@@ -16,7 +16,7 @@
 #include <type_traits>
 #include <tensorexpr/cpu/blas.h>
 #include <tensorexpr/cpu/threads.h>
-#include "../conv_algorithm.h"
+#include <tensorexpr/ops/conv_algorithm.h>
 #include "../conv_im2col_gemm.h"
 #include "conv_gemm.h"
 #include "conv_kernels.h"

@@ -13,7 +13,7 @@
 #include <tensorexpr/cuda/device.cuh>
 #include <tensorexpr/cuda/stream.cuh>
 #include <tensorexpr/dtype.h>
-#include "../conv_geometry.h"
+#include <tensorexpr/ops/conv_geometry.h>
 
 namespace tensorexpr {
 namespace ops {

@@ -1,4 +1,4 @@
-// ops/conv_algorithm.h — the contract between the convolution operator and the ways of computing it, in
+// tensorexpr/ops/conv_algorithm.h — the contract between the convolution operator and the ways of computing it, in
 // CUTLASS's lifecycle: can it implement this problem (and if not, why not), how much workspace does it
 // need, run it. The operator (ops/convolution.h) checks the tensors, decodes each req once, picks an
 // algorithm per pass (ops/conv_select.h), hands it workspace from the stream's resource, and adds the
@@ -6,7 +6,7 @@
 #pragma once
 #include <string>
 #include <tensorexpr/tensorexpr.h>
-#include "conv_problem.h"
+#include <tensorexpr/ops/conv_problem.h>
 
 namespace tensorexpr {
 namespace ops {

@@ -1,4 +1,4 @@
-// ops/conv_geometry.h — the resolved sizes of one convolution, in the form the im2col / col2im kernels
+// tensorexpr/ops/conv_geometry.h — the resolved sizes of one convolution, in the form the im2col / col2im kernels
 // take (a plain trivially-copyable struct, passed by value to CUDA kernels).
 //
 // Every convolution is handled as a 3-D one: 1-D (NCW) and 2-D (NCHW) inputs get leading spatial

@@ -1,4 +1,4 @@
-// ops/conv_param.h — what a convolution is asked to compute (MXNet's ConvolutionParam) and what follows
+// tensorexpr/ops/conv_param.h — what a convolution is asked to compute (MXNet's ConvolutionParam) and what follows
 // from it without running anything: the resolved geometry, the tensors' shapes, the cost in FLOPs and
 // bytes. Everything here throws Error naming the parameter and its value when they do not fit together.
 #pragma once
@@ -8,9 +8,9 @@
 #include <vector>
 #include <tensorexpr/base.h>
 #include <tensorexpr/checked.h>
-#include "conv_geometry.h"
-#include "layout.h"
-#include "param_text.h"
+#include <tensorexpr/ops/conv_geometry.h>
+#include <tensorexpr/ops/layout.h>
+#include <tensorexpr/ops/param_text.h>
 
 namespace tensorexpr {
 namespace ops {

@@ -1,4 +1,4 @@
-// ops/conv_problem.h — one convolution as its algorithms see it (CUTLASS's problem size, widened): the
+// tensorexpr/ops/conv_problem.h — one convolution as its algorithms see it (CUTLASS's problem size, widened): the
 // resolved geometry, the element type, the device and its math mode, how the input sits in memory, and
 // the workspace the caller allows. An algorithm decides from this alone whether it can run, and the
 // choice of algorithm is remembered per problem (ops/conv_select.h), under Key().
@@ -9,7 +9,7 @@
 #include <string>
 #include <type_traits>
 #include <tensorexpr/tensorexpr.h>
-#include "conv_geometry.h"
+#include <tensorexpr/ops/conv_geometry.h>
 
 namespace tensorexpr {
 namespace ops {

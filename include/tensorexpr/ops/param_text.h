@@ -1,4 +1,4 @@
-// ops/param_text.h — how operator messages write a list of extents or parameters: "(2,3)", "(4,)", "()".
+// tensorexpr/ops/param_text.h — how operator messages write a list of extents or parameters: "(2,3)", "(4,)", "()".
 #pragma once
 #include <string>
 #include <vector>

@@ -1,4 +1,4 @@
-// ops/workspace.h — the workspace names operators use, as MXNet's operators write them
+// tensorexpr/ops/workspace.h — the workspace names operators use, as MXNet's operators write them
 // (ops::get_space_typed). The memory belongs to the stream: <tensorexpr/workspace.h>.
 #pragma once
 #include <tensorexpr/tensorexpr.h>

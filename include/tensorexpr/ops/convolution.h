@@ -1,0 +1,62 @@
+// tensorexpr/ops/convolution.h — the convolution operator (MXNet's Convolution): Forward and Backward for 1-D, 2-D and
+// 3-D inputs, channels first (NCW, NCHW, NCDHW) or last (NWC, NHWC, NDHWC), on the CPU and (compiled by
+// nvcc) the GPU, for float, double, half_t and bf16_t. Parameters, shapes and cost:
+// <tensorexpr/ops/conv_param.h>.
+//
+// The operator is the boundary: it checks the tensors against the parameters, decodes each req once into
+// a ReqStore, describes the work as a ConvProblem, lets <tensorexpr/ops/conv_select.h> pick an algorithm per pass
+// (im2col_gemm, pointwise_gemm, cpu_per_image, or one registered by the user), gives it workspace from
+// the stream (tensorexpr/workspace.h) and adds the bias (a broadcast) and its gradient (a reduction)
+// itself. When data and weight gradients go to the same algorithm it computes both in one Run.
+//
+// Declarations: the library tensorexpr_ops (tensorexpr_ops_cuda for the GPU) holds them for float, double,
+// half_t and bf16_t and 1-, 2- and 3-D data; ops/convolution.h is the template implementation.
+#pragma once
+#include <string>
+#include <vector>
+#include <tensorexpr/tensor.h>
+#include <tensorexpr/workspace.h>
+#include <tensorexpr/ops/conv_algorithm.h>
+#include <tensorexpr/ops/conv_param.h>
+#include <tensorexpr/ops/conv_problem.h>
+#include <tensorexpr/ops/conv_select.h>
+#include <tensorexpr/ops/layout.h>
+#include <tensorexpr/ops/workspace.h>
+
+namespace tensorexpr {
+namespace ops {
+
+// Bytes of workspace Forward / Backward take under param's cap with the built-in algorithms chosen by the
+// heuristic: im2col_gemm's column buffer (cpu_per_image never takes more; pointwise_gemm none). An
+// algorithm forced by name or registered by the user may take up to the cap.
+size_t ConvolutionWorkspaceBytes(const ConvolutionParam& p, const std::vector<index_t>& data_shape,
+                                 size_t dtype_bytes, bool input_contiguous = true);
+
+// y = conv(x, W) + b, stored as req says. data (N, C, spatial...) or (C, spatial...), rows may be padded;
+// weight (K, C/group, kernel...), bias (K) (ignored when no_bias), out as InferConvShapes says; weight and
+// out contiguous. Runs on out's stream; the workspace comes from that stream's resource.
+template <typename Device, int ddim, int wdim, typename DType>
+void ConvolutionForward(const ConvolutionParam& p, const Tensor<Device, ddim, DType>& data,
+                        const Tensor<Device, wdim, DType>& weight, const Tensor<Device, 1, DType>& bias, OpReqType req,
+                        const Tensor<Device, ddim, DType>& out);
+
+// Gradients of y = conv(x, W) + b given dY (out_grad). Each of data_grad, weight_grad, bias_grad is
+// stored as its req says; kNullOp skips its work. data and data_grad may have padded rows; out_grad,
+// weight and the weight / bias gradients are contiguous.
+template <typename Device, int ddim, int wdim, typename DType>
+void ConvolutionBackward(const ConvolutionParam& p, const Tensor<Device, ddim, DType>& out_grad,
+                         const Tensor<Device, ddim, DType>& data, const Tensor<Device, wdim, DType>& weight,
+                         OpReqType req_data, const Tensor<Device, ddim, DType>& data_grad, OpReqType req_weight,
+                         const Tensor<Device, wdim, DType>& weight_grad, OpReqType req_bias,
+                         const Tensor<Device, 1, DType>& bias_grad);
+
+// Forgets every algorithm choice held in memory and frees the device's convolution workspaces (the
+// streams must still be alive). A later call chooses again (or reloads the cache file).
+template <typename Device>
+void ReleaseConvCaches() {
+  ClearConvChoices();
+  ReleaseAllWorkspaces<Device>();
+}
+
+}  // namespace ops
+}  // namespace tensorexpr

@@ -1,0 +1,22 @@
+// ops/instantiate.h — what the operator libraries hold: each ops/<op>.cc expands its op's instance macro for
+// the device it is compiled for (the CPU by g++ into tensorexpr_ops; the GPU by nvcc, through
+// ops/cuda/<op>.cu, into tensorexpr_ops_cuda) and each standard dtype and rank.
+#pragma once
+#include <tensorexpr/tensorexpr.h>
+#if defined(__CUDACC__)
+#include <tensorexpr/cuda/tensorexpr_cuda.cuh>
+#define TE_OPS_DEVICE ::tensorexpr::gpu
+#else
+#define TE_OPS_DEVICE ::tensorexpr::cpu
+#endif
+
+// INSTANCE(Device, DType) for float, double, half_t and bf16_t.
+#define TE_OPS_FOR_EACH_DTYPE(INSTANCE, Device) \
+  INSTANCE(Device, float) INSTANCE(Device, double) INSTANCE(Device, ::tensorexpr::half_t) INSTANCE(Device, ::tensorexpr::bf16_t)
+// INSTANCE(Device, dim, DType) for the ranks lo..5 an operator takes (lo = 1, 2 or 3).
+#define TE_OPS_RANKS_FROM_3(INSTANCE, Device, DType) \
+  INSTANCE(Device, 3, DType) INSTANCE(Device, 4, DType) INSTANCE(Device, 5, DType)
+#define TE_OPS_RANKS_FROM_2(INSTANCE, Device, DType) \
+  INSTANCE(Device, 2, DType) TE_OPS_RANKS_FROM_3(INSTANCE, Device, DType)
+#define TE_OPS_RANKS_FROM_1(INSTANCE, Device, DType) \
+  INSTANCE(Device, 1, DType) TE_OPS_RANKS_FROM_2(INSTANCE, Device, DType)
