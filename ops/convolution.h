@@ -122,6 +122,7 @@ void ConvolutionForward(const ConvolutionParam& p, const Tensor<Device, ddim, DT
   const ReqStore store = DecodeReq(req, "Convolution forward");
   if (!store.active) return;
   Stream<Device>* s = out.stream_;
+  const StreamThreadScope threads(s);  // the algorithms' loops keep to the stream's thread budget
   const index_t P = g.OutSize();
   if (g.N * g.K * P == 0) return;
   ConvTensors<DType> t;
@@ -167,6 +168,7 @@ void ConvolutionBackward(const ConvolutionParam& p, const Tensor<Device, ddim, D
   if (stores.weight_grad.active) detail::CheckTensor(weight_grad, shapes.weight, "weight gradient", true);
   if (bias_store.active) detail::CheckTensor(bias_grad, shapes.bias, "bias gradient", true);
   Stream<Device>* s = out_grad.stream_;
+  const StreamThreadScope threads(s);
   const index_t P = g.OutSize();
 
   if (bias_store.active) {

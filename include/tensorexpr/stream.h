@@ -1,5 +1,7 @@
 // stream.h — Stream<Device>: the device object. Work is queued on it, and it owns the temporary memory
-// operators draw from (its Workspace, workspace.h). On the CPU work runs at once, so Wait() is free.
+// operators draw from (its Workspace, workspace.h). On the CPU work runs at once, so Wait() is free, and
+// the stream holds a thread budget: evaluation for its tensors uses at most that many threads (two
+// streams driven from two host threads can split the cores between them).
 // The GPU stream (cuda/stream.cuh) also owns a cudaStream_t and a lazily created cuBLAS handle.
 #pragma once
 #include <type_traits>
@@ -16,9 +18,16 @@ struct Stream<cpu> {
   void Wait() {}
   bool CheckIdle() { return true; }
   Workspace<cpu>& workspace() { return workspace_; }
+  // Threads evaluation for this stream may use; 0 (the default): the process's (GetNumThreads).
+  int num_threads() const { return num_threads_; }
+  void set_num_threads(int n) {
+    TE_CHECK(n >= 0, "Stream<cpu>::set_num_threads: need a thread count >= 0 (0: the process's), got ", n);
+    num_threads_ = n;
+  }
 
  private:
   Workspace<cpu> workspace_;
+  int num_threads_ = 0;
 };
 
 // The stream object of tensors whose stream_ is null: one per host thread (as on the GPU), so that each

@@ -11,6 +11,7 @@
 #include "../tensor_container.h"
 #include "map.h"
 #include "memory.h"
+#include "device.h"
 #include "threads.h"
 
 namespace tensorexpr {
@@ -176,6 +177,7 @@ namespace expr {
 // dst = / += / -= [alpha *] dot(a, b) on the CPU.
 template <typename Saver, int dim, typename DType, typename TA, typename TB, bool lt, bool rt>
 inline void EvalInto(Tensor<cpu, dim, DType> dst, const DotExp<TA, TB, lt, rt, DType>& e) {
+  const StreamThreadScope threads(dst.stream_);  // the stream's thread budget
   if constexpr (check_product_assignment<Saver, cpu, dim, DotExp<TA, TB, lt, rt, DType>>::value) {
     CheckProductDestination<Saver>(dst, e);
     cpu_blas::ProductInto<Saver>(dst, e);
@@ -185,6 +187,7 @@ inline void EvalInto(Tensor<cpu, dim, DType> dst, const DotExp<TA, TB, lt, rt, D
 // dst = / += / -= [alpha *] batch_dot<ta, tb>(a, b) on the CPU.
 template <typename Saver, int dim, typename DType, typename TA, typename TB, bool lt, bool rt>
 inline void EvalInto(Tensor<cpu, dim, DType> dst, const BatchDotExp<TA, TB, lt, rt, DType>& e) {
+  const StreamThreadScope threads(dst.stream_);  // the stream's thread budget
   if constexpr (check_product_assignment<Saver, cpu, dim, BatchDotExp<TA, TB, lt, rt, DType>>::value) {
     CheckProductDestination<Saver>(dst, e);
     cpu_blas::ProductInto<Saver>(dst, e);

@@ -22,7 +22,21 @@ inline const std::string& DeviceName(Stream<cpu>*) {
   }();
   return name;
 }
-inline int ThreadBudget(Stream<cpu>*) { return GetNumThreads(); }
+inline int ThreadBudget(Stream<cpu>* s) {
+  return s != nullptr && s->num_threads() > 0 ? s->num_threads() : GetNumThreads();
+}
+
+// While alive, this thread's CPU loops keep to the stream's thread budget. Device-generic code (an
+// operator) opens one for whatever stream it runs on: for a GPU stream it does nothing.
+class StreamThreadScope {
+ public:
+  explicit StreamThreadScope(Stream<cpu>* s) : limit_(s != nullptr ? s->num_threads() : 0) {}
+  template <typename Device>
+  explicit StreamThreadScope(Stream<Device>*) : limit_(0) {}
+
+ private:
+  ScopedThreadLimit limit_;
+};
 inline bool UsesTF32(Stream<cpu>*) { return false; }
 inline void WaitStream(Stream<cpu>*) {}
 

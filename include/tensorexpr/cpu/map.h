@@ -3,12 +3,14 @@
 // vectorises).
 #pragma once
 #include "../tensor.h"
+#include "device.h"
 #include "threads.h"
 
 namespace tensorexpr {
 
 template <typename Saver, int dim, typename DType, typename E>
 inline void MapPlan(Tensor<cpu, dim, DType> dst, const E& e) {
+  const StreamThreadScope threads(dst.stream_);  // the stream's thread budget
   const Shape<2> s = dst.shape_.FlatTo2D();
   if (s.Size() == 0) return;
   const auto plan = e.plan();

@@ -6,6 +6,7 @@
 #include <vector>
 #include "../checked.h"
 #include "../tensor.h"
+#include "device.h"
 #include "threads.h"
 
 namespace tensorexpr {
@@ -45,6 +46,7 @@ inline bool SpansOverlap(const Tensor<cpu, dim, DType>& a, const Tensor<cpu, dim
 // Copy(dst, src): same shape, any strides, both on the host. Views of one buffer may overlap.
 template <int dim, typename DType>
 inline void Copy(Tensor<cpu, dim, DType> dst, const Tensor<cpu, dim, DType>& src, Stream<cpu>* = nullptr) {
+  const StreamThreadScope threads(dst.stream_);  // the stream's thread budget
   TE_CHECK(dst.shape_ == src.shape_, "Copy: shape mismatch, destination ", dst.shape_, " vs source ", src.shape_);
   dst.CheckUsable("Copy destination");
   src.CheckUsable("Copy source");

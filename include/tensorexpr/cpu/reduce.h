@@ -16,6 +16,7 @@
 #include <vector>
 #include "../expr/reduce.h"
 #include "../tensor.h"
+#include "device.h"
 #include "threads.h"
 
 namespace tensorexpr {
@@ -167,6 +168,7 @@ namespace expr {
 // node type exactly.
 template <typename Saver, int dim, typename DType, typename Reducer, typename SrcExp, int kDimOut, int kMode>
 inline void EvalInto(Tensor<cpu, dim, DType> dst, const ReduceExp<Reducer, SrcExp, DType, kDimOut, kMode>& e) {
+  const StreamThreadScope threads(dst.stream_);  // the stream's thread budget
   static_assert(dim == kDimOut, "the reduction has a different number of dimensions than the tensor it is assigned to");
   static_assert(std::is_same<typename SrcExp::device_type, cpu>::value,
                 "the reduction's source lives on a different device than the tensor it is assigned to; "

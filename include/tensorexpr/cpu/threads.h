@@ -19,10 +19,17 @@ inline int& NumThreadsSetting() {
   static int n = 0;  // 0: not set, use the OpenMP default
   return n;
 }
+// The calling thread's budget while it evaluates for a stream that has one (0: none).
+inline int& ThreadLimit() {
+  thread_local int n = 0;
+  return n;
+}
 }  // namespace detail
 
-// Threads used by CPU evaluation (and handed to OpenBLAS by the BLAS layer).
+// Threads used by CPU evaluation (and handed to OpenBLAS by the BLAS layer): the budget of the stream
+// being evaluated for, else SetNumThreads's value, else OpenMP's default.
 inline int GetNumThreads() {
+  if (detail::ThreadLimit() > 0) return detail::ThreadLimit();
   int n = detail::NumThreadsSetting();
   if (n > 0) return n;
 #ifdef _OPENMP
@@ -35,6 +42,21 @@ inline void SetNumThreads(int n) {
   TE_CHECK(n >= 1, "SetNumThreads: need at least one thread, got ", n);
   detail::NumThreadsSetting() = n;
 }
+
+// While alive, CPU loops started by this thread use at most `threads` threads (0: no limit of its own).
+// Scopes nest; each puts the previous limit back.
+class ScopedThreadLimit {
+ public:
+  explicit ScopedThreadLimit(int threads) : saved_(detail::ThreadLimit()) {
+    if (threads > 0) detail::ThreadLimit() = threads;
+  }
+  ~ScopedThreadLimit() { detail::ThreadLimit() = saved_; }
+  ScopedThreadLimit(const ScopedThreadLimit&) = delete;
+  ScopedThreadLimit& operator=(const ScopedThreadLimit&) = delete;
+
+ private:
+  int saved_;
+};
 
 // Below this many elementary operations a loop runs on one thread.
 constexpr index_t kSerialCutoff = index_t(1) << 15;

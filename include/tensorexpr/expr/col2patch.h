@@ -15,6 +15,7 @@
 #include "patch2col.h"
 #include "../fast_divmod.h"
 #include "../tensor.h"
+#include "../cpu/device.h"
 #include "../cpu/threads.h"
 
 namespace tensorexpr {
@@ -139,6 +140,7 @@ struct PackColToPatchExp : public Exp<PackColToPatchExp<E, dstdim>, typename E::
 template <typename Saver, typename DType, typename E, int dstdim>
 inline void EvalInto(Tensor<cpu, dstdim, DType> dst,
                      const Exp<PackColToPatchExp<E, dstdim>, DType, type::kChainer>& exp) {
+  const StreamThreadScope threads(dst.stream_);  // the stream's thread budget
   static_assert(std::is_same<typename E::device_type, cpu>::value,
                 "the column matrix of pack_col2patch lives on a different device than the tensor it is assigned to; Copy() it first");
   using A = accum_t<DType>;

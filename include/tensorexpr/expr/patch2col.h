@@ -13,6 +13,7 @@
 #include "../checked.h"
 #include "../fast_divmod.h"
 #include "../tensor.h"
+#include "../cpu/device.h"
 #include "../cpu/threads.h"
 
 namespace tensorexpr {
@@ -129,6 +130,7 @@ struct UnpackPatchToColExp : public Exp<UnpackPatchToColExp<E>, typename E::valu
 // Nested uses (and the GPU) evaluate the plan, which gives the same values.
 template <typename Saver, typename DType, typename E>
 inline void EvalInto(Tensor<cpu, 2, DType> dst, const Exp<UnpackPatchToColExp<E>, DType, type::kChainer>& exp) {
+  const StreamThreadScope threads(dst.stream_);  // the stream's thread budget
   static_assert(std::is_same<typename E::device_type, cpu>::value,
                 "the image of unpack_patch2col lives on a different device than the tensor it is assigned to; Copy() it first");
   const UnpackPatchToColExp<E>& e = exp.self();

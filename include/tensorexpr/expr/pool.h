@@ -19,6 +19,7 @@
 #include "../red.h"
 #include "../fast_divmod.h"
 #include "../tensor.h"
+#include "../cpu/device.h"
 #include "../cpu/threads.h"
 
 namespace tensorexpr {
@@ -221,6 +222,7 @@ struct UnPoolingExp : public Exp<UnPoolingExp<Reducer, ES, EP, EG>, typename ES:
 template <typename Saver, int dim, typename DType, typename Reducer, typename ES, typename EP, typename EG>
 inline void EvalInto(Tensor<cpu, dim, DType> dst,
                      const Exp<UnPoolingExp<Reducer, ES, EP, EG>, DType, type::kChainer>& exp) {
+  const StreamThreadScope threads(dst.stream_);  // the stream's thread budget
   using E = UnPoolingExp<Reducer, ES, EP, EG>;
   using A = accum_t<DType>;
   static_assert(std::is_same<typename E::device_type, cpu>::value,
