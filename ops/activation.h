@@ -35,12 +35,15 @@ void ActivationForward(const ActivationParam& p, const Tensor<Device, dim, DType
   TE_CHECK(data.shape_ == out.shape_, "Activation(", ActTypeName(p.act_type), ") forward: data shape ", data.shape_,
            " and output shape ", out.shape_, " differ");
   // Elementwise, so every rank runs as its (rows, last dimension) view: one instance of the kernels.
-  if constexpr (dim != 2) return ActivationForward(p, data.FlatTo2D(), req, out.FlatTo2D());
-  if (req == kNullOp) return;
-  detail::WithActivation(p.act_type, [&](auto f, auto) {
-    using F = decltype(f);
-    Assign(out, req, expr::F<F>(data));
-  });
+  if constexpr (dim != 2) {
+    ActivationForward(p, data.FlatTo2D(), req, out.FlatTo2D());
+  } else {
+    if (req == kNullOp) return;
+    detail::WithActivation(p.act_type, [&](auto f, auto) {
+      using F = decltype(f);
+      Assign(out, req, expr::F<F>(data));
+    });
+  }
 }
 
 template <typename Device, int dim, typename DType>
@@ -51,12 +54,15 @@ void ActivationBackward(const ActivationParam& p, const Tensor<Device, dim, DTyp
   TE_CHECK(out_grad.shape_ == out.shape_ && out.shape_ == in_grad.shape_, "Activation(", ActTypeName(p.act_type),
            ") backward: output gradient shape ", out_grad.shape_, ", output shape ", out.shape_,
            " and input gradient shape ", in_grad.shape_, " must be equal");
-  if constexpr (dim != 2) return ActivationBackward(p, out_grad.FlatTo2D(), out.FlatTo2D(), req, in_grad.FlatTo2D());
-  if (req == kNullOp) return;
-  detail::WithActivation(p.act_type, [&](auto, auto g) {
-    using G = decltype(g);
-    Assign(in_grad, req, out_grad * expr::F<G>(out));
-  });
+  if constexpr (dim != 2) {
+    ActivationBackward(p, out_grad.FlatTo2D(), out.FlatTo2D(), req, in_grad.FlatTo2D());
+  } else {
+    if (req == kNullOp) return;
+    detail::WithActivation(p.act_type, [&](auto, auto g) {
+      using G = decltype(g);
+      Assign(in_grad, req, out_grad * expr::F<G>(out));
+    });
+  }
 }
 
 // Explicit instantiations for one device and dtype, ranks 1 to 5 (ops/activation.cc).

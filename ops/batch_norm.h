@@ -41,6 +41,22 @@ inline void CheckReq(OpReqType r, const char* op) {
            static_cast<int>(r));
 }
 
+// Ranks 3 and 5 as rank 4: (N, C, W) as (N, C, 1, W) and (N, C, D, H, W) as (N, C, D * H, W). The
+// channel axis and the (possibly padded) last dimension stay as they are, so the view is exact and one
+// instance of the kernels serves three ranks.
+template <typename Device, int dim, typename DType>
+inline Tensor<Device, 4, DType> AsRank4(const Tensor<Device, dim, DType>& t) {
+  static_assert(dim == 3 || dim == 5, "");
+  const Shape<dim>& s = t.shape_;
+  Shape<4> v;
+  if constexpr (dim == 3) {
+    v = Shape4(s[0], s[1], 1, s[2]);
+  } else {
+    v = Shape4(s[0], s[1], s[2] * s[3], s[4]);
+  }
+  return Tensor<Device, 4, DType>(t.dptr_, v, t.stride_, t.stream_);
+}
+
 }  // namespace detail
 
 template <typename Device, int dim, typename DType>
@@ -69,37 +85,42 @@ void BatchNormForward(const BatchNormParam& p, bool is_train, const Tensor<Devic
     TE_CHECK(m > 0 || C == 0, "BatchNorm: training needs at least one value per channel; data shape ", s,
              " has none");
   }
-  if (C == 0 || (req == kNullOp && !batch_stats)) return;
-  Stream<Device>* stream = out.stream_;
-  Tensor<Device, 2, A> ws = get_space_typed<Device, 2, A>(Shape2(3, C), stream);
-  Tensor<Device, 1, A> mean = ws[0], var = ws[1], scale = ws[2];
-  if (batch_stats) {
-    const A inv_m = A(1.0 / double(m));
-    // Each reduction is a whole assignment, so the fast parallel reduction runs (see expr/reduce.h).
-    mean = expr::sumall_except_dim<1>(tcast<A>(data));
-    mean *= inv_m;
-    // Two passes: the variance of the centred data keeps the digits E[x^2] - E[x]^2 would lose.
-    var = expr::sumall_except_dim<1>(expr::F<op::square>(tcast<A>(data) - broadcast<1>(mean, s)));
-    var *= inv_m;
-    const A mom = A(p.momentum), rest = A(1.0 - p.momentum);
-    Tensor<Device, 1, DType> mm = moving_mean, mv = moving_var, sm = save_mean, si = save_inv_std;
-    mm = tcast<DType>(tcast<A>(moving_mean) * mom + mean * rest);
-    mv = tcast<DType>(tcast<A>(moving_var) * mom + var * rest);
-    sm = tcast<DType>(mean);
-    si = tcast<DType>(expr::F<op::rsqrt>(var + A(p.eps)));
+  if constexpr (dim == 3 || dim == 5) {  // run as the rank-4 view
+    BatchNormForward(p, is_train, detail::AsRank4(data), gamma, beta, moving_mean, moving_var, req,
+                     detail::AsRank4(out), save_mean, save_inv_std);
   } else {
-    mean = tcast<A>(moving_mean);
-    var = tcast<A>(moving_var);
+    if (C == 0 || (req == kNullOp && !batch_stats)) return;
+    Stream<Device>* stream = out.stream_;
+    Tensor<Device, 2, A> ws = get_space_typed<Device, 2, A>(Shape2(3, C), stream);
+    Tensor<Device, 1, A> mean = ws[0], var = ws[1], scale = ws[2];
+    if (batch_stats) {
+      const A inv_m = A(1.0 / double(m));
+      // Each reduction is a whole assignment, so the fast parallel reduction runs (see expr/reduce.h).
+      mean = expr::sumall_except_dim<1>(tcast<A>(data));
+      mean *= inv_m;
+      // Two passes: the variance of the centred data keeps the digits E[x^2] - E[x]^2 would lose.
+      var = expr::sumall_except_dim<1>(expr::F<op::square>(tcast<A>(data) - broadcast<1>(mean, s)));
+      var *= inv_m;
+      const A mom = A(p.momentum), rest = A(1.0 - p.momentum);
+      Tensor<Device, 1, DType> mm = moving_mean, mv = moving_var, sm = save_mean, si = save_inv_std;
+      mm = tcast<DType>(tcast<A>(moving_mean) * mom + mean * rest);
+      mv = tcast<DType>(tcast<A>(moving_var) * mom + var * rest);
+      sm = tcast<DType>(mean);
+      si = tcast<DType>(expr::F<op::rsqrt>(var + A(p.eps)));
+    } else {
+      mean = tcast<A>(moving_mean);
+      var = tcast<A>(moving_var);
+    }
+    if (req == kNullOp) return;
+    if (p.fix_gamma) {
+      scale = expr::F<op::rsqrt>(var + A(p.eps));
+    } else {
+      scale = expr::F<op::rsqrt>(var + A(p.eps)) * tcast<A>(gamma);
+    }
+    Assign(out, req,
+           tcast<DType>((tcast<A>(data) - broadcast<1>(mean, s)) * broadcast<1>(scale, s) +
+                        broadcast<1>(tcast<A>(beta), s)));
   }
-  if (req == kNullOp) return;
-  if (p.fix_gamma) {
-    scale = expr::F<op::rsqrt>(var + A(p.eps));
-  } else {
-    scale = expr::F<op::rsqrt>(var + A(p.eps)) * tcast<A>(gamma);
-  }
-  Assign(out, req,
-         tcast<DType>((tcast<A>(data) - broadcast<1>(mean, s)) * broadcast<1>(scale, s) +
-                      broadcast<1>(tcast<A>(beta), s)));
 }
 
 template <typename Device, int dim, typename DType>
@@ -129,47 +150,53 @@ void BatchNormBackward(const BatchNormParam& p, const Tensor<Device, dim, DType>
     detail::CheckChannelVector(save_mean, s, "save_mean");
     detail::CheckChannelVector(save_inv_std, s, "save_inv_std");
   }
-  const index_t C = s[1], m = C > 0 ? s.Size() / C : 0;
-  if (C == 0) return;
-  Stream<Device>* stream = out_grad.stream_;
-  Tensor<Device, 2, A> ws = get_space_typed<Device, 2, A>(Shape2(7, C), stream);
-  Tensor<Device, 1, A> mean = ws[0], inv_std = ws[1], sum_dy = ws[2], sum_dy_xhat = ws[3];
-  Tensor<Device, 1, A> k_dy = ws[4], k_mean = ws[5], k_xhat = ws[6];
-  if (p.use_global_stats) {
-    mean = tcast<A>(moving_mean);
-    inv_std = expr::F<op::rsqrt>(tcast<A>(moving_var) + A(p.eps));
+  if constexpr (dim == 3 || dim == 5) {  // run as the rank-4 view
+    BatchNormBackward(p, detail::AsRank4(out_grad), detail::AsRank4(data), gamma, save_mean, save_inv_std,
+                      moving_mean, moving_var, req_data, detail::AsRank4(data_grad), req_gamma, gamma_grad,
+                      req_beta, beta_grad);
   } else {
-    mean = tcast<A>(save_mean);
-    inv_std = tcast<A>(save_inv_std);
+    const index_t C = s[1], m = C > 0 ? s.Size() / C : 0;
+    if (C == 0) return;
+    Stream<Device>* stream = out_grad.stream_;
+    Tensor<Device, 2, A> ws = get_space_typed<Device, 2, A>(Shape2(7, C), stream);
+    Tensor<Device, 1, A> mean = ws[0], inv_std = ws[1], sum_dy = ws[2], sum_dy_xhat = ws[3];
+    Tensor<Device, 1, A> k_dy = ws[4], k_mean = ws[5], k_xhat = ws[6];
+    if (p.use_global_stats) {
+      mean = tcast<A>(moving_mean);
+      inv_std = expr::F<op::rsqrt>(tcast<A>(moving_var) + A(p.eps));
+    } else {
+      mean = tcast<A>(save_mean);
+      inv_std = tcast<A>(save_inv_std);
+    }
+    const auto dy = tcast<A>(out_grad);
+    const auto centred = tcast<A>(data) - broadcast<1>(mean, s);
+    sum_dy = expr::sumall_except_dim<1>(dy);
+    // sum dy (x - mean), times inv_std afterwards: one multiply per channel instead of one per element.
+    sum_dy_xhat = expr::sumall_except_dim<1>(dy * centred);
+    sum_dy_xhat *= inv_std;
+    Assign(beta_grad, req_beta, tcast<DType>(sum_dy));
+    if (p.fix_gamma) {
+      if (req_gamma != kAddTo) Assign(gamma_grad, req_gamma, expr::scalar<DType>(DType(0.0f)));
+    } else {
+      Assign(gamma_grad, req_gamma, tcast<DType>(sum_dy_xhat));
+    }
+    if (req_data == kNullOp) return;
+    if (p.fix_gamma) {
+      k_dy = expr::F<op::identity>(inv_std);
+    } else {
+      k_dy = inv_std * tcast<A>(gamma);
+    }
+    if (p.use_global_stats) {  // the statistics are constants: dx = gamma inv_std dy
+      Assign(data_grad, req_data, tcast<DType>(dy * broadcast<1>(k_dy, s)));
+      return;
+    }
+    // dx = gamma inv_std (dy - sum_dy / m - (x - mean) inv_std sum_dy_xhat / m)
+    const A inv_m = A(1.0 / double(m));
+    k_mean = sum_dy * inv_m;
+    k_xhat = inv_std * sum_dy_xhat * inv_m;
+    Assign(data_grad, req_data,
+           tcast<DType>(broadcast<1>(k_dy, s) * (dy - broadcast<1>(k_mean, s) - centred * broadcast<1>(k_xhat, s))));
   }
-  const auto dy = tcast<A>(out_grad);
-  const auto centred = tcast<A>(data) - broadcast<1>(mean, s);
-  sum_dy = expr::sumall_except_dim<1>(dy);
-  // sum dy (x - mean), times inv_std afterwards: one multiply per channel instead of one per element.
-  sum_dy_xhat = expr::sumall_except_dim<1>(dy * centred);
-  sum_dy_xhat *= inv_std;
-  Assign(beta_grad, req_beta, tcast<DType>(sum_dy));
-  if (p.fix_gamma) {
-    if (req_gamma != kAddTo) Assign(gamma_grad, req_gamma, expr::scalar<DType>(DType(0.0f)));
-  } else {
-    Assign(gamma_grad, req_gamma, tcast<DType>(sum_dy_xhat));
-  }
-  if (req_data == kNullOp) return;
-  if (p.fix_gamma) {
-    k_dy = expr::F<op::identity>(inv_std);
-  } else {
-    k_dy = inv_std * tcast<A>(gamma);
-  }
-  if (p.use_global_stats) {  // the statistics are constants: dx = gamma inv_std dy
-    Assign(data_grad, req_data, tcast<DType>(dy * broadcast<1>(k_dy, s)));
-    return;
-  }
-  // dx = gamma inv_std (dy - sum_dy / m - (x - mean) inv_std sum_dy_xhat / m)
-  const A inv_m = A(1.0 / double(m));
-  k_mean = sum_dy * inv_m;
-  k_xhat = inv_std * sum_dy_xhat * inv_m;
-  Assign(data_grad, req_data,
-         tcast<DType>(broadcast<1>(k_dy, s) * (dy - broadcast<1>(k_mean, s) - centred * broadcast<1>(k_xhat, s))));
 }
 
 // Explicit instantiations for one device and dtype, ranks 2 to 5 (ops/batch_norm.cc).

@@ -45,25 +45,26 @@ void DropoutForward(const DropoutParam& p, bool is_train, Random<Device, DType>*
   }
   // Elementwise, so every rank runs as its (rows, last dimension) view: one instance of the kernels.
   if constexpr (dim != 2) {
-    return DropoutForward(p, is_train, rnd, data.FlatTo2D(), req, out.FlatTo2D(),
-                          is_train ? mask.FlatTo2D() : Tensor<Device, 2, DType>());
-  }
-  if (!is_train) {
-    Assign(out, req, expr::F<op::identity>(data));
-    return;
-  }
-  if (data.shape_.Size() == 0) return;
-  Tensor<Device, dim, DType> keep_mask = mask;
-  const A keep = A(1.0 - p.p);
-  if (p.p == 0) {
-    keep_mask = DType(1.0f);
-  } else if (p.p == 1) {
-    keep_mask = DType(0.0f);
+    DropoutForward(p, is_train, rnd, data.FlatTo2D(), req, out.FlatTo2D(),
+                   is_train ? mask.FlatTo2D() : Tensor<Device, 2, DType>());
   } else {
-    rnd->SampleUniform(keep_mask, A(0), A(1));
-    keep_mask = expr::tcast<DType>(expr::F<detail::dropout_mask>(expr::tcast<A>(keep_mask), expr::scalar<A>(keep)));
+    if (!is_train) {
+      Assign(out, req, expr::F<op::identity>(data));
+      return;
+    }
+    if (data.shape_.Size() == 0) return;
+    Tensor<Device, dim, DType> keep_mask = mask;
+    const A keep = A(1.0 - p.p);
+    if (p.p == 0) {
+      keep_mask = DType(1.0f);
+    } else if (p.p == 1) {
+      keep_mask = DType(0.0f);
+    } else {
+      rnd->SampleUniform(keep_mask, A(0), A(1));
+      keep_mask = expr::tcast<DType>(expr::F<detail::dropout_mask>(expr::tcast<A>(keep_mask), expr::scalar<A>(keep)));
+    }
+    Assign(out, req, data * mask);
   }
-  Assign(out, req, data * mask);
 }
 
 template <typename Device, int dim, typename DType>
@@ -76,8 +77,11 @@ void DropoutBackward(const DropoutParam& p, const Tensor<Device, dim, DType>& ou
            " does not match output gradient shape ", out_grad.shape_);
   TE_CHECK(data_grad.shape_ == out_grad.shape_, "Dropout backward: data gradient shape ", data_grad.shape_,
            " does not match output gradient shape ", out_grad.shape_);
-  if constexpr (dim != 2) return DropoutBackward(p, out_grad.FlatTo2D(), mask.FlatTo2D(), req, data_grad.FlatTo2D());
-  Assign(data_grad, req, out_grad * mask);
+  if constexpr (dim != 2) {
+    DropoutBackward(p, out_grad.FlatTo2D(), mask.FlatTo2D(), req, data_grad.FlatTo2D());
+  } else {
+    Assign(data_grad, req, out_grad * mask);
+  }
 }
 
 // Explicit instantiations for one device and dtype, ranks 1 to 5 (ops/dropout.cc).

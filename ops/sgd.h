@@ -44,12 +44,15 @@ void SGDUpdate(const SGDParam& p, const Tensor<Device, dim, DType>& weight, cons
   detail::CheckSGDShape(grad, weight.shape_, "sgd_update", "gradient");
   detail::CheckSGDShape(out, weight.shape_, "sgd_update", "output");
   // Elementwise, so every rank runs as its (rows, last dimension) view: one instance of the kernels.
-  if constexpr (dim != 2) return SGDUpdate(p, weight.FlatTo2D(), grad.FlatTo2D(), req, out.FlatTo2D());
-  if (req == kNullOp) return;
-  const A decay = A(1.0 - p.lr * p.wd), lr = A(p.lr);
-  detail::WithRescaledGrad<A>(grad, p.rescale_grad, p.clip_gradient, [&](const auto& g) {
-    Assign(out, req, expr::tcast<DType>(expr::tcast<A>(weight) * decay - g * lr));
-  });
+  if constexpr (dim != 2) {
+    SGDUpdate(p, weight.FlatTo2D(), grad.FlatTo2D(), req, out.FlatTo2D());
+  } else {
+    if (req == kNullOp) return;
+    const A decay = A(1.0 - p.lr * p.wd), lr = A(p.lr);
+    detail::WithRescaledGrad<A>(grad, p.rescale_grad, p.clip_gradient, [&](const auto& g) {
+      Assign(out, req, expr::tcast<DType>(expr::tcast<A>(weight) * decay - g * lr));
+    });
+  }
 }
 
 template <typename Device, int dim, typename DType>
@@ -62,15 +65,16 @@ void SGDMomUpdate(const SGDMomParam& p, const Tensor<Device, dim, DType>& weight
   detail::CheckSGDShape(mom, weight.shape_, "sgd_mom_update", "momentum");
   detail::CheckSGDShape(out, weight.shape_, "sgd_mom_update", "output");
   if constexpr (dim != 2) {
-    return SGDMomUpdate(p, weight.FlatTo2D(), grad.FlatTo2D(), mom.FlatTo2D(), req, out.FlatTo2D());
+    SGDMomUpdate(p, weight.FlatTo2D(), grad.FlatTo2D(), mom.FlatTo2D(), req, out.FlatTo2D());
+  } else {
+    if (req == kNullOp) return;
+    const A momentum = A(p.momentum), lr = A(p.lr), lr_wd = A(p.lr * p.wd);
+    Tensor<Device, dim, DType> state = mom;
+    detail::WithRescaledGrad<A>(grad, p.rescale_grad, p.clip_gradient, [&](const auto& g) {
+      state = expr::tcast<DType>(expr::tcast<A>(mom) * momentum - expr::tcast<A>(weight) * lr_wd - g * lr);
+    });
+    Assign(out, req, weight + mom);
   }
-  if (req == kNullOp) return;
-  const A momentum = A(p.momentum), lr = A(p.lr), lr_wd = A(p.lr * p.wd);
-  Tensor<Device, dim, DType> state = mom;
-  detail::WithRescaledGrad<A>(grad, p.rescale_grad, p.clip_gradient, [&](const auto& g) {
-    state = expr::tcast<DType>(expr::tcast<A>(mom) * momentum - expr::tcast<A>(weight) * lr_wd - g * lr);
-  });
-  Assign(out, req, weight + mom);
 }
 
 // Explicit instantiations for one device and dtype, ranks 1 to 5 (ops/sgd.cc).
