@@ -149,6 +149,26 @@ inline auto PoolImageView(const Tensor<Device, dim, DType>& t) {
   }
 }
 
+// Channels-first data as (planes, spatial...) of rank R = nd + 1: the leading dimensions (batch,
+// channels, ...) merged into one. Only the last dimension may be padded, so the view is exact; each rank's
+// instance of the pooling kernels then serves every rank with as many spatial dimensions.
+template <int R, typename Device, int dim, typename DType>
+inline Tensor<Device, R, DType> PoolPlanes(const Tensor<Device, dim, DType>& t) {
+  static_assert(R <= dim, "");
+  Shape<R> s;
+  s[0] = t.shape_.ProdShape(0, dim - R + 1);
+  for (int i = 1; i < R; ++i) s[i] = t.shape_[dim - R + i];
+  return Tensor<Device, R, DType>(t.dptr_, s, t.stride_, t.stream_);
+}
+
+// The parameters for the planes view: global pooling names its spatial dimensions (the view has fewer
+// leading ones, from which they would otherwise be inferred).
+inline PoolingParam PlanesParam(const PoolingParam& p, const PoolGeometry& g) {
+  PoolingParam q = p;
+  if (q.global_pool) q.kernel.assign(g.k + 3 - g.nd, g.k + 3);
+  return q;
+}
+
 inline void CheckPoolReq(const char* what, OpReqType req) {
   TE_CHECK(req == kNullOp || req == kWriteTo || req == kWriteInplace || req == kAddTo, "Pooling ", what,
            ": unknown req ", static_cast<int>(req));
@@ -214,11 +234,26 @@ void PoolingForward(const PoolingParam& p, const Tensor<Device, dim, DType>& dat
     Assign(out, req, expr::transpose(y, to_last));
     return;
   }
-  if (detail::PoolUsesCoreExpr(p, g)) {
-    if (g.nd == 2) return detail::PoolForwardCore<2>(g, data, req, out);
-    return detail::PoolForwardCore<1>(g, data, req, out);
+  // The rank nd + 1 views (planes, spatial...) run the kernels (detail::PoolPlanes).
+  if (g.nd + 1 != dim) {
+    const PoolingParam q = detail::PlanesParam(p, g);
+    if constexpr (dim >= 3) {
+      if (g.nd == 1) return PoolingForward(q, detail::PoolPlanes<2>(data), req, detail::PoolPlanes<2>(out));
+    }
+    if constexpr (dim >= 4) {
+      if (g.nd == 2) return PoolingForward(q, detail::PoolPlanes<3>(data), req, detail::PoolPlanes<3>(out));
+    }
+    if constexpr (dim >= 5) {
+      if (g.nd == 3) return PoolingForward(q, detail::PoolPlanes<4>(data), req, detail::PoolPlanes<4>(out));
+    }
+    Fail("Pooling forward: ", g.nd, " spatial dimensions do not fit data shape ", data.shape_);
   }
-  Assign(out, req, detail::PoolingNdExp<Tensor<Device, dim, DType>>(data, g, want));
+  if constexpr (dim <= 4) {
+    if constexpr (dim <= 3) {
+      if (detail::PoolUsesCoreExpr(p, g)) return detail::PoolForwardCore<dim - 1>(g, data, req, out);
+    }
+    Assign(out, req, detail::PoolingNdExp<Tensor<Device, dim, DType>>(data, g, want));
+  }
 }
 
 template <typename Device, int dim, typename DType>
@@ -255,12 +290,36 @@ void PoolingBackward(const PoolingParam& p, const Tensor<Device, dim, DType>& ou
     Assign(in_grad, req, expr::transpose(dx, to_last));
     return;
   }
-  if (detail::PoolUsesCoreExpr(p, g)) {
-    if (g.nd == 2) return detail::PoolBackwardCore<2>(g, out_grad, data, out, req, in_grad);
-    return detail::PoolBackwardCore<1>(g, out_grad, data, out, req, in_grad);
+  if (g.nd + 1 != dim) {
+    using detail::PoolPlanes;
+    const PoolingParam q = detail::PlanesParam(p, g);
+    if constexpr (dim >= 3) {
+      if (g.nd == 1) {
+        return PoolingBackward(q, PoolPlanes<2>(out_grad), PoolPlanes<2>(data), PoolPlanes<2>(out), req,
+                               PoolPlanes<2>(in_grad));
+      }
+    }
+    if constexpr (dim >= 4) {
+      if (g.nd == 2) {
+        return PoolingBackward(q, PoolPlanes<3>(out_grad), PoolPlanes<3>(data), PoolPlanes<3>(out), req,
+                               PoolPlanes<3>(in_grad));
+      }
+    }
+    if constexpr (dim >= 5) {
+      if (g.nd == 3) {
+        return PoolingBackward(q, PoolPlanes<4>(out_grad), PoolPlanes<4>(data), PoolPlanes<4>(out), req,
+                               PoolPlanes<4>(in_grad));
+      }
+    }
+    Fail("Pooling backward: ", g.nd, " spatial dimensions do not fit data shape ", data.shape_);
   }
-  using T = Tensor<Device, dim, DType>;
-  Assign(in_grad, req, detail::PoolingNdGradExp<T, T, T>(data, out, out_grad, g));
+  if constexpr (dim <= 4) {
+    if constexpr (dim <= 3) {
+      if (detail::PoolUsesCoreExpr(p, g)) return detail::PoolBackwardCore<dim - 1>(g, out_grad, data, out, req, in_grad);
+    }
+    using T = Tensor<Device, dim, DType>;
+    Assign(in_grad, req, detail::PoolingNdGradExp<T, T, T>(data, out, out_grad, g));
+  }
 }
 
 // Explicit instantiations for one device and dtype, ranks 2 to 5 (ops/pooling.cc).

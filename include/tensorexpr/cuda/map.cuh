@@ -7,9 +7,10 @@
 //   kFlat    elementwise and contiguous but not aligned: one flat index per element (Plan::EvalFlat);
 //   kRows2D  anything else (padded rows, non-elementwise nodes): Plan::Eval(y, x) over the (rows, last-dim)
 //            view of dst.
-// Each route has a 32-bit-index kernel, used when every index it computes fits in int32 (integer division
-// and address arithmetic are much cheaper), and a 64-bit one otherwise: the choice is made per launch,
-// never by a build flag. The grid is sized from the device's multiprocessors and the kernel's occupancy,
+// The routes an expression allows live in one kernel (the route is a launch argument), instanced with
+// 32-bit indices, used when every index it computes fits in int32 (integer division and address
+// arithmetic are much cheaper), and with 64-bit ones otherwise: the choice is made per launch, never by a
+// build flag. The grid is sized from the device's multiprocessors and the kernel's occupancy,
 // so there is no 65535-block limit and no grid larger than the GPU can hold at once.
 #pragma once
 #if !defined(__CUDACC__)
@@ -87,49 +88,51 @@ inline MapRoute ChooseMapRoute(const Tensor<gpu, dim, DType>& dst, const E& e) {
   return route;
 }
 
-// ---- kernels ----------------------------------------------------------------------------------------
+// ---- the kernel -------------------------------------------------------------------------------------
+// One kernel per expression, saver and index width holds every route the expression allows, chosen by a
+// launch argument (a branch every thread takes the same way): a third of the kernels that one kernel per
+// route would make, which is a third of the code to compile in every program that assigns expressions.
 // IndexT is uint32_t (when every index fits in int32: i + grid stride then stays below 2^32) or int64_t.
-
-template <typename Saver, typename DType, typename Plan, typename IndexT>
-__global__ void __launch_bounds__(kMapBlock) MapRows2DKernel(DType* out, IndexT stride, IndexT cols, IndexT n,
-                                                             Plan plan) {
+// kFlat: the expression is elementwise (E::kFlat), so the flat and vector routes exist; N: the lanes of
+// the vector route (1: no vector route for this dtype).
+template <typename Saver, bool kFlat, int N, typename DType, typename Plan, typename IndexT>
+__global__ void __launch_bounds__(kMapBlock) MapKernel(MapPath path, DType* out, IndexT stride, IndexT cols, IndexT n,
+                                                       Plan plan) {
+  const IndexT first = static_cast<IndexT>(blockIdx.x) * blockDim.x + threadIdx.x;
   const IndexT step = static_cast<IndexT>(gridDim.x) * blockDim.x;
-  for (IndexT i = static_cast<IndexT>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+  if constexpr (kFlat && N > 1) {
+    // Vector i covers elements [i * N, i * N + N); the n % N elements past the last whole vector are done
+    // one each by the first threads of the grid.
+    if (path == MapPath::kVector) {
+      using V = expr::VecN<DType, N>;
+      V* vout = reinterpret_cast<V*>(out);
+      const IndexT nvec = n / N;
+      for (IndexT i = first; i < nvec; i += step) {
+        const V r = plan.template EvalVec<N>(static_cast<index_t>(i) * N);
+        if constexpr (std::is_same<Saver, sv::saveto>::value) {
+          vout[i] = r;  // a plain store: the old value is not read
+        } else {
+          V cur = vout[i];
+TE_UNROLL
+          for (int k = 0; k < N; ++k) Saver::template Save<DType>(cur.v[k], r.v[k]);
+          vout[i] = cur;
+        }
+      }
+      const IndexT t = nvec * N + first;
+      if (t < n) Saver::template Save<DType>(out[t], plan.EvalFlat(static_cast<index_t>(t)));
+      return;
+    }
+  }
+  if constexpr (kFlat) {
+    if (path == MapPath::kFlat) {
+      for (IndexT i = first; i < n; i += step) Saver::template Save<DType>(out[i], plan.EvalFlat(static_cast<index_t>(i)));
+      return;
+    }
+  }
+  for (IndexT i = first; i < n; i += step) {
     const IndexT y = i / cols, x = i - y * cols;
     Saver::template Save<DType>(out[y * stride + x], plan.Eval(static_cast<index_t>(y), static_cast<index_t>(x)));
   }
-}
-
-template <typename Saver, typename DType, typename Plan, typename IndexT>
-__global__ void __launch_bounds__(kMapBlock) MapFlatKernel(DType* out, IndexT n, Plan plan) {
-  const IndexT step = static_cast<IndexT>(gridDim.x) * blockDim.x;
-  for (IndexT i = static_cast<IndexT>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
-    Saver::template Save<DType>(out[i], plan.EvalFlat(static_cast<index_t>(i)));
-  }
-}
-
-// Vector i covers elements [i * N, i * N + N); the n % N elements past the last whole vector are done
-// one each by the first threads of the grid.
-template <typename Saver, int N, typename DType, typename Plan, typename IndexT>
-__global__ void __launch_bounds__(kMapBlock) MapVectorKernel(DType* out, IndexT n, Plan plan) {
-  using V = expr::VecN<DType, N>;
-  V* vout = reinterpret_cast<V*>(out);
-  const IndexT nvec = n / N;
-  const IndexT first = static_cast<IndexT>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const IndexT step = static_cast<IndexT>(gridDim.x) * blockDim.x;
-  for (IndexT i = first; i < nvec; i += step) {
-    const V r = plan.template EvalVec<N>(static_cast<index_t>(i) * N);
-    if constexpr (std::is_same<Saver, sv::saveto>::value) {
-      vout[i] = r;  // a plain store: the old value is not read
-    } else {
-      V cur = vout[i];
-TE_UNROLL
-      for (int k = 0; k < N; ++k) Saver::template Save<DType>(cur.v[k], r.v[k]);
-      vout[i] = cur;
-    }
-  }
-  const IndexT t = nvec * N + first;
-  if (t < n) Saver::template Save<DType>(out[t], plan.EvalFlat(static_cast<index_t>(t)));
 }
 
 // Blocks of kMapBlock threads of `Kernel` resident per multiprocessor, asked once per device.
@@ -161,24 +164,11 @@ inline void LaunchMap(index_t work, cudaStream_t stream, const char* name, Args.
 template <typename Saver, typename DType, typename Plan, typename IndexT, typename E>
 inline void RunMap(const MapRoute& route, DType* out, const Shape<2>& s, index_t stride, const Plan& plan,
                    cudaStream_t stream) {
-  const IndexT n = static_cast<IndexT>(s.Size());
-  if (route.path == MapPath::kVector) {
-    if constexpr (E::kFlat && VectorLanes<DType>() > 1) {
-      constexpr int N = VectorLanes<DType>();
-      LaunchMap<&MapVectorKernel<Saver, N, DType, Plan, IndexT>>(std::max<index_t>(s.Size() / N, 1), stream,
-                                                                  "tensorexpr map kernel (vector route)", out, n, plan);
-      return;
-    }
-  } else if (route.path == MapPath::kFlat) {
-    if constexpr (E::kFlat) {
-      LaunchMap<&MapFlatKernel<Saver, DType, Plan, IndexT>>(s.Size(), stream, "tensorexpr map kernel (flat route)", out,
-                                                            n, plan);
-      return;
-    }
-  }
-  LaunchMap<&MapRows2DKernel<Saver, DType, Plan, IndexT>>(s.Size(), stream, "tensorexpr map kernel (rows2d route)",
-                                                          out, static_cast<IndexT>(stride), static_cast<IndexT>(s[1]),
-                                                          n, plan);
+  constexpr int N = E::kFlat ? VectorLanes<DType>() : 1;
+  const index_t work = route.path == MapPath::kVector ? std::max<index_t>(s.Size() / N, 1) : s.Size();
+  LaunchMap<&MapKernel<Saver, E::kFlat, N, DType, Plan, IndexT>>(
+      work, stream, "tensorexpr map kernel", route.path, out, static_cast<IndexT>(stride), static_cast<IndexT>(s[1]),
+      static_cast<IndexT>(s.Size()), plan);
 }
 
 }  // namespace cuda
