@@ -40,6 +40,16 @@ struct check_conv_dims {
   static constexpr bool value = true;
 };
 
+// A tensor with a leading dimension of 1: unbatched convolution data as a batch of one (exact for any
+// row stride).
+template <typename Device, int dim, typename DType>
+inline Tensor<Device, dim + 1, DType> WithBatch(const Tensor<Device, dim, DType>& t) {
+  Shape<dim + 1> s;
+  s[0] = 1;
+  for (int i = 0; i < dim; ++i) s[i + 1] = t.shape_[i];
+  return Tensor<Device, dim + 1, DType>(t.dptr_, s, t.stride_, t.stream_);
+}
+
 // The extent of a tensor's memory in elements, padded rows included (scratch outputs for the tuner).
 template <typename Device, int dim, typename DType>
 index_t SpanOf(const Tensor<Device, dim, DType>& t) {
@@ -119,29 +129,34 @@ void ConvolutionForward(const ConvolutionParam& p, const Tensor<Device, ddim, DT
   detail::CheckTensor(weight, shapes.weight, "weight", true);
   detail::CheckTensor(out, shapes.out, "output", true);
   if (!p.no_bias) detail::CheckTensor(bias, shapes.bias, "bias", true);
-  const ReqStore store = DecodeReq(req, "Convolution forward");
-  if (!store.active) return;
-  Stream<Device>* s = out.stream_;
-  const StreamThreadScope threads(s);  // the algorithms' loops keep to the stream's thread budget
-  const index_t P = g.OutSize();
-  if (g.N * g.K * P == 0) return;
-  ConvTensors<DType> t;
-  t.data = data.dptr_;
-  t.data_stride = data.stride_;
-  t.weight = weight.dptr_;
-  t.out = out.dptr_;
-  ConvStores stores;
-  stores.out = store;
-  const ConvProblem problem = MakeConvProblem<Device, DType>(g, s, data.CheckContiguous(), p.workspace);
-  detail::RunConvPasses(p.algorithm, problem, t, stores, detail::ConvSpans{detail::SpanOf(out), 0}, s);
-  if (!p.no_bias) {
-    // y (N, K, P), or (N, P, K) channels last, += b laid along the channel dimension.
-    if (g.channels_last) {
-      Tensor<Device, 2, DType> y2(out.dptr_, Shape2(g.N * P, g.K), s);
-      y2 += expr::broadcast<1>(bias, y2.shape_);
-    } else {
-      Tensor<Device, 3, DType> y3(out.dptr_, Shape3(g.N, g.K, P), s);
-      y3 += expr::broadcast<1>(bias, y3.shape_);
+  // Unbatched data runs as its exact batched view (1, C, spatial...): one instance of the passes.
+  if constexpr (ddim == wdim - 1) {
+    ConvolutionForward(p, detail::WithBatch(data), weight, bias, req, detail::WithBatch(out));
+  } else {
+    const ReqStore store = DecodeReq(req, "Convolution forward");
+    if (!store.active) return;
+    Stream<Device>* s = out.stream_;
+    const StreamThreadScope threads(s);  // the algorithms' loops keep to the stream's thread budget
+    const index_t P = g.OutSize();
+    if (g.N * g.K * P == 0) return;
+    ConvTensors<DType> t;
+    t.data = data.dptr_;
+    t.data_stride = data.stride_;
+    t.weight = weight.dptr_;
+    t.out = out.dptr_;
+    ConvStores stores;
+    stores.out = store;
+    const ConvProblem problem = MakeConvProblem<Device, DType>(g, s, data.CheckContiguous(), p.workspace);
+    detail::RunConvPasses(p.algorithm, problem, t, stores, detail::ConvSpans{detail::SpanOf(out), 0}, s);
+    if (!p.no_bias) {
+      // y (N, K, P), or (N, P, K) channels last, += b laid along the channel dimension.
+      if (g.channels_last) {
+        Tensor<Device, 2, DType> y2(out.dptr_, Shape2(g.N * P, g.K), s);
+        y2 += expr::broadcast<1>(bias, y2.shape_);
+      } else {
+        Tensor<Device, 3, DType> y3(out.dptr_, Shape3(g.N, g.K, P), s);
+        y3 += expr::broadcast<1>(bias, y3.shape_);
+      }
     }
   }
 }
@@ -167,38 +182,45 @@ void ConvolutionBackward(const ConvolutionParam& p, const Tensor<Device, ddim, D
   if (stores.data_grad.active) detail::CheckTensor(data_grad, dshape, "data gradient", false);
   if (stores.weight_grad.active) detail::CheckTensor(weight_grad, shapes.weight, "weight gradient", true);
   if (bias_store.active) detail::CheckTensor(bias_grad, shapes.bias, "bias gradient", true);
-  Stream<Device>* s = out_grad.stream_;
-  const StreamThreadScope threads(s);
-  const index_t P = g.OutSize();
+  if constexpr (ddim == wdim - 1) {
+    ConvolutionBackward(p, detail::WithBatch(out_grad), detail::WithBatch(data), weight, req_data,
+                        detail::WithBatch(data_grad), req_weight, weight_grad, req_bias, bias_grad);
+  } else {
+    Stream<Device>* s = out_grad.stream_;
+    const StreamThreadScope threads(s);
+    const index_t P = g.OutSize();
 
-  if (bias_store.active) {
-    // db = the sum of dY (N, K, P), or (N * P, K) channels last, over images and positions.
-    if (g.channels_last) {
-      const Tensor<Device, 2, DType> dy2(out_grad.dptr_, Shape2(g.N * P, g.K), s);
-      Assign(bias_grad, req_bias, expr::sumall_except_dim<1>(dy2));
-    } else {
-      const Tensor<Device, 3, DType> dy3(out_grad.dptr_, Shape3(g.N, g.K, P), s);
-      Assign(bias_grad, req_bias, expr::sumall_except_dim<1>(dy3));
+    if (bias_store.active) {
+      // db = the sum of dY (N, K, P), or (N * P, K) channels last, over images and positions.
+      if (g.channels_last) {
+        const Tensor<Device, 2, DType> dy2(out_grad.dptr_, Shape2(g.N * P, g.K), s);
+        Assign(bias_grad, req_bias, expr::sumall_except_dim<1>(dy2));
+      } else {
+        const Tensor<Device, 3, DType> dy3(out_grad.dptr_, Shape3(g.N, g.K, P), s);
+        Assign(bias_grad, req_bias, expr::sumall_except_dim<1>(dy3));
+      }
     }
+    if (!stores.data_grad.active && !stores.weight_grad.active) return;
+    // Nothing to sum over: the weight gradient is zero, and so is every input element's.
+    if (g.N * P == 0) {
+      if (stores.weight_grad.active && !stores.weight_grad.add) {
+        Assign(weight_grad, kWriteTo, expr::scalar<DType>(DType(0)));
+      }
+      if (stores.data_grad.active && !stores.data_grad.add) Assign(data_grad, kWriteTo, expr::scalar<DType>(DType(0)));
+      return;
+    }
+    ConvTensors<DType> t;
+    t.data = data.dptr_;
+    t.data_stride = data.stride_;
+    t.weight = weight.dptr_;
+    t.out_grad = out_grad.dptr_;
+    t.data_grad = stores.data_grad.active ? data_grad.dptr_ : nullptr;
+    t.data_grad_stride = data_grad.stride_;
+    t.weight_grad = stores.weight_grad.active ? weight_grad.dptr_ : nullptr;
+    const bool contiguous = data.CheckContiguous() && (!stores.data_grad.active || data_grad.CheckContiguous());
+    const ConvProblem problem = MakeConvProblem<Device, DType>(g, s, contiguous, p.workspace);
+    detail::RunConvPasses(p.algorithm, problem, t, stores, detail::ConvSpans{0, detail::SpanOf(data_grad)}, s);
   }
-  if (!stores.data_grad.active && !stores.weight_grad.active) return;
-  // Nothing to sum over: the weight gradient is zero, and so is every input element's.
-  if (g.N * P == 0) {
-    if (stores.weight_grad.active && !stores.weight_grad.add) Assign(weight_grad, kWriteTo, expr::scalar<DType>(DType(0)));
-    if (stores.data_grad.active && !stores.data_grad.add) Assign(data_grad, kWriteTo, expr::scalar<DType>(DType(0)));
-    return;
-  }
-  ConvTensors<DType> t;
-  t.data = data.dptr_;
-  t.data_stride = data.stride_;
-  t.weight = weight.dptr_;
-  t.out_grad = out_grad.dptr_;
-  t.data_grad = stores.data_grad.active ? data_grad.dptr_ : nullptr;
-  t.data_grad_stride = data_grad.stride_;
-  t.weight_grad = stores.weight_grad.active ? weight_grad.dptr_ : nullptr;
-  const bool contiguous = data.CheckContiguous() && (!stores.data_grad.active || data_grad.CheckContiguous());
-  const ConvProblem problem = MakeConvProblem<Device, DType>(g, s, contiguous, p.workspace);
-  detail::RunConvPasses(p.algorithm, problem, t, stores, detail::ConvSpans{0, detail::SpanOf(data_grad)}, s);
 }
 
 // Explicit instantiations of Forward and Backward for one device and dtype, 1-, 2- and 3-D, batched or
