@@ -11,6 +11,7 @@
 #include <climits>
 #include <type_traits>
 #include <cublas_v2.h>
+#include <tensorexpr/cuda/blas.cuh>
 #include <tensorexpr/cuda/check.cuh>
 #include <tensorexpr/cuda/memory.cuh>
 #include <tensorexpr/cuda/stream.cuh>
@@ -27,9 +28,6 @@ inline int CublasInt(index_t v, const char* what) {
            " does not fit cuBLAS's 32-bit size");
   return static_cast<int>(v);
 }
-template <typename DType> struct CudaDataType;
-template <> struct CudaDataType<half_t> { static constexpr cudaDataType_t value = CUDA_R_16F; };
-template <> struct CudaDataType<bf16_t> { static constexpr cudaDataType_t value = CUDA_R_16BF; };
 
 // Elements of partial products the summed gemm keeps at once (64 MiB in float).
 constexpr index_t kSummedPartialElems = index_t(1) << 24;
@@ -91,7 +89,7 @@ inline void BatchedGemm(Stream<gpu>* s, bool ta, bool tb, index_t M, index_t N, 
     TE_CUBLAS_CHECK(cublasDgemmStridedBatched(h, opb, opa, m, n, k, &a, B, ilb, sb, A, ila, sa, &b, C, ilc, sc, nb));
   } else {
     static_assert(is_low_precision<DType>::value, "the convolution gemm supports float, double, half_t and bf16_t");
-    constexpr cudaDataType_t t = detail::CudaDataType<DType>::value;
+    constexpr cudaDataType_t t = cuda_blas::CudaDataType<DType>::kValue;  // the core's trait
     TE_CUBLAS_CHECK(cublasGemmStridedBatchedEx(h, opb, opa, m, n, k, &alpha, B, t, ilb, sb, A, t, ila, sa, &beta, C, t,
                                                ilc, sc, nb, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   }
