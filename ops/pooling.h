@@ -2,6 +2,7 @@
 // tensorexpr_ops / tensorexpr_ops_cuda for the standard dtypes. Include it to use another dtype.
 #pragma once
 #include <string>
+#include <type_traits>
 #include <vector>
 #include <tensorexpr/tensorexpr.h>
 #include <tensorexpr/ops/pooling.h>
@@ -169,6 +170,22 @@ inline PoolingParam PlanesParam(const PoolingParam& p, const PoolGeometry& g) {
   return q;
 }
 
+// Calls fn(std::integral_constant<int, nd + 1>()) for a rank nd + 1 below dim (MakePoolGeometry has checked
+// nd + 1 <= dim, and the caller that nd + 1 != dim).
+template <int dim, typename Fn>
+inline void WithPlanesRank(int nd, Fn&& fn) {
+  if constexpr (dim >= 3) {
+    if (nd == 1) return fn(std::integral_constant<int, 2>());
+  }
+  if constexpr (dim >= 4) {
+    if (nd == 2) return fn(std::integral_constant<int, 3>());
+  }
+  if constexpr (dim >= 5) {
+    if (nd == 3) return fn(std::integral_constant<int, 4>());
+  }
+  Fail("Pooling: ", nd, " spatial dimensions do not fit data of ", dim, " dimensions");
+}
+
 inline void CheckPoolReq(const char* what, OpReqType req) {
   TE_CHECK(req == kNullOp || req == kWriteTo || req == kWriteInplace || req == kAddTo, "Pooling ", what,
            ": unknown req ", static_cast<int>(req));
@@ -237,16 +254,10 @@ void PoolingForward(const PoolingParam& p, const Tensor<Device, dim, DType>& dat
   // The rank nd + 1 views (planes, spatial...) run the kernels (detail::PoolPlanes).
   if (g.nd + 1 != dim) {
     const PoolingParam q = detail::PlanesParam(p, g);
-    if constexpr (dim >= 3) {
-      if (g.nd == 1) return PoolingForward(q, detail::PoolPlanes<2>(data), req, detail::PoolPlanes<2>(out));
-    }
-    if constexpr (dim >= 4) {
-      if (g.nd == 2) return PoolingForward(q, detail::PoolPlanes<3>(data), req, detail::PoolPlanes<3>(out));
-    }
-    if constexpr (dim >= 5) {
-      if (g.nd == 3) return PoolingForward(q, detail::PoolPlanes<4>(data), req, detail::PoolPlanes<4>(out));
-    }
-    Fail("Pooling forward: ", g.nd, " spatial dimensions do not fit data shape ", data.shape_);
+    return detail::WithPlanesRank<dim>(g.nd, [&](auto rank) {
+      constexpr int R = decltype(rank)::value;
+      PoolingForward(q, detail::PoolPlanes<R>(data), req, detail::PoolPlanes<R>(out));
+    });
   }
   if constexpr (dim <= 4) {
     if constexpr (dim <= 3) {
@@ -291,27 +302,13 @@ void PoolingBackward(const PoolingParam& p, const Tensor<Device, dim, DType>& ou
     return;
   }
   if (g.nd + 1 != dim) {
-    using detail::PoolPlanes;
     const PoolingParam q = detail::PlanesParam(p, g);
-    if constexpr (dim >= 3) {
-      if (g.nd == 1) {
-        return PoolingBackward(q, PoolPlanes<2>(out_grad), PoolPlanes<2>(data), PoolPlanes<2>(out), req,
-                               PoolPlanes<2>(in_grad));
-      }
-    }
-    if constexpr (dim >= 4) {
-      if (g.nd == 2) {
-        return PoolingBackward(q, PoolPlanes<3>(out_grad), PoolPlanes<3>(data), PoolPlanes<3>(out), req,
-                               PoolPlanes<3>(in_grad));
-      }
-    }
-    if constexpr (dim >= 5) {
-      if (g.nd == 3) {
-        return PoolingBackward(q, PoolPlanes<4>(out_grad), PoolPlanes<4>(data), PoolPlanes<4>(out), req,
-                               PoolPlanes<4>(in_grad));
-      }
-    }
-    Fail("Pooling backward: ", g.nd, " spatial dimensions do not fit data shape ", data.shape_);
+    return detail::WithPlanesRank<dim>(g.nd, [&](auto rank) {
+      constexpr int R = decltype(rank)::value;
+      using detail::PoolPlanes;
+      PoolingBackward(q, PoolPlanes<R>(out_grad), PoolPlanes<R>(data), PoolPlanes<R>(out), req,
+                      PoolPlanes<R>(in_grad));
+    });
   }
   if constexpr (dim <= 4) {
     if constexpr (dim <= 3) {
