@@ -14,8 +14,9 @@
 // workspace). Results are the same under every cap (tests/conv_test.cc checks it).
 #pragma once
 #include <algorithm>
+#include <tensorexpr/gemm.h>
+#include <tensorexpr/patch.h>
 #include <tensorexpr/ops/conv_algorithm.h>
-#include "conv_backend.h"
 
 namespace tensorexpr {
 namespace ops {
@@ -69,33 +70,39 @@ class ConvIm2ColGemm : public ConvAlgorithm<Device, DType> {
     for (index_t n0 = 0; n0 < g.N; n0 += plan.images) {
       const index_t nb = std::min(plan.images, g.N - n0);
       for (index_t p0 = 0; p0 < P; p0 += plan.positions) {
-        const index_t pc = std::min(plan.positions, P - p0);
+        const PatchChunk ch{n0, nb, p0, std::min(plan.positions, P - p0)};
+        const index_t pc = ch.pc;
         // dY_n[g][:, p0:p0+pc] has row stride P (no dY in a forward run: never offset a null pointer)
         const DType* dy = t.out_grad != nullptr ? t.out_grad + n0 * g.K * P + p0 : nullptr;
-        if (st.out.active || st.weight_grad.active) ConvIm2Col(s, g, t.data, t.data_stride, n0, nb, p0, pc, col);
+        // Matrix (image n, group g) of each operand: W[g] (Kg, Cg*kk), col_n[g] (Cg*kk, pc), y_n[g] / dY_n[g]
+        // (Kg, pc of row stride P).
+        const GemmOperand<const DType> weight{t.weight, CKg, 0, Kg * CKg};
+        const GemmOperand<const DType> columns{col, pc, rows * pc, CKg * pc};
+        const GemmOperand<const DType> out_grad{dy, P, g.K * P, Kg * P};
+        if (st.out.active || st.weight_grad.active) Im2Col(s, g, ch, t.data, t.data_stride, col);
         if (st.out.active) {
-          // y_n[g][:, p0:p0+pc] (Kg, pc) = W[g] (Kg, Cg*kk) . col_n[g] (Cg*kk, pc)
-          GroupedGemm(s, false, false, Kg, pc, CKg, 1.0f, t.weight, CKg, 0, Kg * CKg, col, pc, rows * pc, CKg * pc,
-                      st.out.beta(), t.out + n0 * g.K * P + p0, P, g.K * P, Kg * P, nb, g.G);
+          // y_n[g] = W[g] . col_n[g]
+          GroupedGemm(s, Kg, pc, CKg, 1.0f, weight, columns, st.out.beta(),
+                      GemmOperand<DType>{t.out + n0 * g.K * P + p0, P, g.K * P, Kg * P}, nb, g.G);
         }
         if (st.weight_grad.active) {
-          // dW[g] (Kg, Cg*kk) (+)= sum over the chunk's images of dY_n[g] (Kg, pc) . col_n[g]^T (pc, Cg*kk)
+          // dW[g] (+)= sum over the chunk's images of dY_n[g] . col_n[g]^T
           const bool first = n0 == 0 && p0 == 0;
-          GroupedGemm(s, false, true, Kg, CKg, pc, 1.0f, dy, P, g.K * P, Kg * P, col, pc, rows * pc, CKg * pc,
-                      first ? st.weight_grad.beta() : 1.0f, t.weight_grad, CKg, 0, Kg * CKg, nb, g.G);
+          GroupedGemm(s, Kg, CKg, pc, 1.0f, out_grad, Transposed(columns), first ? st.weight_grad.beta() : 1.0f,
+                      GemmOperand<DType>{t.weight_grad, CKg, 0, Kg * CKg}, nb, g.G);
         }
         if (st.data_grad.active) {
-          // col_n[g] (Cg*kk, pc) = W[g]^T (Cg*kk, Kg) . dY_n[g] (Kg, pc); then gather into dX
-          GroupedGemm(s, true, false, CKg, pc, Kg, 1.0f, t.weight, CKg, 0, Kg * CKg, dy, P, g.K * P, Kg * P, 0.0f,
-                      col, pc, rows * pc, CKg * pc, nb, g.G);
-          ConvCol2Im(s, g, col, n0, nb, p0, pc, t.data_grad, t.data_grad_stride, p0 > 0 || st.data_grad.add);
+          // col_n[g] = W[g]^T . dY_n[g]; then gather into dX
+          GroupedGemm(s, CKg, pc, Kg, 1.0f, Transposed(weight), out_grad, 0.0f,
+                      GemmOperand<DType>{col, pc, rows * pc, CKg * pc}, nb, g.G);
+          Col2Im(s, g, ch, col, t.data_grad, t.data_grad_stride, p0 > 0 || st.data_grad.add);
         }
       }
     }
   }
 
  private:
-  // Channels last: the column matrix of a chunk is (nb, pc, C*kk) (ops/cpu/conv_kernels_nhwc.h), group g's
+  // Channels last: the column matrix of a chunk is (nb, pc, C*kk) (tensorexpr/patch.h), group g's
   // part a (pc, Cg*kk) matrix of row stride C*kk; y_n and dY_n are (P, K), group g's columns Kg wide.
   //   forward      y_n[g][p0:p0+pc] = col_n[g] . W[g]^T
   //   weight grad  dW[g] (+)= sum over the chunk of dY_n[g][p0:p0+pc]^T . col_n[g]
@@ -106,23 +113,27 @@ class ConvIm2ColGemm : public ConvAlgorithm<Device, DType> {
     for (index_t n0 = 0; n0 < g.N; n0 += plan.images) {
       const index_t nb = std::min(plan.images, g.N - n0);
       for (index_t p0 = 0; p0 < P; p0 += plan.positions) {
-        const index_t pc = std::min(plan.positions, P - p0);
+        const PatchChunk ch{n0, nb, p0, std::min(plan.positions, P - p0)};
+        const index_t pc = ch.pc;
         const DType* dy = t.out_grad != nullptr ? t.out_grad + (n0 * P + p0) * K : nullptr;
-        if (st.out.active || st.weight_grad.active)
-          ConvIm2ColChannelsLast(s, g, t.data, t.data_stride, n0, nb, p0, pc, col);
+        // Matrix (image n, group g): W[g] (Kg, Cg*kk), col_n[g] (pc, Cg*kk of row stride C*kk), y_n[g] /
+        // dY_n[g] (pc, Kg of row stride K).
+        const GemmOperand<const DType> weight{t.weight, CKg, 0, Kg * CKg};
+        const GemmOperand<const DType> columns{col, rows, pc * rows, CKg};
+        const GemmOperand<const DType> out_grad{dy, K, P * K, Kg};
+        if (st.out.active || st.weight_grad.active) Im2Col(s, g, ch, t.data, t.data_stride, col);
         if (st.out.active)
-          GroupedGemm(s, false, true, pc, Kg, CKg, 1.0f, col, rows, pc * rows, CKg, t.weight, CKg, 0, Kg * CKg,
-                      st.out.beta(), t.out + (n0 * P + p0) * K, K, P * K, Kg, nb, g.G);
+          GroupedGemm(s, pc, Kg, CKg, 1.0f, columns, Transposed(weight), st.out.beta(),
+                      GemmOperand<DType>{t.out + (n0 * P + p0) * K, K, P * K, Kg}, nb, g.G);
         if (st.weight_grad.active) {
           const bool first = n0 == 0 && p0 == 0;
-          GroupedGemm(s, true, false, Kg, CKg, pc, 1.0f, dy, K, P * K, Kg, col, rows, pc * rows, CKg,
-                      first ? st.weight_grad.beta() : 1.0f, t.weight_grad, CKg, 0, Kg * CKg, nb, g.G);
+          GroupedGemm(s, Kg, CKg, pc, 1.0f, Transposed(out_grad), columns, first ? st.weight_grad.beta() : 1.0f,
+                      GemmOperand<DType>{t.weight_grad, CKg, 0, Kg * CKg}, nb, g.G);
         }
         if (st.data_grad.active) {
-          GroupedGemm(s, false, false, pc, CKg, Kg, 1.0f, dy, K, P * K, Kg, t.weight, CKg, 0, Kg * CKg, 0.0f, col,
-                      rows, pc * rows, CKg, nb, g.G);
-          ConvCol2ImChannelsLast(s, g, col, n0, nb, p0, pc, t.data_grad, t.data_grad_stride,
-                                 p0 > 0 || st.data_grad.add);
+          GroupedGemm(s, pc, CKg, Kg, 1.0f, out_grad, weight, 0.0f, GemmOperand<DType>{col, rows, pc * rows, CKg},
+                      nb, g.G);
+          Col2Im(s, g, ch, col, t.data_grad, t.data_grad_stride, p0 > 0 || st.data_grad.add);
         }
       }
     }

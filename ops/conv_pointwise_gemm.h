@@ -5,8 +5,8 @@
 //   weight grad  dW[g] (Kg, Cg) (+)= sum over n of dY_n[g] (Kg, P) . x_n[g]^T (P, Cg)
 // Channels-last data is the same products with the operands transposed (RunChannelsLast).
 #pragma once
+#include <tensorexpr/gemm.h>
 #include <tensorexpr/ops/conv_algorithm.h>
-#include "conv_backend.h"
 
 namespace tensorexpr {
 namespace ops {
@@ -30,15 +30,18 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
       RunChannelsLast(g, t, st, s);
       return;
     }
+    // Matrix (image n, group g): W[g] (Kg, Cg), x_n[g] (Cg, P), y_n[g] (Kg, P).
+    const GemmOperand<const DType> weight{t.weight, Cg, 0, Kg * Cg}, data{t.data, P, g.C * P, Cg * P};
+    const GemmOperand<const DType> out_grad{t.out_grad, P, g.K * P, Kg * P};
     if (st.out.active)
-      GroupedGemm(s, false, false, Kg, P, Cg, 1.0f, t.weight, Cg, 0, Kg * Cg, t.data, P, g.C * P, Cg * P,
-                  st.out.beta(), t.out, P, g.K * P, Kg * P, g.N, g.G);
+      GroupedGemm(s, Kg, P, Cg, 1.0f, weight, data, st.out.beta(), GemmOperand<DType>{t.out, P, g.K * P, Kg * P},
+                  g.N, g.G);
     if (st.weight_grad.active)
-      GroupedGemm(s, false, true, Kg, Cg, P, 1.0f, t.out_grad, P, g.K * P, Kg * P, t.data, P, g.C * P, Cg * P,
-                  st.weight_grad.beta(), t.weight_grad, Cg, 0, Kg * Cg, g.N, g.G);
+      GroupedGemm(s, Kg, Cg, P, 1.0f, out_grad, Transposed(data), st.weight_grad.beta(),
+                  GemmOperand<DType>{t.weight_grad, Cg, 0, Kg * Cg}, g.N, g.G);
     if (st.data_grad.active)
-      GroupedGemm(s, true, false, Cg, P, Kg, 1.0f, t.weight, Cg, 0, Kg * Cg, t.out_grad, P, g.K * P, Kg * P,
-                  st.data_grad.beta(), t.data_grad, P, g.C * P, Cg * P, g.N, g.G);
+      GroupedGemm(s, Cg, P, Kg, 1.0f, Transposed(weight), out_grad, st.data_grad.beta(),
+                  GemmOperand<DType>{t.data_grad, P, g.C * P, Cg * P}, g.N, g.G);
   }
 
  private:
@@ -50,15 +53,17 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
   static void RunChannelsLast(const ConvGeometry& g, const ConvTensors<DType>& t, const ConvStores& st,
                               Stream<Device>* s) {
     const index_t P = g.OutSize(), Kg = g.Kg(), Cg = g.Cg(), C = g.C, K = g.K;
+    const GemmOperand<const DType> weight{t.weight, Cg, 0, Kg * Cg}, data{t.data, C, P * C, Cg};
+    const GemmOperand<const DType> out_grad{t.out_grad, K, P * K, Kg};
     if (st.out.active)
-      GroupedGemm(s, false, true, P, Kg, Cg, 1.0f, t.data, C, P * C, Cg, t.weight, Cg, 0, Kg * Cg, st.out.beta(),
-                  t.out, K, P * K, Kg, g.N, g.G);
+      GroupedGemm(s, P, Kg, Cg, 1.0f, data, Transposed(weight), st.out.beta(), GemmOperand<DType>{t.out, K, P * K, Kg},
+                  g.N, g.G);
     if (st.weight_grad.active)
-      GroupedGemm(s, true, false, Kg, Cg, P, 1.0f, t.out_grad, K, P * K, Kg, t.data, C, P * C, Cg,
-                  st.weight_grad.beta(), t.weight_grad, Cg, 0, Kg * Cg, g.N, g.G);
+      GroupedGemm(s, Kg, Cg, P, 1.0f, Transposed(out_grad), data, st.weight_grad.beta(),
+                  GemmOperand<DType>{t.weight_grad, Cg, 0, Kg * Cg}, g.N, g.G);
     if (st.data_grad.active)
-      GroupedGemm(s, false, false, P, Cg, Kg, 1.0f, t.out_grad, K, P * K, Kg, t.weight, Cg, 0, Kg * Cg,
-                  st.data_grad.beta(), t.data_grad, C, P * C, Cg, g.N, g.G);
+      GroupedGemm(s, P, Cg, Kg, 1.0f, out_grad, weight, st.data_grad.beta(),
+                  GemmOperand<DType>{t.data_grad, C, P * C, Cg}, g.N, g.G);
   }
 };
 

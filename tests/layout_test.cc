@@ -4,7 +4,7 @@
 #include "test_util.h"
 #include <tensorexpr/expr/broadcast.h>
 #include <tensorexpr/expr/concat.h>
-#include <tensorexpr/expr/index_div.h>
+#include <tensorexpr/index_div.h>
 #include <tensorexpr/expr/reshape.h>
 #include <tensorexpr/expr/slice.h>
 #include <tensorexpr/expr/swapaxis.h>
@@ -160,7 +160,7 @@ Shape<dim> RandFactorShape(index_t total, index_t keep_last = 0) {
 
 }  // namespace
 
-// ---- IndexDiv: the divider every re-indexing plan uses ---------------------------------------------------
+// ---- IndexDiv: the divider every plan uses ---------------------------------------------------------------
 #if !defined(__CUDACC__)  // host arithmetic; on the GPU the same formula runs inside every plan tested below
 TEST_CASE("IndexDiv divides every non-negative index exactly", "[layout][cpu]") {
   index_t bad = 0, checked = 0;

@@ -1,10 +1,9 @@
-// Tests for unpack_patch2col (im2col, expr/patch2col.h), pack_col2patch (col2im, expr/col2patch.h) and
-// the FastDivmod their plans use: against float64 loops on fresh random data over strides 1..3,
+// Tests for unpack_patch2col (im2col, expr/patch2col.h) and pack_col2patch (col2im, expr/col2patch.h)
+// (the divider their plans use, IndexDiv, is tested in layout_test.cc): against float64 loops on fresh random data over strides 1..3,
 // dilations 1..2, paddings 0..2, non-square kernels, 3-D and 4-D images with batch 0, 1 and more; the
 // adjoint identity <unpack(x), y> == <x, pack(y)>; strided operands, poisoned outputs, +=, the mshadow
 // argument forms and the error messages.
 #include "test_util.h"
-#include <tensorexpr/fast_divmod.h>
 #include <tensorexpr/expr/pad.h>
 #include <tensorexpr/expr/patch2col.h>
 #include <tensorexpr/expr/col2patch.h>
@@ -197,41 +196,6 @@ Conv RandomImage(Conv p, index_t batch) {
 }
 
 }  // namespace
-
-#if !defined(__CUDACC__)  // a host-only case: the GPU suite runs the plans that use FastDivmod instead
-TEST_CASE("FastDivmod divides exactly", "[patch2col][fast_divmod][cpu]") {
-  std::uniform_int_distribution<uint64_t> big_d(1, uint64_t(1) << 31), small_d(1, 70);
-  std::uniform_int_distribution<uint64_t> dividend(0, (uint64_t(1) << 32) - 1);
-  std::vector<index_t> divisors = {1, 2, 3, 5, 7, 641, 65535, 65536, 65537, (index_t(1) << 31) - 1, index_t(1) << 31};
-  for (int k = 0; k < 200; ++k) divisors.push_back(static_cast<index_t>(k % 2 ? big_d(Rng()) : small_d(Rng())));
-  index_t bad = 0;
-  for (const index_t d : divisors) {
-    const FastDivmod fd(d, (index_t(1) << 32) - 1);
-    REQUIRE(fd.fast_);
-    std::vector<index_t> ns = {0, 1, d - 1, d, d + 1, (index_t(1) << 32) - 1, (index_t(1) << 32) - 2,
-                               (index_t(1) << 31), (index_t(1) << 31) - 1};
-    for (int k = 0; k < 2000; ++k) ns.push_back(static_cast<index_t>(dividend(Rng())));
-    for (index_t q = 1; q < 40; ++q) {  // around multiples of d
-      ns.push_back(q * d - 1);
-      ns.push_back(q * d);
-    }
-    for (const index_t n : ns) {
-      if (n < 0 || n >= (index_t(1) << 32)) continue;
-      index_t r;
-      const index_t q = fd.DivMod(n, &r);
-      if (q != n / d || r != n % d) {
-        if (bad++ == 0) FAIL_CHECK(n << " / " << d << " gave " << q << " rem " << r);
-      }
-    }
-  }
-  CHECK(bad == 0);
-  // Dividends past 2^32 take the plain division.
-  const FastDivmod slow(3, index_t(1) << 40);
-  CHECK(!slow.fast_);
-  CHECK(slow.Div((index_t(1) << 40) - 1) == ((index_t(1) << 40) - 1) / 3);
-  REQUIRE_THROWS_AS(FastDivmod(0, 10), Error);
-}
-#endif
 
 TE_DEVICE_TEST_CASE("unpack_patch2col and pack_col2patch match the reference over strides, dilations and pads",
                     "[patch2col]") {

@@ -94,7 +94,7 @@ TEST_CASE("the convolution runs under its stream's thread budget", "[cpu][stream
   ops::ReleaseConvCaches<cpu>();
 }
 
-TEST_CASE("thread limits nest and restore; a negative budget is an Error", "[cpu][stream]") {
+TEST_CASE("thread limits nest, only narrow, and restore; a negative budget is an Error", "[cpu][stream]") {
   const int outside = GetNumThreads();
   {
     const ScopedThreadLimit two(2);
@@ -103,6 +103,8 @@ TEST_CASE("thread limits nest and restore; a negative budget is an Error", "[cpu
       const ScopedThreadLimit none(0);  // 0 adds no limit of its own
       CHECK(GetNumThreads() == 2);
       const ScopedThreadLimit one(1);
+      CHECK(GetNumThreads() == 1);
+      const ScopedThreadLimit wider(8);  // a nested scope only narrows
       CHECK(GetNumThreads() == 1);
     }
     CHECK(GetNumThreads() == 2);

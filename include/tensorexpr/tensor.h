@@ -185,4 +185,11 @@ struct Tensor : public expr::Exp<Tensor<Device, dim, DType>, DType, expr::type::
   }
 };
 
+// Whether E is a tensor (memory with a row stride) rather than an expression over one: evaluators with
+// a memory-reading fast path ask.
+template <typename E>
+struct is_tensor : std::false_type {};
+template <typename Device, int dim, typename DType>
+struct is_tensor<Tensor<Device, dim, DType>> : std::true_type {};
+
 }  // namespace tensorexpr

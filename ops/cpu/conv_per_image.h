@@ -14,12 +14,9 @@
 #pragma once
 #include <algorithm>
 #include <type_traits>
-#include <tensorexpr/cpu/blas.h>
-#include <tensorexpr/cpu/threads.h>
+#include <tensorexpr/tensorexpr.h>
 #include <tensorexpr/ops/conv_algorithm.h>
 #include "../conv_im2col_gemm.h"
-#include "conv_gemm.h"
-#include "conv_kernels.h"
 
 namespace tensorexpr {
 namespace ops {
@@ -56,20 +53,22 @@ inline ConvPerImagePlan PlanConvPerImage(const ConvGeometry& g, index_t threads,
 }
 
 // out (N, K, P) = conv(data) per image, beta (0 or 1) carrying the req; the bias is the caller's.
+// A worker's loops run on its own thread (the one-thread limit makes im2col and the gemms serial).
 template <typename DType>
 void ConvForwardPerImage(const ConvPerImagePlan& plan, const ConvGeometry& g, const DType* data,
                          index_t data_stride, const DType* weight, float beta, DType* out, DType* workspace) {
   const index_t P = g.OutSize(), Kg = g.Kg(), CKg = g.Cg() * g.KernelSize();
-  cpu_blas::UseOneBlasThread();
+  Stream<cpu>* const serial = nullptr;  // no stream budget: the worker's one-thread limit holds
   ParallelFor(plan.workers, plan.col_elems * Kg, [&](index_t begin, index_t end) {
+    const ScopedThreadLimit one_thread(1);
     for (index_t w = begin; w < end; ++w) {
       DType* col = workspace + w * plan.col_elems;
       for (index_t n = plan.First(w, g.N), last = plan.First(w + 1, g.N); n < last; ++n) {
-        detail::Im2ColRows(g, data, data_stride, n, 0, P, col, 0, g.ColRows());
+        Im2Col(serial, g, PatchChunk{n, 1, 0, P}, data, data_stride, col);
         // y_n[g] (Kg, P) = W[g] (Kg, Cg*kk) . col[g] (Cg*kk, P)
-        for (index_t gi = 0; gi < g.G; ++gi)
-          SerialGemm(false, false, Kg, P, CKg, 1.0f, weight + gi * Kg * CKg, CKg, col + gi * CKg * P, P, beta,
-                     out + (n * g.K + gi * Kg) * P, P);
+        GroupedGemm(serial, Kg, P, CKg, 1.0f, GemmOperand<const DType>{weight, CKg, 0, Kg * CKg},
+                    GemmOperand<const DType>{col, P, 0, CKg * P}, beta,
+                    GemmOperand<DType>{out + n * g.K * P, P, 0, Kg * P}, 1, g.G);
       }
     }
   });
@@ -82,29 +81,28 @@ void ConvBackwardPerImage(const ConvPerImagePlan& plan, const ConvGeometry& g, c
                           index_t grad_stride, bool accumulate_data, DType* weight_grad, ReqStore weight_store,
                           DType* workspace) {
   const index_t P = g.OutSize(), Kg = g.Kg(), CKg = g.Cg() * g.KernelSize();
-  const index_t in_rows = g.C * g.in[0] * g.in[1];  // one image's rows of its last dimension
   DType* partials = workspace + plan.workers * plan.col_elems;
-  cpu_blas::UseOneBlasThread();
+  Stream<cpu>* const serial = nullptr;  // no stream budget: the worker's one-thread limit holds
   ParallelFor(plan.workers, plan.col_elems * Kg * 2, [&](index_t begin, index_t end) {
+    const ScopedThreadLimit one_thread(1);
     for (index_t w = begin; w < end; ++w) {
       DType* col = workspace + w * plan.col_elems;
       DType* partial = partials + w * plan.partial_elems;
       const index_t first = plan.First(w, g.N);
       for (index_t n = first, last = plan.First(w + 1, g.N); n < last; ++n) {
-        const DType* dy = out_grad + n * g.K * P;
+        const PatchChunk image{n, 1, 0, P};
+        const GemmOperand<const DType> dy{out_grad + n * g.K * P, P, 0, Kg * P}, columns{col, P, 0, CKg * P};
         if (weight_grad != nullptr) {
           // partial[g] (Kg, Cg*kk) (+)= dY_n[g] (Kg, P) . col[g]^T (P, Cg*kk)
-          detail::Im2ColRows(g, data, data_stride, n, 0, P, col, 0, g.ColRows());
-          for (index_t gi = 0; gi < g.G; ++gi)
-            SerialGemm(false, true, Kg, CKg, P, 1.0f, dy + gi * Kg * P, P, col + gi * CKg * P, P,
-                       n == first ? 0.0f : 1.0f, partial + gi * Kg * CKg, CKg);
+          Im2Col(serial, g, image, data, data_stride, col);
+          GroupedGemm(serial, Kg, CKg, P, 1.0f, dy, Transposed(columns), n == first ? 0.0f : 1.0f,
+                      GemmOperand<DType>{partial, CKg, 0, Kg * CKg}, 1, g.G);
         }
         if (data_grad != nullptr) {
           // col[g] (Cg*kk, P) = W[g]^T (Cg*kk, Kg) . dY_n[g] (Kg, P); then gather into dX_n
-          for (index_t gi = 0; gi < g.G; ++gi)
-            SerialGemm(true, false, CKg, P, Kg, 1.0f, weight + gi * Kg * CKg, CKg, dy + gi * Kg * P, P, 0.0f,
-                       col + gi * CKg * P, P);
-          detail::Col2ImRows(g, col, n, 0, P, data_grad, grad_stride, accumulate_data, 0, in_rows);
+          GroupedGemm(serial, CKg, P, Kg, 1.0f, Transposed(GemmOperand<const DType>{weight, CKg, 0, Kg * CKg}), dy,
+                      0.0f, GemmOperand<DType>{col, P, 0, CKg * P}, 1, g.G);
+          Col2Im(serial, g, image, col, data_grad, grad_stride, accumulate_data);
         }
       }
     }

@@ -1,10 +1,13 @@
 // cpu/blas.h — dot and batch_dot on the host through OpenBLAS (cblas_sgemm / dgemm, sgemv / dgemv).
 // half_t and bf16_t go through float copies of the operands (OpenBLAS has no 16-bit gemm for them);
-// a destination that overlaps an operand gets a private copy of that operand first.
+// a destination that overlaps an operand gets a private copy of that operand first. Also the device call
+// of the grouped gemm (gemm.h), BatchedGemm.
 #pragma once
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
+#include <vector>
 #include <cblas.h>  // OpenBLAS's: also declares openblas_set_num_threads
 #include <climits>
 #include "../expr/dot.h"
@@ -170,6 +173,33 @@ inline void ProductInto(Tensor<cpu, dim, DType> dst, const E& e) {
   }
 }
 
+// One column-major call of 16-bit storage, accumulated in float: each thread owns whole columns of C
+// (contiguous in memory) and keeps a float accumulator column. (OpenBLAS has no half / bf16 gemm, and
+// float copies of every image's operands would cost more memory traffic than this loop.)
+template <typename DType>
+void LowPrecisionGemm(const expr::GemmCall<DType>& g, float alpha, float beta) {
+  ParallelFor(g.n, g.m * g.k, [&](index_t begin, index_t end) {
+    std::vector<float> acc(static_cast<size_t>(g.m));
+    for (index_t j = begin; j < end; ++j) {
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      for (index_t k = 0; k < g.k; ++k) {
+        const float b = static_cast<float>(g.trans_b ? g.b[j + k * g.ldb] : g.b[k + j * g.ldb]);
+        if (g.trans_a) {
+          for (index_t i = 0; i < g.m; ++i) acc[i] += static_cast<float>(g.a[k + i * g.lda]) * b;
+        } else {
+          const DType* column = g.a + k * g.lda;
+          for (index_t i = 0; i < g.m; ++i) acc[i] += static_cast<float>(column[i]) * b;
+        }
+      }
+      DType* out = g.c + j * g.ldc;
+      for (index_t i = 0; i < g.m; ++i) {
+        const float prev = beta == 0.0f ? 0.0f : beta * static_cast<float>(out[i]);  // beta 0 never reads C
+        out[i] = static_cast<DType>(alpha * acc[i] + prev);
+      }
+    }
+  });
+}
+
 }  // namespace cpu_blas
 
 namespace expr {
@@ -195,4 +225,24 @@ inline void EvalInto(Tensor<cpu, dim, DType> dst, const BatchDotExp<TA, TB, lt, 
 }
 
 }  // namespace expr
+// The device call of GroupedGemm (gemm.h) on the CPU, on the stream's threads: float and double through
+// ParallelGemm, half_t and bf16_t through the float-accumulating loop. stride_c == 0 with batch > 1 sums
+// the products into the one C (beta applies once).
+template <typename DType>
+inline void BatchedGemm(Stream<cpu>* s, const expr::GemmCall<DType>& g, float alpha, float beta) {
+  const StreamThreadScope threads(s);
+  if (g.m == 0 || g.n == 0 || g.batch == 0) return;
+  if constexpr (std::is_same<DType, float>::value || std::is_same<DType, double>::value) {
+    cpu_blas::ParallelGemm(g, DType(alpha), DType(beta));
+  } else {
+    static_assert(is_low_precision<DType>::value, "BatchedGemm supports float, double, half_t and bf16_t");
+    for (index_t b = 0; b < g.batch; ++b) {
+      expr::GemmCall<DType> one = g;
+      one.batch = 1;
+      one.a += b * g.stride_a, one.b += b * g.stride_b, one.c += b * g.stride_c;
+      cpu_blas::LowPrecisionGemm(one, alpha, b > 0 && g.stride_c == 0 ? 1.0f : beta);
+    }
+  }
+}
+
 }  // namespace tensorexpr

@@ -44,11 +44,12 @@ inline void SetNumThreads(int n) {
 }
 
 // While alive, CPU loops started by this thread use at most `threads` threads (0: no limit of its own).
-// Scopes nest; each puts the previous limit back.
+// Scopes nest, and a nested scope only narrows: inside a one-thread worker, a stream's larger budget
+// does not start threads again. Each puts the previous limit back.
 class ScopedThreadLimit {
  public:
   explicit ScopedThreadLimit(int threads) : saved_(detail::ThreadLimit()) {
-    if (threads > 0) detail::ThreadLimit() = threads;
+    if (threads > 0) detail::ThreadLimit() = saved_ > 0 ? std::min(saved_, threads) : threads;
   }
   ~ScopedThreadLimit() { detail::ThreadLimit() = saved_; }
   ScopedThreadLimit(const ScopedThreadLimit&) = delete;

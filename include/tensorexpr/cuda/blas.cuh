@@ -3,12 +3,16 @@
 // float / double: Sgemm / Dgemm (Sgemv / Dgemv for one output row or column) and their strided-batched
 // forms; half_t / bf16_t: GemmEx / GemmStridedBatchedEx with fp32 compute. The 64-bit (_64) entry points
 // keep index_t sizes without a 32-bit limit. A destination that overlaps an operand gets a private,
-// stream-ordered copy of that operand first, as on the CPU (cpu/blas.h).
+// stream-ordered copy of that operand first, as on the CPU (cpu/blas.h). Also the device call of the
+// grouped gemm (gemm.h), BatchedGemm.
 #pragma once
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include "../expr/dot.h"
+#include "../tensor_container.h"
 #include "check.cuh"
+#include "map.cuh"
+#include "memory.cuh"
 #include "stream.cuh"
 
 #if !defined(CUBLAS_VER_MAJOR) || CUBLAS_VER_MAJOR < 12
@@ -161,4 +165,62 @@ inline void EvalInto(Tensor<gpu, dim, DType> dst, const BatchDotExp<TA, TB, lt, 
 }
 
 }  // namespace expr
+namespace cuda_blas {
+// Elements of partial products the summed form of BatchedGemm keeps at once (64 MiB in float).
+constexpr index_t kSummedPartialElems = index_t(1) << 24;
+
+// C (m x n column-major, leading dimension ldc) = beta C + the sum of `count` dense m x n matrices at
+// partial, in order, accumulated in accum_t. beta == 0 never reads C.
+template <typename DType>
+__global__ void SumPartialsKernel(const DType* __restrict__ partial, index_t m, index_t n, index_t count, float beta,
+                                  DType* C, index_t ldc) {
+  using AccT = accum_t<DType>;
+  const index_t size = m * n;
+  for (index_t j = index_t(blockIdx.x) * blockDim.x + threadIdx.x; j < size; j += index_t(blockDim.x) * gridDim.x) {
+    AccT acc = 0;
+    for (index_t b = 0; b < count; ++b) acc += static_cast<AccT>(partial[b * size + j]);
+    DType* c = C + (j / m) * ldc + j % m;
+    if (beta != 0.0f) acc += static_cast<AccT>(beta) * static_cast<AccT>(*c);
+    *c = static_cast<DType>(acc);
+  }
+}
+}  // namespace cuda_blas
+
+// The device call of GroupedGemm (gemm.h) on the GPU, on stream s: one cuBLAS (strided-batched) call.
+// stride_c == 0 with batch > 1 sums the products into the one C (beta applies once), a weight gradient's
+// sum over images: a batched call cannot write one C from every matrix, and one small gemm per matrix
+// costs a launch each, so the products go to partial matrices, a strided-batched call per slice of the
+// batch, and a kernel adds them onto C in a fixed order (deterministic). Only matrices too large for a
+// useful slice run one by one.
+template <typename DType>
+inline void BatchedGemm(Stream<gpu>* s, const expr::GemmCall<DType>& g, float alpha, float beta) {
+  if (g.m == 0 || g.n == 0 || g.batch == 0) return;
+  if (g.stride_c == 0 && g.batch > 1) {
+    const index_t size = g.m * g.n;
+    const index_t slice = std::min<index_t>(g.batch, cuda_blas::kSummedPartialElems / std::max<index_t>(size, 1));
+    expr::GemmCall<DType> part = g;
+    if (slice <= 1) {
+      part.batch = 1;
+      for (index_t b = 0; b < g.batch; ++b, part.a += g.stride_a, part.b += g.stride_b)
+        BatchedGemm(s, part, alpha, b == 0 ? beta : 1.0f);
+      return;
+    }
+    TensorContainer<gpu, 1, DType> partial;
+    partial.set_stream(s);
+    partial.Resize(Shape1(slice * size));
+    part.c = partial.dptr_, part.ldc = g.m, part.stride_c = size;
+    for (index_t b0 = 0; b0 < g.batch; b0 += slice) {
+      part.a = g.a + b0 * g.stride_a, part.b = g.b + b0 * g.stride_b;
+      part.batch = std::min(slice, g.batch - b0);
+      BatchedGemm(s, part, alpha, 0.0f);
+      cuda::LaunchMap<&cuda_blas::SumPartialsKernel<DType>>(size, Stream<gpu>::GetStream(s), "gemm partial-sum kernel",
+                                                            partial.dptr_, g.m, g.n, part.batch,
+                                                            b0 == 0 ? beta : 1.0f, g.c, g.ldc);
+    }
+    return;
+  }
+  using Scale = compute_t<DType>;
+  cuda_blas::Gemm(StreamOrDefault(s)->blas_handle(), g, static_cast<Scale>(alpha), static_cast<Scale>(beta));
+}
+
 }  // namespace tensorexpr

@@ -12,4 +12,5 @@
 #include "engine.cuh"
 #include "reduce.cuh"
 #include "blas.cuh"
+#include "patch.cuh"
 #include "random.cuh"

@@ -4,19 +4,17 @@
 // of a convolution's backward pass and of deconvolution.
 //
 // Every output pixel GATHERS its sum (no scatter, no atomics): the result is deterministic on every
-// device and is an ordinary plan (the CPU's top-level loop at the bottom works a row at a time). The gather visits only the windows that cover the pixel: along one
+// device. A top-level assignment runs the col2im loops of cpu/patch.h or cuda/patch.cuh; the plan below
+// is the element-wise form for nested uses. It visits only the windows that cover the pixel: along one
 // axis, window o with kernel tap d covers coordinate p when o s + d dl - pad = p, which are the o in
 // [ceil((p + pad - (k - 1) dl) / s), (p + pad) / s] whose offset p + pad - o s is a multiple of dl;
 // consecutive solutions differ by dl / g in o and by s / g in d (g = gcd(s, dl)).
 #pragma once
 #include <algorithm>
-#include <vector>
 #include "base.h"
 #include "patch2col.h"
-#include "../fast_divmod.h"
+#include "../index_div.h"
 #include "../tensor.h"
-#include "../cpu/device.h"
-#include "../cpu/threads.h"
 
 namespace tensorexpr {
 namespace expr {
@@ -26,7 +24,7 @@ struct PatchCoverAxis {
   index_t pad_, stride_, dilate_, span_;  // span_ = (k - 1) dilate
   index_t last_out_;                      // out - 1
   index_t out_step_, tap_step_;           // dilate / g and stride / g
-  FastDivmod stride_div_, dilate_div_;
+  IndexDiv stride_div_, dilate_div_;
 
   static index_t Gcd(index_t a, index_t b) {
     while (b != 0) {
@@ -36,12 +34,10 @@ struct PatchCoverAxis {
     }
     return a;
   }
-  static PatchCoverAxis Make(index_t extent, index_t ksize, index_t stride, index_t dilate, index_t pad,
-                             index_t out) {
+  static PatchCoverAxis Make(index_t ksize, index_t stride, index_t dilate, index_t pad, index_t out) {
     const index_t g = Gcd(stride, dilate);
-    const index_t max_q = extent + pad;  // bounds every dividend below (PatchGeometry checked the sum)
     return PatchCoverAxis{pad, stride, dilate, (ksize - 1) * dilate, out - 1, dilate / g, stride / g,
-                          FastDivmod(stride, max_q), FastDivmod(dilate, max_q)};
+                          IndexDiv::Make(stride), IndexDiv::Make(dilate)};
   }
 
   // For coordinate p: the first covering window *o with its tap *d, and the last window *o_last.
@@ -85,9 +81,9 @@ struct PackColToPatchExp : public Exp<PackColToPatchExp<E, dstdim>, typename E::
                     index_t stride_x, index_t dilate_y, index_t dilate_x, index_t pad_y, index_t pad_x)
       : col_(col),
         imshape_(imshape),
-        geo_(PatchGeometry::Make("pack_col2patch", imshape, ksize_y, ksize_x, stride_y, stride_x, dilate_y, dilate_x,
-                                 pad_y, pad_x)) {
-    const Shape<2> got = col_.shape(), want = geo_.ColShape();
+        geo_(ImagePatchGeometry("pack_col2patch", imshape, ksize_y, ksize_x, stride_y, stride_x, dilate_y, dilate_x,
+                                pad_y, pad_x)) {
+    const Shape<2> got = col_.shape(), want = PatchColShape(geo_);
     TE_CHECK(got == want, "pack_col2patch: column matrix shape ", got, " does not match (C*ky*kx, N*oh*ow) = ", want,
              " for image shape ", imshape, " (kernel ", ksize_y, "x", ksize_x, ", stride ", stride_y, "x", stride_x,
              ", dilate ", dilate_y, "x", dilate_x, ", pad ", pad_y, "x", pad_x, ")");
@@ -96,7 +92,7 @@ struct PackColToPatchExp : public Exp<PackColToPatchExp<E, dstdim>, typename E::
 
   struct Plan {
     typename E::Plan col_;
-    FastDivmod height_, channels_;  // image row -> (n, c, y)
+    IndexDiv height_, channels_;  // image row -> (n, c, y)
     PatchCoverAxis along_y_, along_x_;
     index_t ksize_y_, ksize_x_, out_height_, out_width_;
     TE_XINLINE DType Eval(index_t row, index_t x) const {
@@ -123,67 +119,14 @@ struct PackColToPatchExp : public Exp<PackColToPatchExp<E, dstdim>, typename E::
   };
   Plan plan() const {
     const PatchGeometry& g = geo_;
-    const index_t rows = g.images * g.channels * g.height;
     return Plan{col_.plan(),
-                FastDivmod(std::max<index_t>(g.height, 1), rows),
-                FastDivmod(std::max<index_t>(g.channels, 1), rows),
-                PatchCoverAxis::Make(g.height, g.ksize_y, g.stride_y, g.dilate_y, g.pad_y, g.out_height),
-                PatchCoverAxis::Make(g.width, g.ksize_x, g.stride_x, g.dilate_x, g.pad_x, g.out_width),
-                g.ksize_y, g.ksize_x, g.out_height, g.out_width};
+                IndexDiv::Make(g.in[1]),
+                IndexDiv::Make(g.C),
+                PatchCoverAxis::Make(g.kernel[1], g.stride[1], g.dilate[1], g.pad[1], g.out[1]),
+                PatchCoverAxis::Make(g.kernel[2], g.stride[2], g.dilate[2], g.pad[2], g.out[2]),
+                g.kernel[1], g.kernel[2], g.out[1], g.out[2]};
   }
 };
-
-// On the CPU, `dst = pack_col2patch(...)` (and +=, ...) at the top level works a whole image row at a
-// time: a thread owns the row, sums into a private row buffer every column-matrix run that lands on it
-// (contiguous reads, a fixed order: deterministic, no atomics), then saves the buffer. Several times
-// faster than the per-pixel gather; nested uses (and the GPU) evaluate the plan.
-template <typename Saver, typename DType, typename E, int dstdim>
-inline void EvalInto(Tensor<cpu, dstdim, DType> dst,
-                     const Exp<PackColToPatchExp<E, dstdim>, DType, type::kChainer>& exp) {
-  const StreamThreadScope threads(dst.stream_);  // the stream's thread budget
-  static_assert(std::is_same<typename E::device_type, cpu>::value,
-                "the column matrix of pack_col2patch lives on a different device than the tensor it is assigned to; Copy() it first");
-  using A = accum_t<DType>;
-  const PackColToPatchExp<E, dstdim>& e = exp.self();
-  TE_CHECK(e.shape() == dst.shape_, "shape mismatch in assignment (", Saver::name(), "): destination ", dst.shape_,
-           " vs expression pack_col2patch ", e.shape());
-  if (dst.shape_.Size() == 0) return;
-  const PatchGeometry g = e.geo_;
-  const auto plan = e.col_.plan();
-  const PatchCoverAxis along_y = PatchCoverAxis::Make(g.height, g.ksize_y, g.stride_y, g.dilate_y, g.pad_y, g.out_height);
-  // For kernel column j: the output columns [ox_lo[j], ox_hi[j]) that read inside the image.
-  std::vector<index_t> ox_lo(g.ksize_x), ox_hi(g.ksize_x);
-  for (index_t j = 0; j < g.ksize_x; ++j) {
-    const index_t x_off = j * g.dilate_x - g.pad_x;
-    ox_lo[j] = std::min(g.out_width, x_off >= 0 ? 0 : (-x_off - 1) / g.stride_x + 1);  // ceil(-x_off / sx)
-    ox_hi[j] = std::max(ox_lo[j], std::min(g.out_width, g.width - x_off <= 0 ? 0 : (g.width - 1 - x_off) / g.stride_x + 1));
-  }
-  const index_t rows = g.images * g.channels * g.height;
-  const index_t cost = std::max<index_t>(1, g.ksize_y / g.stride_y) * g.ksize_x * g.out_width;
-  ParallelFor(rows, cost, [&](index_t begin, index_t end) {
-    const auto col = plan;
-    std::vector<A> acc(static_cast<size_t>(g.width));
-    for (index_t row = begin; row < end; ++row) {
-      const index_t y = row % g.height, plane = row / g.height;
-      const index_t c = plane % g.channels, n = plane / g.channels;
-      std::fill(acc.begin(), acc.end(), A(0));
-      index_t oy, i, oy_last;
-      if (along_y.Cover(y, &oy, &i, &oy_last)) {
-        for (; oy <= oy_last; oy += along_y.out_step_, i -= along_y.tap_step_) {
-          const index_t col_base = (n * g.out_height + oy) * g.out_width;
-          for (index_t j = 0; j < g.ksize_x; ++j) {
-            const index_t col_row = (c * g.ksize_y + i) * g.ksize_x + j;
-            const index_t x_off = j * g.dilate_x - g.pad_x;  // column ox read pixel ox sx + x_off
-            for (index_t ox = ox_lo[j]; ox < ox_hi[j]; ++ox)
-              acc[ox * g.stride_x + x_off] += static_cast<A>(col.Eval(col_row, col_base + ox));
-          }
-        }
-      }
-      DType* out = dst.dptr_ + row * dst.stride_;
-      for (index_t x = 0; x < g.width; ++x) Saver::Save(out[x], static_cast<DType>(acc[x]));
-    }
-  });
-}
 
 // The full form: the same kernel, stride, dilation and padding that unpack_patch2col was given.
 template <typename E, typename DType, int etype, int dstdim>

@@ -3,7 +3,7 @@
 #pragma once
 #include <type_traits>
 #include "base.h"
-#include "index_div.h"
+#include "../index_div.h"
 
 namespace tensorexpr {
 namespace expr {

@@ -4,7 +4,7 @@
 #pragma once
 #include <algorithm>
 #include "base.h"
-#include "../fast_divmod.h"
+#include "../index_div.h"
 
 namespace tensorexpr {
 namespace expr {
@@ -38,7 +38,7 @@ struct CroppingExp : public Exp<CroppingExp<E>, typename E::value_type, type::kC
 
   struct Plan {
     typename E::Plan src_;
-    FastDivmod out_height_;  // output row -> (plane, y)
+    IndexDiv out_height_;  // output row -> (plane, y)
     index_t in_height_, start_y_, start_x_;
     TE_XINLINE DType Eval(index_t y, index_t x) const {
       index_t oy;
@@ -48,8 +48,7 @@ struct CroppingExp : public Exp<CroppingExp<E>, typename E::value_type, type::kC
   };
   Plan plan() const {
     const Shape<kDim> in = src_.shape();
-    const index_t rows = in.ProdShape(0, kDim - 2) * out_height_;
-    return Plan{src_.plan(), FastDivmod(std::max<index_t>(out_height_, 1), rows), in[kDim - 2], start_y_, start_x_};
+    return Plan{src_.plan(), IndexDiv::Make(out_height_), in[kDim - 2], start_y_, start_x_};
   }
 };
 

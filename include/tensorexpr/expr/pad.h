@@ -6,7 +6,7 @@
 #include <algorithm>
 #include "base.h"
 #include "../checked.h"
-#include "../fast_divmod.h"
+#include "../index_div.h"
 
 namespace tensorexpr {
 namespace expr {
@@ -41,7 +41,7 @@ struct PaddingExp : public Exp<PaddingExp<E>, typename E::value_type, type::kCha
 
   struct Plan {
     typename E::Plan src_;
-    FastDivmod out_height_;  // output row -> (plane, y)
+    IndexDiv out_height_;  // output row -> (plane, y)
     index_t in_height_, in_width_, top_, left_;
     TE_XINLINE DType Eval(index_t y, index_t x) const {
       index_t oy;
@@ -58,8 +58,7 @@ struct PaddingExp : public Exp<PaddingExp<E>, typename E::value_type, type::kCha
   Plan plan() const {
     const Shape<kDim> in = src_.shape();
     const index_t out_h = in[kDim - 2] + top_ + bottom_;
-    const index_t rows = in.ProdShape(0, kDim - 2) * out_h;
-    return Plan{src_.plan(), FastDivmod(std::max<index_t>(out_h, 1), rows), in[kDim - 2], in[kDim - 1], top_, left_};
+    return Plan{src_.plan(), IndexDiv::Make(out_h), in[kDim - 2], in[kDim - 1], top_, left_};
   }
 };
 

@@ -3,7 +3,7 @@
 // y * width + x; the plan turns that flat index into the source's (row, column).
 #pragma once
 #include "base.h"
-#include "index_div.h"
+#include "../index_div.h"
 #include "../checked.h"
 
 namespace tensorexpr {

@@ -3,7 +3,7 @@
 // Tensor::Slice gives a writable view).
 #pragma once
 #include "base.h"
-#include "index_div.h"
+#include "../index_div.h"
 
 namespace tensorexpr {
 namespace expr {

@@ -8,7 +8,7 @@
 // extent-1 dimensions and merges neighbouring output dimensions that stay neighbours in the source.
 #pragma once
 #include "base.h"
-#include "index_div.h"
+#include "../index_div.h"
 
 namespace tensorexpr {
 namespace expr {

@@ -1,18 +1,18 @@
-// expr/index_div.h — IndexDiv: divides non-negative indices by a divisor fixed when a plan is built, with a
+// index_div.h — IndexDiv: divides non-negative indices by a divisor fixed when a plan is built, with a
 // multiply-high and two shifts instead of a hardware division. Why: a 64-bit division costs 20-90 cycles
 // on a CPU and is a ~100-instruction software routine on a GPU, while plans that re-index (broadcast,
-// reshape, transpose, slice, concat) divide for every element. A multiply also cannot trap, so a CPU
-// compiler may hoist a division that depends on the row only out of the loop over columns.
+// reshape, transpose, slice, concat, pad, crop, pool, the patch expressions) divide for every element.
+// A multiply also cannot trap, so a CPU compiler may hoist a division that depends on the row only out
+// of the loop over columns. It is the library's one integer divider.
 //
 // The method is Granlund & Montgomery's (1994, fig. 4.1), the one compilers use for constant divisors:
 // with l = ceil(log2 d) and m = floor(2^64 (2^l - d) / d) + 1,
 //   t = mulhi(m, n),  n / d = (t + ((n - t) >> min(l, 1))) >> max(l - 1, 0)
 // exact for every 64-bit unsigned n and every divisor 1 <= d < 2^63 (d = 1 gives m = 1, t = 0: n itself).
 #pragma once
-#include "../base.h"
+#include "base.h"
 
 namespace tensorexpr {
-namespace expr {
 
 struct IndexDiv {
   uint64_t magic_;
@@ -46,7 +46,12 @@ struct IndexDiv {
   }
   // n % divisor_, given q = n / divisor_.
   TE_XINLINE index_t Rem(index_t n, index_t q) const { return n - q * divisor_; }
+  // n / divisor_, with n % divisor_ in *rem.
+  TE_XINLINE index_t DivMod(index_t n, index_t* rem) const {
+    const index_t q = Div(n);
+    *rem = n - q * divisor_;
+    return q;
+  }
 };
 
-}  // namespace expr
 }  // namespace tensorexpr

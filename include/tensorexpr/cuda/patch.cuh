@@ -1,0 +1,282 @@
+// cuda/patch.cuh — im2col and col2im on the GPU, the twin of cpu/patch.h (patch.h describes the geometry,
+// the chunk and the column layouts):
+//   Im2Col(s, g, chunk, data, data_stride, col)              the chunk's column matrix, image-major
+//   Col2Im(s, g, chunk, col, grad, grad_stride, accumulate)  its adjoint, written or added
+// and the GPU evaluators of unpack_patch2col / pack_col2patch over tensors, which launch the same kernels.
+//   im2col  channels first: one thread per (image, channel, output position), as in MXNet: it walks the
+//           kernel offsets and writes one column entry per offset, consecutive threads consecutive
+//           positions. Channels last: one thread per column entry, consecutive threads consecutive channels.
+//   col2im  one thread per input element, gathering the column entries that read it: no atomics, and the
+//           sum order is fixed, so results are deterministic.
+// Every kernel takes a 32-bit index type when the offsets it touches fit, 64-bit otherwise.
+#pragma once
+#include <climits>
+#include <type_traits>
+#include "../patch.h"
+#include "../expr/patch2col.h"
+#include "../expr/col2patch.h"
+#include "check.cuh"
+#include "map.cuh"
+#include "stream.cuh"
+
+namespace tensorexpr {
+namespace patch_cuda {
+
+// The geometry in the kernel's index type.
+template <typename I>
+struct Geom {
+  I C, G, kd, kh, kw, D, H, W, OD, OH, OW, sd, sh, sw, dd, dh, dw, pd, ph, pw;
+  explicit Geom(const PatchGeometry& g)
+      : C(I(g.C)), G(I(g.G)), kd(I(g.kernel[0])), kh(I(g.kernel[1])), kw(I(g.kernel[2])), D(I(g.in[0])),
+        H(I(g.in[1])), W(I(g.in[2])), OD(I(g.out[0])), OH(I(g.out[1])), OW(I(g.out[2])), sd(I(g.stride[0])),
+        sh(I(g.stride[1])), sw(I(g.stride[2])), dd(I(g.dilate[0])), dh(I(g.dilate[1])), dw(I(g.dilate[2])),
+        pd(I(g.pad[0])), ph(I(g.pad[1])), pw(I(g.pad[2])) {}
+};
+
+// The chunk and the channels-first column layout in the kernel's index type.
+template <typename I>
+struct Chunk {
+  I n0, nb, p0, pc, row_stride, image_stride;
+  Chunk(const PatchChunk& ch, const PatchColumns& layout)
+      : n0(I(ch.n0)), nb(I(ch.nb)), p0(I(ch.p0)), pc(I(ch.pc)), row_stride(I(layout.row_stride)),
+        image_stride(I(layout.image_stride)) {}
+};
+
+template <typename DType, typename I>
+__global__ void __launch_bounds__(cuda::kMapBlock)
+    Im2ColKernel(Geom<I> g, Chunk<I> ch, const DType* __restrict__ data, I data_stride, DType* __restrict__ col) {
+  const I total = ch.nb * g.C * ch.pc;
+  const I kk = g.kd * g.kh * g.kw;
+  for (I t = I(blockIdx.x) * I(blockDim.x) + I(threadIdx.x); t < total; t += I(blockDim.x) * I(gridDim.x)) {
+    const I q = t % ch.pc, c = (t / ch.pc) % g.C, i = t / (ch.pc * g.C);
+    const I p = ch.p0 + q;
+    const I ow = p % g.OW, oh = (p / g.OW) % g.OH, od = p / (g.OW * g.OH);
+    const DType* img = data + ((ch.n0 + i) * g.C + c) * g.D * g.H * data_stride;
+    DType* dst = col + i * ch.image_stride + c * kk * ch.row_stride + q;
+    const I z0 = od * g.sd - g.pd, y0 = oh * g.sh - g.ph, x0 = ow * g.sw - g.pw;
+    for (I kz = 0; kz < g.kd; ++kz) {
+      const I z = z0 + kz * g.dd;
+      const bool zin = z >= 0 && z < g.D;
+      for (I ky = 0; ky < g.kh; ++ky) {
+        const I y = y0 + ky * g.dh;
+        const bool zyin = zin && y >= 0 && y < g.H;
+        const DType* row = img + (z * g.H + y) * data_stride;
+        for (I kx = 0; kx < g.kw; ++kx) {
+          const I x = x0 + kx * g.dw;
+          *dst = (zyin && x >= 0 && x < g.W) ? row[x] : DType(0.0f);
+          dst += ch.row_stride;
+        }
+      }
+    }
+  }
+}
+
+template <typename DType, typename I>
+__global__ void __launch_bounds__(cuda::kMapBlock)
+    Col2ImKernel(Geom<I> g, Chunk<I> ch, const DType* __restrict__ col, DType* grad, I grad_stride, bool accumulate) {
+  using AccT = accum_t<DType>;
+  const I total = ch.nb * g.C * g.D * g.H * g.W;
+  const I kk = g.kd * g.kh * g.kw;
+  for (I t = I(blockIdx.x) * I(blockDim.x) + I(threadIdx.x); t < total; t += I(blockDim.x) * I(gridDim.x)) {
+    const I x = t % g.W, y = (t / g.W) % g.H, z = (t / (g.W * g.H)) % g.D;
+    const I c = (t / (g.W * g.H * g.D)) % g.C, i = t / (g.W * g.H * g.D * g.C);
+    // indexed by (kernel offset) * row_stride + position - p0
+    const DType* ccol = col + i * ch.image_stride + c * kk * ch.row_stride;
+    AccT acc = 0;
+    for (I kz = 0; kz < g.kd; ++kz) {
+      const I dn = z + g.pd - kz * g.dd;
+      if (dn < 0 || dn % g.sd != 0) continue;
+      const I od = dn / g.sd;
+      if (od >= g.OD) continue;
+      for (I ky = 0; ky < g.kh; ++ky) {
+        const I hn = y + g.ph - ky * g.dh;
+        if (hn < 0 || hn % g.sh != 0) continue;
+        const I oh = hn / g.sh;
+        if (oh >= g.OH) continue;
+        const I base = (od * g.OH + oh) * g.OW;
+        for (I kx = 0; kx < g.kw; ++kx) {
+          const I wn = x + g.pw - kx * g.dw;
+          if (wn < 0 || wn % g.sw != 0) continue;
+          const I ow = wn / g.sw;
+          const I p = base + ow;
+          if (ow >= g.OW || p < ch.p0 || p >= ch.p0 + ch.pc) continue;
+          acc += static_cast<AccT>(ccol[((kz * g.kh + ky) * g.kw + kx) * ch.row_stride + (p - ch.p0)]);
+        }
+      }
+    }
+    DType* out = grad + (((ch.n0 + i) * g.C + c) * g.D * g.H + z * g.H + y) * grad_stride + x;
+    *out = accumulate ? static_cast<DType>(static_cast<AccT>(*out) + acc) : static_cast<DType>(acc);
+  }
+}
+
+template <typename DType, typename I>
+__global__ void __launch_bounds__(cuda::kMapBlock)
+    Im2ColPixelsKernel(Geom<I> g, Chunk<I> ch, const DType* __restrict__ data, I data_stride, DType* __restrict__ col) {
+  const I kk = g.kd * g.kh * g.kw, Cg = g.C / g.G, row_len = g.C * kk;
+  const I total = ch.nb * ch.pc * row_len;
+  for (I t = I(blockIdx.x) * I(blockDim.x) + I(threadIdx.x); t < total; t += I(blockDim.x) * I(gridDim.x)) {
+    const I cg = t % Cg, koff = (t / Cg) % kk, gi = (t / (Cg * kk)) % g.G, r = t / row_len;
+    const I p = ch.p0 + r % ch.pc, i = r / ch.pc;
+    const I ow = p % g.OW, oh = (p / g.OW) % g.OH, od = p / (g.OW * g.OH);
+    const I kx = koff % g.kw, ky = (koff / g.kw) % g.kh, kz = koff / (g.kw * g.kh);
+    const I z = od * g.sd - g.pd + kz * g.dd, y = oh * g.sh - g.ph + ky * g.dh, x = ow * g.sw - g.pw + kx * g.dw;
+    const bool inside = z >= 0 && z < g.D && y >= 0 && y < g.H && x >= 0 && x < g.W;
+    col[t] = inside ? data[((((ch.n0 + i) * g.D + z) * g.H + y) * g.W + x) * data_stride + gi * Cg + cg] : DType(0.0f);
+  }
+}
+
+template <typename DType, typename I>
+__global__ void __launch_bounds__(cuda::kMapBlock)
+    Col2ImPixelsKernel(Geom<I> g, Chunk<I> ch, const DType* __restrict__ col, DType* grad, I grad_stride,
+                       bool accumulate) {
+  using AccT = accum_t<DType>;
+  const I kk = g.kd * g.kh * g.kw, Cg = g.C / g.G, row_len = g.C * kk;
+  const I total = ch.nb * g.D * g.H * g.W * g.C;
+  for (I t = I(blockIdx.x) * I(blockDim.x) + I(threadIdx.x); t < total; t += I(blockDim.x) * I(gridDim.x)) {
+    const I c = t % g.C, pix = t / g.C;
+    const I x = pix % g.W, y = (pix / g.W) % g.H, z = (pix / (g.W * g.H)) % g.D, i = pix / (g.W * g.H * g.D);
+    const I gi = c / Cg, cg = c % Cg;
+    AccT acc = 0;
+    for (I kz = 0; kz < g.kd; ++kz) {
+      const I dn = z + g.pd - kz * g.dd;
+      if (dn < 0 || dn % g.sd != 0 || dn / g.sd >= g.OD) continue;
+      for (I ky = 0; ky < g.kh; ++ky) {
+        const I hn = y + g.ph - ky * g.dh;
+        if (hn < 0 || hn % g.sh != 0 || hn / g.sh >= g.OH) continue;
+        for (I kx = 0; kx < g.kw; ++kx) {
+          const I wn = x + g.pw - kx * g.dw;
+          if (wn < 0 || wn % g.sw != 0 || wn / g.sw >= g.OW) continue;
+          const I p = ((dn / g.sd) * g.OH + hn / g.sh) * g.OW + wn / g.sw;
+          if (p < ch.p0 || p >= ch.p0 + ch.pc) continue;
+          const I koff = (kz * g.kh + ky) * g.kw + kx;
+          acc += static_cast<AccT>(col[(i * ch.pc + p - ch.p0) * row_len + (gi * kk + koff) * Cg + cg]);
+        }
+      }
+    }
+    DType* out = grad + ((((ch.n0 + i) * g.D + z) * g.H + y) * g.W + x) * grad_stride + c;
+    *out = accumulate ? static_cast<DType>(static_cast<AccT>(*out) + acc) : static_cast<DType>(acc);
+  }
+}
+
+inline bool Fits32(index_t n) { return n >= 0 && n < index_t(INT_MAX); }
+
+// Whether every offset a launch touches fits 32 bits: the threads, the image rows (data_stride apart)
+// and the column entries (one past the last, plus a position index for col2im's bound checks).
+inline bool Fits32(const PatchGeometry& g, const PatchChunk& ch, const PatchColumns& layout, index_t data_stride) {
+  const index_t image_rows = (ch.n0 + ch.nb) * g.C * g.in[0] * g.in[1];  // channels last: pixels
+  const index_t pixels = (ch.n0 + ch.nb) * g.InSize();
+  const index_t col_end = g.channels_last ? ch.nb * ch.pc * g.ColRows()
+                                          : (ch.nb - 1) * layout.image_stride + g.ColRows() * layout.row_stride;
+  return Fits32(ch.nb * g.C * std::max(g.InSize(), ch.pc)) && Fits32(col_end + ch.p0) &&
+         Fits32((g.channels_last ? pixels : image_rows) * data_stride) && Fits32(g.OutSize() + ch.pc) &&
+         Fits32(ch.nb * ch.pc * g.ColRows());
+}
+
+template <typename I, typename DType>
+void Im2Col(cudaStream_t st, const PatchGeometry& g, const PatchChunk& ch, const PatchColumns& layout,
+            const DType* data, index_t data_stride, DType* col) {
+  if (g.channels_last) {
+    cuda::LaunchMap<&Im2ColPixelsKernel<DType, I>>(ch.nb * ch.pc * g.ColRows(), st, "channels-last im2col kernel",
+                                                   Geom<I>(g), Chunk<I>(ch, layout), data, I(data_stride), col);
+  } else {
+    cuda::LaunchMap<&Im2ColKernel<DType, I>>(ch.nb * g.C * ch.pc, st, "im2col kernel", Geom<I>(g),
+                                             Chunk<I>(ch, layout), data, I(data_stride), col);
+  }
+}
+
+template <typename I, typename DType>
+void Col2Im(cudaStream_t st, const PatchGeometry& g, const PatchChunk& ch, const PatchColumns& layout,
+            const DType* col, DType* grad, index_t grad_stride, bool accumulate) {
+  const index_t elements = ch.nb * g.C * g.InSize();
+  if (g.channels_last) {
+    cuda::LaunchMap<&Col2ImPixelsKernel<DType, I>>(elements, st, "channels-last col2im kernel", Geom<I>(g),
+                                                   Chunk<I>(ch, layout), col, grad, I(grad_stride), accumulate);
+  } else {
+    cuda::LaunchMap<&Col2ImKernel<DType, I>>(elements, st, "col2im kernel", Geom<I>(g), Chunk<I>(ch, layout), col,
+                                             grad, I(grad_stride), accumulate);
+  }
+}
+
+// The launches with the index type chosen, for any column layout (the expressions' differs).
+template <typename DType>
+void Im2Col(Stream<gpu>* s, const PatchGeometry& g, const PatchChunk& ch, const PatchColumns& layout,
+            const DType* data, index_t data_stride, DType* col) {
+  if (ch.nb * ch.pc * g.ColRows() == 0) return;
+  const cudaStream_t st = Stream<gpu>::GetStream(s);
+  if (Fits32(g, ch, layout, data_stride)) {
+    Im2Col<int>(st, g, ch, layout, data, data_stride, col);
+  } else {
+    Im2Col<index_t>(st, g, ch, layout, data, data_stride, col);
+  }
+}
+template <typename DType>
+void Col2Im(Stream<gpu>* s, const PatchGeometry& g, const PatchChunk& ch, const PatchColumns& layout,
+            const DType* col, DType* grad, index_t grad_stride, bool accumulate) {
+  if (ch.nb * g.C * g.InSize() == 0) return;
+  const cudaStream_t st = Stream<gpu>::GetStream(s);
+  if (Fits32(g, ch, layout, grad_stride)) {
+    Col2Im<int>(st, g, ch, layout, col, grad, grad_stride, accumulate);
+  } else {
+    Col2Im<index_t>(st, g, ch, layout, col, grad, grad_stride, accumulate);
+  }
+}
+
+}  // namespace patch_cuda
+
+// col = the chunk's column matrix of data (patch.h's layouts, image-major), on stream s.
+template <typename DType>
+inline void Im2Col(Stream<gpu>* s, const PatchGeometry& g, const PatchChunk& ch, const DType* data,
+                   index_t data_stride, DType* col) {
+  patch_cuda::Im2Col(s, g, ch, PatchColumns::ImageMajor(g, ch), data, data_stride, col);
+}
+
+// grad (the chunk's images, rows of stride grad_stride) = (accumulate: +=) the sum of the column entries
+// of the chunk's positions that read each element, on stream s.
+template <typename DType>
+inline void Col2Im(Stream<gpu>* s, const PatchGeometry& g, const PatchChunk& ch, const DType* col, DType* grad,
+                   index_t grad_stride, bool accumulate) {
+  patch_cuda::Col2Im(s, g, ch, PatchColumns::ImageMajor(g, ch), col, grad, grad_stride, accumulate);
+}
+
+namespace expr {
+
+// dst = unpack_patch2col(img, ...) on the GPU with img a tensor: the im2col kernel over the whole batch.
+// Other savers and image expressions evaluate the plan.
+template <typename Saver, typename DType, typename E>
+inline void EvalInto(Tensor<gpu, 2, DType> dst, const Exp<UnpackPatchToColExp<E>, DType, type::kChainer>& exp) {
+  static_assert(std::is_same<typename E::device_type, gpu>::value,
+                "the image of unpack_patch2col lives on a different device than the tensor it is assigned to; Copy() it first");
+  const UnpackPatchToColExp<E>& e = exp.self();
+  TE_CHECK(e.shape() == dst.shape_, "shape mismatch in assignment (", Saver::name(), "): destination ", dst.shape_,
+           " vs expression unpack_patch2col ", e.shape());
+  if constexpr (is_tensor<E>::value && std::is_same<Saver, sv::saveto>::value) {
+    const PatchGeometry& g = e.geo_;
+    patch_cuda::Im2Col(dst.stream_, g, PatchChunk::Whole(g), PatchColumns{dst.stride_, g.OutSize()}, e.img_.dptr_,
+                       e.img_.stride_, dst.dptr_);
+  } else {
+    MapPlan<Saver>(dst, e);
+  }
+}
+
+// dst = / += pack_col2patch(col, ...) on the GPU with col a tensor: the col2im kernel. Other savers and
+// column expressions evaluate the plan.
+template <typename Saver, typename DType, typename E, int dstdim>
+inline void EvalInto(Tensor<gpu, dstdim, DType> dst,
+                     const Exp<PackColToPatchExp<E, dstdim>, DType, type::kChainer>& exp) {
+  static_assert(std::is_same<typename E::device_type, gpu>::value,
+                "the column matrix of pack_col2patch lives on a different device than the tensor it is assigned to; Copy() it first");
+  const PackColToPatchExp<E, dstdim>& e = exp.self();
+  TE_CHECK(e.shape() == dst.shape_, "shape mismatch in assignment (", Saver::name(), "): destination ", dst.shape_,
+           " vs expression pack_col2patch ", e.shape());
+  constexpr bool kWrite = std::is_same<Saver, sv::saveto>::value, kAdd = std::is_same<Saver, sv::plusto>::value;
+  if constexpr (is_tensor<E>::value && (kWrite || kAdd)) {
+    const PatchGeometry& g = e.geo_;
+    patch_cuda::Col2Im(dst.stream_, g, PatchChunk::Whole(g), PatchColumns{e.col_.stride_, g.OutSize()}, e.col_.dptr_,
+                       dst.dptr_, dst.stride_, kAdd);
+  } else {
+    MapPlan<Saver>(dst, e);
+  }
+}
+
+}  // namespace expr
+}  // namespace tensorexpr

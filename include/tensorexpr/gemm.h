@@ -1,0 +1,73 @@
+// gemm.h — grouped matrix products on memory, the gemm beneath the convolution's algorithms (dot and
+// batch_dot are the expression form of the same calls). Device-neutral: it builds the column-major
+// call (expr::GemmCall, the one builder in expr/dot.h) and hands it to the device's BatchedGemm
+// (cpu/blas.h: the library's threads over single-threaded OpenBLAS, or a float-accumulating loop for
+// half_t / bf16_t; cuda/blas.cuh: cuBLAS strided-batched).
+//
+//   GroupedGemm(s, M, N, K, alpha, a, b, beta, c, images, groups)
+//     C[n][g] = alpha op(A[n][g]) op(B[n][g]) + beta C[n][g]   row-major, M x N results, inner size K
+// over images n and groups g, where operand X's matrix (n, g) starts at X.ptr + n X.image_stride +
+// g X.group_stride. c.image_stride == 0 sums the images' products into one C[g] (beta applies once):
+// a weight gradient.
+#pragma once
+#include "base.h"
+#include "expr/dot.h"
+
+namespace tensorexpr {
+
+template <typename T>
+struct GemmOperand {
+  T* ptr;
+  index_t ld;            // leading dimension (row stride) of each matrix
+  index_t image_stride;  // elements between the matrices of consecutive images (0: one for all)
+  index_t group_stride;  // elements between the matrices of consecutive groups
+  bool trans = false;    // read op(X) = X^T
+};
+
+// The operand read transposed.
+template <typename T>
+inline GemmOperand<T> Transposed(GemmOperand<T> x) {
+  x.trans = true;
+  return x;
+}
+
+namespace detail {
+// Matrix (0, 0) of a grouped operand that is rows x cols as op() reads it.
+template <typename DType, typename T>
+inline expr::RowMajorMatrix<DType> FirstMatrix(const GemmOperand<T>& x, index_t rows, index_t cols) {
+  // The call only reads A and B; RowMajorMatrix holds one pointer type for all three operands.
+  return {const_cast<DType*>(x.ptr), x.trans ? cols : rows, x.trans ? rows : cols, x.ld};
+}
+}  // namespace detail
+
+// One strided-batched call per image (batched over groups) or per group (batched over images),
+// whichever makes fewer calls.
+template <typename Device, typename DType>
+void GroupedGemm(Stream<Device>* s, index_t M, index_t N, index_t K, float alpha, const GemmOperand<const DType>& a,
+                 const GemmOperand<const DType>& b, float beta, const GemmOperand<DType>& c, index_t images,
+                 index_t groups) {
+  const expr::GemmCall<DType> first =
+      expr::RowMajorGemm(detail::FirstMatrix<DType>(a, M, K), a.trans, detail::FirstMatrix<DType>(b, K, N), b.trans,
+                         detail::FirstMatrix<DType>(c, M, N));
+  // The call's A is the product's right operand (expr::RowMajorGemm swaps them).
+  auto call = [&](index_t a_offset, index_t b_offset, index_t c_offset, index_t batch, index_t a_step,
+                  index_t b_step, index_t c_step) {
+    expr::GemmCall<DType> g = first;
+    g.a = first.a + b_offset, g.b = first.b + a_offset, g.c = first.c + c_offset;
+    g.batch = batch, g.stride_a = b_step, g.stride_b = a_step, g.stride_c = c_step;
+    return g;
+  };
+  if (groups <= images) {
+    for (index_t gi = 0; gi < groups; ++gi)
+      BatchedGemm(s, call(gi * a.group_stride, gi * b.group_stride, gi * c.group_stride, images, a.image_stride,
+                          b.image_stride, c.image_stride),
+                  alpha, beta);
+  } else {
+    for (index_t n = 0; n < images; ++n)
+      BatchedGemm(s, call(n * a.image_stride, n * b.image_stride, n * c.image_stride, groups, a.group_stride,
+                          b.group_stride, c.group_stride),
+                  alpha, n > 0 && c.image_stride == 0 ? 1.0f : beta);
+  }
+}
+
+}  // namespace tensorexpr
