@@ -698,6 +698,11 @@ TE_DEVICE_TEST_CASE("Pooling 1-D and 3-D match the float64 reference", "[ops_nn]
     for (OpReqType req : kAllReqs)
       RunPool<Device, float, 5>(stream, PC({2, 3, 3}, {2, 1, 2}, {1, 1, 0}, t), Shape5(1, 2, 5, 6, 7), 3, req, true);
     RunPool<Device, double, 5>(stream, PC({2, 2, 2}, {2, 2, 2}, {}, t, kFullConv), Shape5(2, 1, 5, 5, 3), 3, kWriteTo, false);
+    // A depth of 1 with depth padding: two windows along the depth cover its one slice.
+    RunPool<Device, double, 5>(stream, PC({2, 2, 2}, {1, 2, 2}, {1, 0, 1}, t, kValidConv, false), Shape5(2, 2, 1, 4, 5), 3,
+                               kAddTo, false);
+    // Tiling windows (kernel = stride, no padding) in 3-D: each input in at most one window.
+    RunPool<Device, float, 5>(stream, PC({2, 2, 2}, {2, 2, 2}, {}, t), Shape5(1, 3, 4, 6, 5), 3, kWriteTo, true);
     RunPool<Device, double, 5>(stream, PC({3, 2, 3}, {2, 2, 1}, {1, 1, 1}, t, kValidConv, false), Shape5(1, 2, 4, 5, 6), 3,
                                kWriteTo, false);
     RunPool<Device, double, 5>(stream, g, Shape5(2, 3, 3, 4, 5), 3, kAddTo, false);

@@ -10,6 +10,9 @@
 // stream runs in order, so reusing (or, on the GPU, stream-ordered freeing of) the buffer never races
 // with kernels still reading the old one. The buffer is freed with its stream, or earlier by
 // ReleaseWorkspace(stream) / ReleaseAllWorkspaces<Device>().
+// The workspace is the operators' temporary memory. The core's own evaluators never take it (an
+// operator may hold a view of it while it calls them): on the GPU they use a cuda::TempBuffer
+// (cuda/memory.cuh), on the CPU containers of their own.
 #pragma once
 #include <cstdlib>
 #include <mutex>

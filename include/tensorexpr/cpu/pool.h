@@ -1,4 +1,15 @@
-// cpu/pool.h — the CPU evaluator of unpool<Reducer>(...) (expr/pool.h) at the top level of an assignment.
+// cpu/pool.h — the CPU evaluators of pool<Reducer>(...) and unpool<Reducer>(...) (expr/pool.h) at the top
+// level of an assignment.
+//
+// pool works a row of windows at a time: the row's plane and window ranges are found once, not once per
+// element as the plan's Eval must.
+//
+// unpool walks the windows instead of the pixels: a thread owns whole planes, adds each window's gradient
+// into a private plane buffer (a fixed order: deterministic), then saves the buffer. The per-pixel
+// gather of the plan branches on data (is this pixel its window's max?) in a way a CPU mispredicts; this
+// loop is several times faster. Windows that tile the image without overlapping or padding (kernel =
+// stride, as in 2x2 stride 2) give each pixel at most one window: the pixels are then saved straight
+// from their window, with no buffer.
 #pragma once
 #include <algorithm>
 #include <type_traits>
@@ -10,79 +21,114 @@
 namespace tensorexpr {
 namespace expr {
 
-// On the CPU, `dst = unpool<Reducer>(...)` at the top level walks the windows instead of the pixels: a
-// thread owns whole planes, adds each window's gradient into a private plane buffer (a fixed order:
-// deterministic), then saves the buffer. The per-pixel gather of the plan branches on data (is this
-// pixel its window's max?) in a way a CPU mispredicts; this loop is several times faster. Windows that
-// tile the image without overlapping (kernel = stride, as in 2x2 stride 2) give each pixel at most one
-// window: the pixels are then saved straight from their window, with no buffer.
+template <typename Saver, int dim, typename DType, typename Reducer, typename E>
+inline void EvalInto(Tensor<cpu, dim, DType> dst, const Exp<PoolingExp<Reducer, E>, DType, type::kChainer>& exp) {
+  const StreamThreadScope threads(dst.stream_);  // the stream's thread budget
+  using P = PoolingExp<Reducer, E>;
+  static_assert(std::is_same<typename E::device_type, cpu>::value,
+                "the source of pool lives on a different device than the tensor it is assigned to; Copy() it first");
+  const P& e = exp.self();
+  TE_CHECK(e.shape() == dst.shape_, "shape mismatch in assignment (", Saver::name(), "): destination ", dst.shape_,
+           " vs expression pool ", e.shape());
+  if (dst.shape_.Size() == 0) return;
+  const PoolWindows& w = e.w_;
+  const index_t OD = w.out[0], OH = w.out[1], OW = w.out[2];
+  const auto src_plan = e.src_.plan();
+  ParallelFor(dst.shape_.Size() / OW, OW * w.k[0] * w.k[1] * w.k[2], [&](index_t begin, index_t end) {
+    const auto src = src_plan;
+    for (index_t row = begin; row < end; ++row) {  // (plane, od, oh)
+      const index_t oh = row % OH, od = (row / OH) % OD, plane = row / (OH * OD);
+      const PoolWindows::Range rd = w.At(0, od), rh = w.At(1, oh);
+      DType* out = dst.dptr_ + row * dst.stride_;
+      for (index_t ow = 0; ow < OW; ++ow) Saver::Save(out[ow], P::Window(src, w, plane, rd, rh, w.At(2, ow)));
+    }
+  });
+}
+
 template <typename Saver, int dim, typename DType, typename Reducer, typename ES, typename EP, typename EG>
 inline void EvalInto(Tensor<cpu, dim, DType> dst,
                      const Exp<UnPoolingExp<Reducer, ES, EP, EG>, DType, type::kChainer>& exp) {
   const StreamThreadScope threads(dst.stream_);  // the stream's thread budget
   using E = UnPoolingExp<Reducer, ES, EP, EG>;
   using A = accum_t<DType>;
+  using Route = unpool_route<Reducer>;
   static_assert(std::is_same<typename E::device_type, cpu>::value,
                 "the operands of unpool live on a different device than the tensor it is assigned to; Copy() them first");
   const E& e = exp.self();
-  const Shape<dim> s = e.shape(), p = e.pooled_.shape();
-  TE_CHECK(s == dst.shape_, "shape mismatch in assignment (", Saver::name(), "): destination ", dst.shape_,
-           " vs expression unpool ", s);
-  if (s.Size() == 0) return;
-  const index_t h = s[dim - 2], w = s[dim - 1], ph = p[dim - 2], pw = p[dim - 1];
-  const index_t ky = e.ksize_y_, kx = e.ksize_x_, sy = e.stride_y_, sx = e.stride_x_;
+  TE_CHECK(e.shape() == dst.shape_, "shape mismatch in assignment (", Saver::name(), "): destination ", dst.shape_,
+           " vs expression unpool ", e.shape());
+  if (dst.shape_.Size() == 0) return;
+  const PoolWindows& w = e.w_;
+  const index_t D = w.in[0], H = w.in[1], W = w.in[2], OD = w.out[0], OH = w.out[1], OW = w.out[2];
+  const index_t planes = dst.shape_.Size() / (D * H * W);
   const auto src_plan = e.src_.plan();
   const auto pooled_plan = e.pooled_.plan();
   const auto grad_plan = e.grad_.plan();
-  ParallelFor(s.ProdShape(0, dim - 2), h * w + ph * pw * ky * kx, [&](index_t begin, index_t end) {
+  const bool tiles = w.divisor == PoolDivisor::kNone && w.Tiles();
+  const index_t window_taps = w.k[0] * w.k[1] * w.k[2];
+  ParallelFor(planes, D * H * W + OD * OH * OW * window_taps, [&](index_t begin, index_t end) {
     const auto src = src_plan;
     const auto pooled = pooled_plan;
     const auto grad = grad_plan;
-    if (ky == sy && kx == sx) {
-      for (index_t row = begin * h; row < end * h; ++row) {  // rows of the planes [begin, end)
-        const index_t plane = row / h, y = row - plane * h, py = y / sy, prow = plane * ph + py;
-        DType* out = dst.dptr_ + row * dst.stride_;
-        index_t x = 0;
-        for (index_t px = 0; py < ph && px < pw; ++px) {
-          const DType g = grad.Eval(prow, px);
-          if constexpr (unpool_route<Reducer>::kEveryWindow) {
-            for (x = px * sx; x < std::min(px * sx + kx, w); ++x) Saver::Save(out[x], g);
-          } else {
-            const DType m = pooled.Eval(prow, px);
-            for (x = px * sx; x < std::min(px * sx + kx, w); ++x)
-              Saver::Save(out[x], unpool_route<Reducer>::Routes(src.Eval(row, x), m) ? g : DType(0));
+    if (tiles) {
+      const index_t sz = w.s[0], sy = w.s[1], sx = w.s[2];  // = the kernel
+      for (index_t plane = begin; plane < end; ++plane)
+        for (index_t z = 0; z < D; ++z)
+          for (index_t y = 0; y < H; ++y) {
+            const index_t row = (plane * D + z) * H + y, od = z / sz, oh = y / sy;
+            DType* out = dst.dptr_ + row * dst.stride_;
+            index_t x = 0;
+            if (od < OD && oh < OH) {
+              const index_t prow = (plane * OD + od) * OH + oh;
+              for (index_t ow = 0; ow < OW; ++ow) {
+                const DType g = grad.Eval(prow, ow);
+                const index_t x1 = std::min(ow * sx + sx, W);
+                if constexpr (Route::kEveryWindow) {
+                  for (x = ow * sx; x < x1; ++x) Saver::Save(out[x], g);
+                } else {
+                  const DType m = pooled.Eval(prow, ow);
+                  for (x = ow * sx; x < x1; ++x) Saver::Save(out[x], Route::Routes(src.Eval(row, x), m) ? g : DType(0));
+                }
+              }
+            }
+            for (; x < W; ++x) Saver::Save(out[x], DType(0));  // pixels no window covers
           }
-        }
-        for (; x < w; ++x) Saver::Save(out[x], DType(0));  // pixels no window covers
-      }
       return;
     }
-    std::vector<A> acc(static_cast<size_t>(h * w));
+    std::vector<A> acc(static_cast<size_t>(D * H * W));
     for (index_t plane = begin; plane < end; ++plane) {
       std::fill(acc.begin(), acc.end(), A(0));
-      for (index_t py = 0; py < ph; ++py) {
-        const index_t y0 = py * sy, y1 = std::min(y0 + ky, h);
-        for (index_t px = 0; px < pw; ++px) {
-          const index_t x0 = px * sx, x1 = std::min(x0 + kx, w);
-          const A g = static_cast<A>(grad.Eval(plane * ph + py, px));
-          if constexpr (unpool_route<Reducer>::kEveryWindow) {
-            for (index_t y = y0; y < y1; ++y) {
-              A* a = acc.data() + y * w;
-              for (index_t x = x0; x < x1; ++x) a[x] += g;
+      for (index_t od = 0; od < OD; ++od) {
+        const PoolWindows::Range rd = w.At(0, od);
+        for (index_t oh = 0; oh < OH; ++oh) {
+          const PoolWindows::Range rh = w.At(1, oh);
+          const index_t prow = (plane * OD + od) * OH + oh;
+          for (index_t ow = 0; ow < OW; ++ow) {
+            const PoolWindows::Range rw = w.At(2, ow);
+            A g = static_cast<A>(grad.Eval(prow, ow));
+            if constexpr (Route::kEveryWindow) {
+              if (w.divisor != PoolDivisor::kNone) g = g / static_cast<A>(w.Count(rd, rh, rw));
             }
-          } else {
-            const DType m = pooled.Eval(plane * ph + py, px);
-            for (index_t y = y0; y < y1; ++y) {
-              A* a = acc.data() + y * w;
-              const index_t row = plane * h + y;
-              for (index_t x = x0; x < x1; ++x) a[x] += static_cast<A>(unpool_route<Reducer>::Routes(src.Eval(row, x), m)) * g;
-            }
+            DType m = DType(0);
+            if constexpr (!Route::kEveryWindow) m = pooled.Eval(prow, ow);
+            for (index_t z = rd.lo; z < rd.hi; ++z)
+              for (index_t y = rh.lo; y < rh.hi; ++y) {
+                A* a = acc.data() + (z * H + y) * W;
+                const index_t row = (plane * D + z) * H + y;
+                for (index_t x = rw.lo; x < rw.hi; ++x) {
+                  if constexpr (Route::kEveryWindow) {
+                    a[x] += g;
+                  } else {
+                    if (Route::Routes(src.Eval(row, x), m)) a[x] += g;
+                  }
+                }
+              }
           }
         }
       }
-      for (index_t y = 0; y < h; ++y) {
-        DType* out = dst.dptr_ + (plane * h + y) * dst.stride_;
-        for (index_t x = 0; x < w; ++x) Saver::Save(out[x], static_cast<DType>(acc[y * w + x]));
+      for (index_t r = 0; r < D * H; ++r) {
+        DType* out = dst.dptr_ + (plane * D * H + r) * dst.stride_;
+        for (index_t x = 0; x < W; ++x) Saver::Save(out[x], static_cast<DType>(acc[r * W + x]));
       }
     }
   });

@@ -9,7 +9,6 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include "../expr/dot.h"
-#include "../tensor_container.h"
 #include "check.cuh"
 #include "map.cuh"
 #include "memory.cuh"
@@ -95,29 +94,21 @@ inline size_t PitchBytes(const Tensor<gpu, dim, DType>& t) {
 template <int dim, typename DType>
 class PrivateCopy {
  public:
-  PrivateCopy(const Tensor<gpu, dim, DType>& t, bool needed, cudaStream_t stream) : view_(t) {
+  PrivateCopy(const Tensor<gpu, dim, DType>& t, bool needed, cudaStream_t stream)
+      : buffer_(needed ? sizeof(DType) * static_cast<size_t>(t.shape_.Size()) : 0, stream), view_(t) {
     if (!needed) return;
     const Shape<2> s = t.shape_.FlatTo2D();
     const size_t row_bytes = static_cast<size_t>(s[1]) * sizeof(DType);
-    buffer_.stream = stream;
-    TE_CUDA_CHECK(cudaMallocAsync(&buffer_.ptr, row_bytes * static_cast<size_t>(s[0]), stream));
-    TE_CUDA_CHECK(cudaMemcpy2DAsync(buffer_.ptr, row_bytes, t.dptr_, PitchBytes(t), row_bytes, static_cast<size_t>(s[0]),
-                                    cudaMemcpyDeviceToDevice, stream));
-    view_ = Tensor<gpu, dim, DType>(static_cast<DType*>(buffer_.ptr), t.shape_, t.stream_);
+    TE_CUDA_CHECK(cudaMemcpy2DAsync(buffer_.get(), row_bytes, t.dptr_, PitchBytes(t), row_bytes,
+                                    static_cast<size_t>(s[0]), cudaMemcpyDeviceToDevice, stream));
+    view_ = Tensor<gpu, dim, DType>(static_cast<DType*>(buffer_.get()), t.shape_, t.stream_);
   }
   PrivateCopy(const PrivateCopy&) = delete;
   PrivateCopy& operator=(const PrivateCopy&) = delete;
   const Tensor<gpu, dim, DType>& view() const { return view_; }
 
  private:
-  struct Buffer {
-    void* ptr = nullptr;
-    cudaStream_t stream = nullptr;
-    ~Buffer() {
-      if (ptr != nullptr) cudaFreeAsync(ptr, stream);  // a destructor cannot throw; the stream reports later
-    }
-  };
-  Buffer buffer_;  // a member, so that it is freed even when the copy in the constructor throws
+  cuda::TempBuffer buffer_;  // freed on the stream when the copy goes out of scope (or its copy throws)
   Tensor<gpu, dim, DType> view_;
 };
 
@@ -205,18 +196,17 @@ inline void BatchedGemm(Stream<gpu>* s, const expr::GemmCall<DType>& g, float al
         BatchedGemm(s, part, alpha, b == 0 ? beta : 1.0f);
       return;
     }
-    TensorContainer<gpu, 1, DType> partial;
-    partial.set_stream(s);
-    partial.Resize(Shape1(slice * size));
-    part.c = partial.dptr_, part.ldc = g.m, part.stride_c = size;
+    const cudaStream_t stream = Stream<gpu>::GetStream(s);
+    cuda::TempBuffer partial(sizeof(DType) * static_cast<size_t>(slice * size), stream);
+    part.c = static_cast<DType*>(partial.get()), part.ldc = g.m, part.stride_c = size;
     for (index_t b0 = 0; b0 < g.batch; b0 += slice) {
       part.a = g.a + b0 * g.stride_a, part.b = g.b + b0 * g.stride_b;
       part.batch = std::min(slice, g.batch - b0);
       BatchedGemm(s, part, alpha, 0.0f);
-      cuda::LaunchMap<&cuda_blas::SumPartialsKernel<DType>>(size, Stream<gpu>::GetStream(s), "gemm partial-sum kernel",
-                                                            partial.dptr_, g.m, g.n, part.batch,
-                                                            b0 == 0 ? beta : 1.0f, g.c, g.ldc);
+      cuda::LaunchMap<&cuda_blas::SumPartialsKernel<DType>>(size, stream, "gemm partial-sum kernel", part.c, g.m, g.n,
+                                                            part.batch, b0 == 0 ? beta : 1.0f, g.c, g.ldc);
     }
+    partial.Release();
     return;
   }
   using Scale = compute_t<DType>;

@@ -75,6 +75,34 @@ inline void CopyTensor(const Tensor<DevA, dim, DType>& dst, const Tensor<DevB, d
          static_cast<size_t>(s2[1]) * e, static_cast<size_t>(s2[0]), kind, s);
 }
 
+// Scratch memory of one evaluation, ordered on a stream (the GPU's pool, as tensors): the core's
+// evaluators take their temporaries here (reduction partials, private operand copies, gemm partials),
+// while operators take theirs from the stream's workspace (workspace.h), which a core call must not
+// touch because the operator may hold a view of it. Release() frees it (checked) once the kernels using
+// it are queued; the destructor frees it when an error is already on its way out (unchecked: a
+// destructor cannot throw, and the stream reports later).
+class TempBuffer {
+ public:
+  TempBuffer(size_t bytes, cudaStream_t stream) : stream_(stream) {
+    if (bytes > 0) TE_CUDA_CHECK(cudaMallocAsync(&ptr_, bytes, stream_));
+  }
+  ~TempBuffer() {
+    if (ptr_ != nullptr) cudaFreeAsync(ptr_, stream_);
+  }
+  TempBuffer(const TempBuffer&) = delete;
+  TempBuffer& operator=(const TempBuffer&) = delete;
+  void* get() const { return ptr_; }
+  void Release() {
+    void* p = ptr_;
+    ptr_ = nullptr;
+    if (p != nullptr) TE_CUDA_CHECK(cudaFreeAsync(p, stream_));
+  }
+
+ private:
+  void* ptr_ = nullptr;
+  cudaStream_t stream_;
+};
+
 }  // namespace cuda
 
 // Allocates memory for t->shape_ on the GPU, ordered on t->stream_ (stride_ set here; pad = true rounds

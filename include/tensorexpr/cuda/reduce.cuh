@@ -32,6 +32,7 @@
 #include "../tensor.h"
 #include "check.cuh"
 #include "map.cuh"
+#include "memory.cuh"
 #include "stream.cuh"
 
 namespace tensorexpr {
@@ -275,30 +276,6 @@ inline void LaunchKernel(void (*kernel)(Params...), unsigned grid, cudaStream_t 
   kernel<<<grid, kThreads, 0, stream>>>(args...);
   TE_CUDA_CHECK_LAUNCH(name);
 }
-
-// Temporary device memory ordered on a stream. Release() frees it (checked) once the kernels using it are
-// queued; the destructor frees it only when an error is already on its way out.
-class TempBuffer {
- public:
-  TempBuffer(size_t bytes, cudaStream_t stream) : stream_(stream) {
-    TE_CUDA_CHECK(cudaMallocAsync(&ptr_, bytes, stream_));
-  }
-  ~TempBuffer() {
-    if (ptr_ != nullptr) cudaFreeAsync(ptr_, stream_);
-  }
-  TempBuffer(const TempBuffer&) = delete;
-  TempBuffer& operator=(const TempBuffer&) = delete;
-  void* get() const { return ptr_; }
-  void Release() {
-    void* p = ptr_;
-    ptr_ = nullptr;
-    TE_CUDA_CHECK(cudaFreeAsync(p, stream_));
-  }
-
- private:
-  void* ptr_ = nullptr;
-  cudaStream_t stream_;
-};
 
 template <typename Saver, typename Reducer, typename DType, typename I, typename Reader>
 inline void LaunchKeepMiddle(const Reader& src, const expr::ReduceLayout& layout, expr::ReduceOut<DType, I> out,

@@ -4,13 +4,9 @@
 // global pooling, and average pooling that counts the padding or not. Forward and Backward honour req,
 // on the CPU and the GPU, for float, double, half_t and bf16_t.
 //
-// Two evaluation paths, checked against the same reference by tests/ops_nn_test.cc:
-//  * 1-D and 2-D without padding in the valid convention (the common case: 2x2 stride 2, global pooling):
-//    the core pool<> / avg_pool / unpool<> expressions (expr/pool.h); 1-D runs as 2-D with H = 1. Their
-//    CPU unpool walks windows rather than pixels, several times faster for max.
-//  * everything else (padding, full convention, 3-D): the two nodes below, PoolingNdExp (one output element
-//    per Eval, the window clipped to the image) and PoolingNdGradExp (one input element per Eval, a gather
-//    over the windows that cover it: deterministic, no atomics).
+// It runs the core's pool<> / unpool<> expressions over PoolWindows (expr/pool.h): one output element per
+// Eval forward, the window clipped to the image; backward a gather over the windows that cover each input
+// (deterministic, no atomics), which the CPU evaluates by walking the windows instead (cpu/pool.h).
 // The padding is never read as zeros: a max ignores it (zero padding would win over negative inputs), and
 // an average divides by the window's size clipped to the padded image (count_include_pad, MXNet's
 // default) or by the number of real elements in it.
@@ -50,11 +46,11 @@ struct PoolingParam {
 
 // The resolved geometry, 3-D with leading extents of 1 for 1-D and 2-D. Trivially copyable: node plans
 // carry it to the GPU.
-struct PoolGeometry {
-  int nd = 0;            // spatial dimensions of the data
-  index_t planes = 0;    // the product of the leading (non-spatial) dimensions
-  index_t in[3], out[3], k[3], s[3], p[3];
-  bool is_max = true, include_pad = true;
+// The core's windows (nd, in, out, k, s, p and the average's divisor; expr/pool.h) and what else the
+// operator needs.
+struct PoolGeometry : PoolWindows {
+  index_t planes = 0;  // the product of the leading (non-spatial) dimensions
+  bool is_max = true;
 };
 
 namespace detail {
@@ -93,7 +89,8 @@ inline PoolGeometry MakePoolGeometry(const PoolingParam& p, const std::vector<in
   PoolGeometry g;
   g.nd = static_cast<int>(nd);
   g.is_max = p.pool_type == PoolType::kMax;
-  g.include_pad = p.count_include_pad;
+  g.divisor = g.is_max ? PoolDivisor::kNone
+                       : p.count_include_pad ? PoolDivisor::kPaddedWindow : PoolDivisor::kValidWindow;
   g.planes = 1;
   for (size_t i = 0; i + nd < dims; ++i) g.planes = CheckedMul(g.planes, data_shape[i], "Pooling: data size");
   std::vector<index_t> kernel(nd), stride, pad;
