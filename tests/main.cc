@@ -1,2 +1,4 @@
-#define CATCH_CONFIG_MAIN
-#include <catch2/catch.hpp>
+// The CPU suites' main: Catch2's default session.
+#include "catch_runner.h"
+
+int main(int argc, char* argv[]) { return te_test::RunCatch(argc, argv); }
