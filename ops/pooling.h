@@ -16,41 +16,41 @@ namespace ops {
 
 namespace detail {
 
-// Channels-first data as (planes, spatial...) of rank R = nd + 1: the leading dimensions (batch,
-// channels, ...) merged into one. Only the last dimension may be padded, so the view is exact; each rank's
-// instance of the pooling kernels then serves every rank with as many spatial dimensions.
-template <int R, typename Device, int dim, typename DType>
-inline Tensor<Device, R, DType> PoolPlanes(const Tensor<Device, dim, DType>& t) {
-  static_assert(R <= dim, "");
-  Shape<R> s;
-  s[0] = t.shape_.ProdShape(0, dim - R + 1);
-  for (int i = 1; i < R; ++i) s[i] = t.shape_[dim - R + i];
-  return Tensor<Device, R, DType>(t.dptr_, s, t.stride_, t.stream_);
+// Channels-first data as (planes, D, H, W): the leading dimensions (batch, channels, ...) merged into
+// one, and spatial dimensions of extent 1 in front of 1-D and 2-D data. Only the last dimension may be
+// padded, so the view is exact; the rank-4 instance of the pooling kernels then serves every rank.
+template <typename Device, int dim, typename DType>
+inline Tensor<Device, 4, DType> PoolVolumes(const Tensor<Device, dim, DType>& t, int nd) {
+  Shape<4> s = Shape4(t.shape_.ProdShape(0, dim - nd), 1, 1, 1);
+  for (int i = 0; i < nd; ++i) s[4 - nd + i] = t.shape_[dim - nd + i];
+  return Tensor<Device, 4, DType>(t.dptr_, s, t.stride_, t.stream_);
 }
 
-// The parameters for the planes view: global pooling names its spatial dimensions (the view has fewer
+// The parameters for the volumes view: global pooling names its spatial dimensions (the view has other
 // leading ones, from which they would otherwise be inferred).
-inline PoolingParam PlanesParam(const PoolingParam& p, const PoolGeometry& g) {
+inline PoolingParam VolumesParam(const PoolingParam& p, const PoolGeometry& g) {
   PoolingParam q = p;
   if (q.global_pool) q.kernel.assign(g.k + 3 - g.nd, g.k + 3);
   return q;
 }
 
-// Calls fn(std::integral_constant<int, nd + 1>()) for a rank nd + 1 below dim (MakePoolGeometry has checked
-// nd + 1 <= dim, and the caller that nd + 1 != dim).
-template <int dim, typename Fn>
-inline void WithPlanesRank(int nd, Fn&& fn) {
-  if constexpr (dim >= 3) {
-    if (nd == 1) return fn(std::integral_constant<int, 2>());
-  }
-  if constexpr (dim >= 4) {
-    if (nd == 2) return fn(std::integral_constant<int, 3>());
-  }
-  if constexpr (dim >= 5) {
-    if (nd == 3) return fn(std::integral_constant<int, 4>());
-  }
-  Fail("Pooling: ", nd, " spatial dimensions do not fit data of ", dim, " dimensions");
+// Channels-last data (leading..., spatial..., C) as (L, S, C): leading and spatial dimensions merged
+// (only the last dimension may be padded, so the view is exact). Moving channels first or back is then
+// one rank-3 transpose, (L, S, C) <-> (L, C, S), whatever the rank: one instance serves every rank.
+template <int dim, typename Device, typename DType>
+inline Tensor<Device, 3, DType> ChannelsLastRows(const Tensor<Device, dim, DType>& t, int nd) {
+  return Tensor<Device, 3, DType>(t.dptr_,
+                                  Shape3(t.shape_.ProdShape(0, dim - 1 - nd), t.shape_.ProdShape(dim - 1 - nd, dim - 1),
+                                         t.shape_[dim - 1]),
+                                  t.stride_, t.stream_);
 }
+// The same (L, S, C) tensor moved channels first, (L, C, S), in memory at ws; and its shape as a
+// channels-first tensor of rank dim.
+template <typename Device, typename DType>
+inline Tensor<Device, 3, DType> ChannelsFirstRows(DType* ws, const Shape<3>& lsc, Stream<Device>* s) {
+  return Tensor<Device, 3, DType>(ws, Shape3(lsc[0], lsc[2], lsc[1]), s);
+}
+inline const Shape<3> kSwapLastTwo = Shape3(0, 2, 1);
 
 template <int dim>
 inline std::vector<index_t> PoolShapeVec(const Shape<dim>& s) {
@@ -70,31 +70,24 @@ void PoolingForward(const PoolingParam& p, const Tensor<Device, dim, DType>& dat
   if (p.layout == Layout::kNHWC) {
     // Moved channels first into the workspace (x, then y), pooled there, moved back into out.
     Stream<Device>* s = out.stream_;
-    const Shape<dim> to_first = ChannelAxes<dim>(g.nd, true), to_last = ChannelAxes<dim>(g.nd, false);
+    const Shape<dim> to_first = ChannelAxes<dim>(g.nd, true);
     const Shape<dim> xs = Permute(data.shape_, to_first), ys = Permute(want, to_first);
     DType* ws = static_cast<DType*>(GetWorkspaceBytes<Device>(sizeof(DType) * size_t(xs.Size() + ys.Size()), s));
-    Tensor<Device, dim, DType> x(ws, xs, s), y(ws + xs.Size(), ys, s);
-    x = expr::transpose(data, to_first);
+    using detail::ChannelsLastRows, detail::ChannelsFirstRows, detail::kSwapLastTwo;
+    const Tensor<Device, 3, DType> x_rows = ChannelsLastRows(data, g.nd), y_rows = ChannelsLastRows(out, g.nd);
+    ChannelsFirstRows(ws, x_rows.shape_, s) = expr::transpose(x_rows, kSwapLastTwo);
     PoolingParam q = p;
     q.layout = Layout::kNCHW;
-    PoolingForward(q, x, kWriteTo, y);
-    Assign(out, req, expr::transpose(y, to_last));
+    PoolingForward(q, Tensor<Device, dim, DType>(ws, xs, s), kWriteTo, Tensor<Device, dim, DType>(ws + xs.Size(), ys, s));
+    Assign(y_rows, req, expr::transpose(ChannelsFirstRows(ws + xs.Size(), y_rows.shape_, s), kSwapLastTwo));
     return;
   }
-  // The rank nd + 1 views (planes, spatial...) run the kernels (detail::PoolPlanes).
-  if (g.nd + 1 != dim) {
-    const PoolingParam q = detail::PlanesParam(p, g);
-    return detail::WithPlanesRank<dim>(g.nd, [&](auto rank) {
-      constexpr int R = decltype(rank)::value;
-      PoolingForward(q, detail::PoolPlanes<R>(data), req, detail::PoolPlanes<R>(out));
-    });
-  }
-  if constexpr (dim <= 4) {
-    if (g.is_max) {
-      Assign(out, req, expr::pool<red::maximum>(data, g));
-    } else {
-      Assign(out, req, expr::pool<red::sum>(data, g));  // divided as g.divisor says
-    }
+  if constexpr (dim != 4) {  // the rank-4 views run the kernels (detail::PoolVolumes)
+    PoolingForward(detail::VolumesParam(p, g), detail::PoolVolumes(data, g.nd), req, detail::PoolVolumes(out, g.nd));
+  } else if (g.is_max) {
+    Assign(out, req, expr::pool<red::maximum>(data, g));
+  } else {
+    Assign(out, req, expr::pool<red::sum>(data, g));  // divided as g.divisor says
   }
 }
 
@@ -118,35 +111,31 @@ void PoolingBackward(const PoolingParam& p, const Tensor<Device, dim, DType>& ou
   if (p.layout == Layout::kNHWC) {
     // x, y, dy moved channels first into the workspace, the gradient computed there, moved back.
     Stream<Device>* s = in_grad.stream_;
-    const Shape<dim> to_first = ChannelAxes<dim>(g.nd, true), to_last = ChannelAxes<dim>(g.nd, false);
+    const Shape<dim> to_first = ChannelAxes<dim>(g.nd, true);
     const Shape<dim> xs = Permute(data.shape_, to_first), ys = Permute(want, to_first);
     const index_t xn = xs.Size(), yn = ys.Size();
     DType* ws = static_cast<DType*>(GetWorkspaceBytes<Device>(sizeof(DType) * size_t(2 * xn + 2 * yn), s));
-    Tensor<Device, dim, DType> x(ws, xs, s), dx(ws + xn, xs, s), y(ws + 2 * xn, ys, s), dy(ws + 2 * xn + yn, ys, s);
-    x = expr::transpose(data, to_first);
-    y = expr::transpose(out, to_first);
-    dy = expr::transpose(out_grad, to_first);
+    using detail::ChannelsLastRows, detail::ChannelsFirstRows, detail::kSwapLastTwo;
+    const Tensor<Device, 3, DType> x_rows = ChannelsLastRows(data, g.nd), y_rows = ChannelsLastRows(out, g.nd);
+    DType *x = ws, *dx = ws + xn, *y = ws + 2 * xn, *dy = ws + 2 * xn + yn;
+    ChannelsFirstRows(x, x_rows.shape_, s) = expr::transpose(x_rows, kSwapLastTwo);
+    ChannelsFirstRows(y, y_rows.shape_, s) = expr::transpose(y_rows, kSwapLastTwo);
+    ChannelsFirstRows(dy, y_rows.shape_, s) = expr::transpose(ChannelsLastRows(out_grad, g.nd), kSwapLastTwo);
     PoolingParam q = p;
     q.layout = Layout::kNCHW;
-    PoolingBackward(q, dy, x, y, kWriteTo, dx);
-    Assign(in_grad, req, expr::transpose(dx, to_last));
+    using T = Tensor<Device, dim, DType>;
+    PoolingBackward(q, T(dy, ys, s), T(x, xs, s), T(y, ys, s), kWriteTo, T(dx, xs, s));
+    Assign(ChannelsLastRows(in_grad, g.nd), req, expr::transpose(ChannelsFirstRows(dx, x_rows.shape_, s), kSwapLastTwo));
     return;
   }
-  if (g.nd + 1 != dim) {
-    const PoolingParam q = detail::PlanesParam(p, g);
-    return detail::WithPlanesRank<dim>(g.nd, [&](auto rank) {
-      constexpr int R = decltype(rank)::value;
-      using detail::PoolPlanes;
-      PoolingBackward(q, PoolPlanes<R>(out_grad), PoolPlanes<R>(data), PoolPlanes<R>(out), req,
-                      PoolPlanes<R>(in_grad));
-    });
-  }
-  if constexpr (dim <= 4) {
-    if (g.is_max) {
-      Assign(in_grad, req, expr::unpool<red::maximum>(data, out, out_grad, g));
-    } else {
-      Assign(in_grad, req, expr::unpool<red::sum>(data, out, out_grad, g));
-    }
+  if constexpr (dim != 4) {  // the rank-4 views run the kernels (detail::PoolVolumes)
+    using detail::PoolVolumes;
+    PoolingBackward(detail::VolumesParam(p, g), PoolVolumes(out_grad, g.nd), PoolVolumes(data, g.nd),
+                    PoolVolumes(out, g.nd), req, PoolVolumes(in_grad, g.nd));
+  } else if (g.is_max) {
+    Assign(in_grad, req, expr::unpool<red::maximum>(data, out, out_grad, g));
+  } else {
+    Assign(in_grad, req, expr::unpool<red::sum>(data, out, out_grad, g));
   }
 }
 
