@@ -41,20 +41,36 @@ inline void CheckReq(OpReqType r, const char* op) {
            static_cast<int>(r));
 }
 
-// Ranks 3 and 5 as rank 4: (N, C, W) as (N, C, 1, W) and (N, C, D, H, W) as (N, C, D * H, W). The
-// channel axis and the (possibly padded) last dimension stay as they are, so the view is exact and one
-// instance of the kernels serves three ranks.
+// Ranks 2, 3 and 5 as rank 4: (N, C) as (N, C, 1, 1), (N, C, W) as (N, C, 1, W) and (N, C, D, H, W) as
+// (N, C, D * H, W). The channel axis stays where it is, so one instance of the kernels serves every rank.
+// The view is exact when the last dimension is kept (ranks 3 and 5: padded rows stay padded) or when the
+// rows are dense (rank 2, whose rows become channels: Dense2D says whether they are).
 template <typename Device, int dim, typename DType>
 inline Tensor<Device, 4, DType> AsRank4(const Tensor<Device, dim, DType>& t) {
-  static_assert(dim == 3 || dim == 5, "");
+  static_assert(dim == 2 || dim == 3 || dim == 5, "");
   const Shape<dim>& s = t.shape_;
-  Shape<4> v;
-  if constexpr (dim == 3) {
-    v = Shape4(s[0], s[1], 1, s[2]);
+  if constexpr (dim == 2) {
+    return Tensor<Device, 4, DType>(t.dptr_, Shape4(s[0], s[1], 1, 1), 1, t.stream_);
+  } else if constexpr (dim == 3) {
+    return Tensor<Device, 4, DType>(t.dptr_, Shape4(s[0], s[1], 1, s[2]), t.stride_, t.stream_);
   } else {
-    v = Shape4(s[0], s[1], s[2] * s[3], s[4]);
+    return Tensor<Device, 4, DType>(t.dptr_, Shape4(s[0], s[1], s[2] * s[3], s[4]), t.stride_, t.stream_);
   }
-  return Tensor<Device, 4, DType>(t.dptr_, v, t.stride_, t.stream_);
+}
+template <typename Device, typename DType>
+inline bool Dense2D(const Tensor<Device, 2, DType>& t) {
+  return t.CheckContiguous() || t.shape_[0] <= 1;
+}
+
+// A dense tensor of t's shape on t's stream, holding t's values when `copy` (the rank-4 view needs dense
+// rows; an output is only read when its request adds to it).
+template <typename Device, typename DType>
+inline TensorContainer<Device, 2, DType> DenseCopy(const Tensor<Device, 2, DType>& t, bool copy = true) {
+  TensorContainer<Device, 2, DType> c;
+  c.set_stream(t.stream_);
+  c.Resize(t.shape_);
+  if (copy) Copy(c.view(), t, t.stream_);
+  return c;
 }
 
 }  // namespace detail
@@ -85,7 +101,17 @@ void BatchNormForward(const BatchNormParam& p, bool is_train, const Tensor<Devic
     TE_CHECK(m > 0 || C == 0, "BatchNorm: training needs at least one value per channel; data shape ", s,
              " has none");
   }
-  if constexpr (dim == 3 || dim == 5) {  // run as the rank-4 view
+  if constexpr (dim == 2) {
+    if (!detail::Dense2D(data) || !detail::Dense2D(out)) {  // padded rows: through dense copies
+      const TensorContainer<Device, 2, DType> x = detail::DenseCopy(data);
+      TensorContainer<Device, 2, DType> y = detail::DenseCopy(out, req == kAddTo);
+      BatchNormForward(p, is_train, x.view(), gamma, beta, moving_mean, moving_var, req, y.view(), save_mean,
+                       save_inv_std);
+      if (req != kNullOp) Copy(out, y.view(), out.stream_);
+      return;
+    }
+  }
+  if constexpr (dim != 4) {  // run as the rank-4 view
     BatchNormForward(p, is_train, detail::AsRank4(data), gamma, beta, moving_mean, moving_var, req,
                      detail::AsRank4(out), save_mean, save_inv_std);
   } else {
@@ -150,7 +176,19 @@ void BatchNormBackward(const BatchNormParam& p, const Tensor<Device, dim, DType>
     detail::CheckChannelVector(save_mean, s, "save_mean");
     detail::CheckChannelVector(save_inv_std, s, "save_inv_std");
   }
-  if constexpr (dim == 3 || dim == 5) {  // run as the rank-4 view
+  if constexpr (dim == 2) {
+    if (!detail::Dense2D(out_grad) || !detail::Dense2D(data) || (req_data != kNullOp && !detail::Dense2D(data_grad))) {
+      // padded rows: through dense copies
+      const TensorContainer<Device, 2, DType> dy = detail::DenseCopy(out_grad), x = detail::DenseCopy(data);
+      TensorContainer<Device, 2, DType> dx;
+      if (req_data != kNullOp) dx = detail::DenseCopy(data_grad, req_data == kAddTo);
+      BatchNormBackward(p, dy.view(), x.view(), gamma, save_mean, save_inv_std, moving_mean, moving_var, req_data,
+                        dx.view(), req_gamma, gamma_grad, req_beta, beta_grad);
+      if (req_data != kNullOp) Copy(data_grad, dx.view(), data_grad.stream_);
+      return;
+    }
+  }
+  if constexpr (dim != 4) {  // run as the rank-4 view
     BatchNormBackward(p, detail::AsRank4(out_grad), detail::AsRank4(data), gamma, save_mean, save_inv_std,
                       moving_mean, moving_var, req_data, detail::AsRank4(data_grad), req_gamma, gamma_grad,
                       req_beta, beta_grad);

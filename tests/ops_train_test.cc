@@ -291,6 +291,7 @@ TE_DEVICE_TEST_CASE("BatchNorm forward: training, running statistics, inference,
   CheckBatchNormForward<Device, 4, double>(stream, Shape4(3, 5, 4, 17), true, false);
   CheckBatchNormForward<Device, 2, float>(stream, Shape2(17, 5), false, false);
   CheckBatchNormForward<Device, 2, double>(stream, Shape2(1, 3), true, false);  // one value per channel
+  CheckBatchNormForward<Device, 2, float>(stream, Shape2(6, 5), true, false);   // padded rows: dense copies
   CheckBatchNormForward<Device, 4, half_t>(stream, Shape4(8, 4, 6, 6), true, false);
   CheckBatchNormForward<Device, 4, bf16_t>(stream, Shape4(2, 3, 3, 5), false, false);
   // A long reduction: 2000 values per channel.
@@ -415,6 +416,7 @@ TE_DEVICE_TEST_CASE("BatchNorm backward matches finite differences in double, wi
   CheckBatchNormBackward<Device, 4, double>(stream, Shape4(2, 3, 2, 3), true, false, true);
   CheckBatchNormBackward<Device, 4, float>(stream, Shape4(4, 3, 3, 3), true, false, false);
   CheckBatchNormBackward<Device, 2, float>(stream, Shape2(9, 4), false, true, true);
+  CheckBatchNormBackward<Device, 2, double>(stream, Shape2(6, 3), true, false, false);  // padded rows
   CheckBatchNormBackward<Device, 4, half_t>(stream, Shape4(4, 2, 3, 3), false, false, false);
 }
 
