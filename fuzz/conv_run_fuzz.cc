@@ -1,6 +1,6 @@
 // fuzz/conv_run_fuzz.cc — small CPU convolution and pooling runs (forward and backward, float and double,
-// every req, padded-row views, forced algorithms, workspace caps that force chunking) with fuzzed
-// parameters, against a naive float64 reference written here from the definitions. Each run is tiny
+// every req, NCHW and NHWC convolutions, padded-row views, forced algorithms, workspace caps that force
+// chunking) with fuzzed parameters, against a naive float64 reference written here from the definitions. Each run is tiny
 // (data up to 2x4x9x9, or 2x4x5x5x5 in 3-D). A case the reference says is invalid must be an Error; a valid
 // one must not be (except a forced algorithm that cannot implement it) and must match the reference.
 #include <algorithm>
@@ -111,11 +111,15 @@ void RunConvNd(const ConvCase& c) {
   const auto& p = c.p;
   RefGeom r;
   const bool valid = MakeRefGeom(c, &r);
+  // Channels last (NWC, NHWC, NDHWC): the buffers hold that layout; the reference below works channels
+  // first, and ToBuffer maps its indices into the buffers.
+  const bool last = p.layout == ops::Layout::kNHWC;
   ops::ConvShapes shapes;
   Vec dshape;
   if (batched) dshape.push_back(c.N);
-  dshape.push_back(c.C);
+  if (!last) dshape.push_back(c.C);
   for (int i = 0; i < nd; ++i) dshape.push_back(c.in[3 - nd + i]);
+  if (last) dshape.push_back(c.C);
   try {
     shapes = ops::InferConvShapes(p, dshape);
   } catch (const Error& e) {
@@ -128,8 +132,9 @@ void RunConvNd(const ConvCase& c) {
   const index_t kk = r.k[0] * r.k[1] * r.k[2];
   Vec oshape;
   if (batched) oshape.push_back(N);
-  oshape.push_back(K);
+  if (!last) oshape.push_back(K);
   for (int i = 0; i < nd; ++i) oshape.push_back(r.out[3 - nd + i]);
+  if (last) oshape.push_back(K);
   TE_FUZZ_CHECK(shapes.out == oshape);
 
   std::mt19937_64 rng(c.seed);
@@ -137,7 +142,25 @@ void RunConvNd(const ConvCase& c) {
   Buf<ddim, DType> y(oshape, 0, rng), dy(oshape, 0, rng);
   Buf<wdim, DType> w(shapes.weight, 0, rng), dw(shapes.weight, 0, rng);
   Buf<1, DType> b(Vec{K}, 0, rng), db(Vec{K}, 0, rng);
-  const std::vector<double> xv = x.values(), wv = w.values(), bv = b.values(), dyv = dy.values();
+  // Channels-first index i of a (lead, ch, inner) tensor -> its index in the buffer ((lead, inner, ch)
+  // when channels last); weights are (K, Cg, kk) first and (K, kk, Cg) last.
+  auto to_buffer = [last](index_t i, index_t ch, index_t inner) {
+    if (!last) return i;
+    const index_t l = i / (ch * inner), c = i / inner % ch, q = i % inner;
+    return (l * inner + q) * ch + c;
+  };
+  auto first_order = [&](const std::vector<double>& buffer, index_t ch, index_t inner) {
+    std::vector<double> v(buffer.size());
+    for (size_t i = 0; i < v.size(); ++i) v[i] = buffer[to_buffer(index_t(i), ch, inner)];
+    return v;
+  };
+  auto buffer_order = [&](const std::vector<double>& first, index_t ch, index_t inner) {
+    std::vector<double> v(first.size());
+    for (size_t i = 0; i < v.size(); ++i) v[to_buffer(index_t(i), ch, inner)] = first[i];
+    return v;
+  };
+  const std::vector<double> xv = first_order(x.values(), C, S), wv = first_order(w.values(), Cg, kk);
+  const std::vector<double> bv = b.values(), dyv = first_order(dy.values(), K, P);
   const std::vector<double> y0 = y.values(), dx0 = dx.values(), dw0 = dw.values(), db0 = db.values();
 
   // The reference: every (output, input, weight) triple that meets.
@@ -171,15 +194,15 @@ void RunConvNd(const ConvCase& c) {
     if (!forced) te_fuzz::Bug(e.what());
     return;  // a forced algorithm that cannot implement the problem
   }
-  Expect(y, y0, yr, ym, c.req_out, "forward output");
+  Expect(y, y0, buffer_order(yr, K, P), buffer_order(ym, K, P), c.req_out, "forward output");
   try {
     ops::ConvolutionBackward(p, dy.t, x.t, w.t, c.req_dx, dx.t, c.req_dw, dw.t, c.req_db, db.t);
   } catch (const Error& e) {
     if (!forced) te_fuzz::Bug(e.what());
     return;
   }
-  Expect(dx, dx0, dxr, dxm, c.req_dx, "data gradient");
-  Expect(dw, dw0, dwr, dwm, c.req_dw, "weight gradient");
+  Expect(dx, dx0, buffer_order(dxr, C, S), buffer_order(dxm, C, S), c.req_dx, "data gradient");
+  Expect(dw, dw0, buffer_order(dwr, Cg, kk), buffer_order(dwm, Cg, kk), c.req_dw, "weight gradient");
   if (!p.no_bias) Expect(db, db0, dbr, dbm, c.req_db, "bias gradient");
 }
 
@@ -233,6 +256,7 @@ void FuzzConv(FuzzedDataProvider& f) {
   c.req_out = PickReq(f), c.req_dx = PickReq(f), c.req_dw = PickReq(f), c.req_db = PickReq(f);
   const bool dbl = f.ConsumeBool();
   c.seed = f.ConsumeIntegral<uint64_t>();
+  p.layout = f.ConsumeBool() ? ops::Layout::kNHWC : ops::Layout::kNCHW;  // last: older seeds stay NCHW
   te_fuzz::Context() = "conv " + std::string(dbl ? "double" : "float") + " N " + std::to_string(c.N) +
                        (c.batched ? "" : " (unbatched)") + " C " + std::to_string(c.C) + " in " +
                        te_fuzz::VecStr(Vec(c.in + 3 - c.nd, c.in + 3)) + " kernel " + te_fuzz::VecStr(p.kernel) +
@@ -243,7 +267,7 @@ void FuzzConv(FuzzedDataProvider& f) {
                        std::to_string(p.workspace) + " algorithm '" + p.algorithm + "' row pads " +
                        std::to_string(c.pad_rows) + "," + std::to_string(c.pad_grad_rows) + " reqs " +
                        OpReqName(c.req_out) + "," + OpReqName(c.req_dx) + "," + OpReqName(c.req_dw) + "," +
-                       OpReqName(c.req_db);
+                       OpReqName(c.req_db) + " layout " + ops::LayoutName(p.layout);
   te_fuzz::Trace();
   if (dbl) RunConvTyped<double>(c);
   else RunConvTyped<float>(c);
