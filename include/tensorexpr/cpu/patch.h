@@ -22,10 +22,11 @@ namespace tensorexpr {
 namespace patch_cpu {
 
 // The first j >= 0 with lo <= x0 + j * step, for step > 0. (Step 1, the common case, skips the
-// division: these run once per output row, where a 64-bit division costs more than the copy.)
+// division: these run once per output row, where a 64-bit division costs more than the copy.) The
+// ceiling is written without adding the step, which may be near 2^63.
 inline index_t FirstAtLeast(index_t x0, index_t step, index_t lo) {
   if (x0 >= lo) return 0;
-  return step == 1 ? lo - x0 : (lo - x0 + step - 1) / step;
+  return step == 1 ? lo - x0 : (lo - x0 - 1) / step + 1;
 }
 // One past the last j with x0 + j * step < hi, for step > 0 (0 when none).
 inline index_t EndBelow(index_t x0, index_t step, index_t hi) {
