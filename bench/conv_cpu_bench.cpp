@@ -6,15 +6,18 @@
 // after ours at the same thread count, as a separate process, so the two never share the cores; its lines
 // are parsed and each row prints ours / peer as a time ratio (below 1: we are faster).
 // Timing: std::chrono::steady_clock around each call, after warm-up (which also sizes the workspace);
-// the median is reported. After timing, sampled outputs of the last forward and backward of every layer are
+// the median is reported (or, with --stat min, the fastest run: the statistic that load on a shared host
+// disturbs least, for comparing two builds). After timing, sampled outputs of the last forward and backward of every layer are
 // checked against a float64 direct convolution, so that a wrong result cannot pass as a fast one.
 //
 // Usage: conv_cpu_bench [--threads 16[,2...]] [--n 8] [--reps 10] [--warmup 2] [--workspace-mb 1024]
-//                       [--split] [--no-peer]
+//                       [--split] [--no-peer] [--layers 0,3] [--stat median|min]
 //   --threads  a thread count, or a comma list run one after the other (default: tensorexpr's default)
+//   --layers   time only these layers (indices into the list above); totals sum the layers timed
 //   --split    also time the data and the weight gradient apart (ours only; to see where backward goes)
 // Run from the repository root or from bench/ (or set TE_CPU_PEER_SCRIPT to the peer script).
-// The last line per thread count is machine-readable:
+// Machine-readable lines: one per layer timed, and the last one per thread count:
+//   conv_cpu_layer threads N layer I fwd_ms X bwd_ms Y
 //   conv_cpu_total threads N fwd_ms X bwd_ms Y peer_fwd_ms A peer_bwd_ms B    (peer -1 when not measured)
 #include <algorithm>
 #include <chrono>
@@ -87,8 +90,12 @@ void FillNaN(Tensor<cpu, dim, float> t) {
   std::fill(t.dptr_, t.dptr_ + t.shape_.Size(), std::numeric_limits<float>::quiet_NaN());
 }
 
-// Median milliseconds of `reps` runs of f, after `warmup` runs.
-double MedianMs(int warmup, int reps, const std::function<void()>& f) {
+// Whether a layer's time is the median of its runs or the fastest one.
+enum class Statistic { kMedian, kMin };
+Statistic g_statistic = Statistic::kMedian;
+
+// Milliseconds of `reps` runs of f, after `warmup` runs: their median, or their minimum (g_statistic).
+double TimedMs(int warmup, int reps, const std::function<void()>& f) {
   for (int w = 0; w < warmup; ++w) f();
   std::vector<double> times;
   for (int r = 0; r < reps; ++r) {
@@ -98,6 +105,7 @@ double MedianMs(int warmup, int reps, const std::function<void()>& f) {
     times.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
   }
   std::sort(times.begin(), times.end());
+  if (g_statistic == Statistic::kMin) return times.front();
   const size_t m = times.size() / 2;
   return times.size() % 2 ? times[m] : 0.5 * (times[m - 1] + times[m]);
 }
@@ -212,18 +220,18 @@ bool TimeLayer(const Layer& L, index_t n, double workspace_mb, int warmup, int r
   FillHash(x.view(), 1u), FillHash(w.view(), 2u), FillHash(dy.view(), 3u);
   FillNaN(y.view()), FillNaN(dx.view()), FillNaN(dw.view());
   if (split) {
-    t->bwd_data_ms = MedianMs(warmup, reps, [&] {
+    t->bwd_data_ms = TimedMs(warmup, reps, [&] {
       ops::ConvolutionBackward(p, dy.view(), x.view(), w.view(), kWriteTo, dx.view(), kNullOp, dw.view(), kNullOp,
                                b.view());
     });
-    t->bwd_weight_ms = MedianMs(warmup, reps, [&] {
+    t->bwd_weight_ms = TimedMs(warmup, reps, [&] {
       ops::ConvolutionBackward(p, dy.view(), x.view(), w.view(), kNullOp, dx.view(), kWriteTo, dw.view(), kNullOp,
                                b.view());
     });
     FillNaN(dx.view()), FillNaN(dw.view());
   }
-  t->fwd_ms = MedianMs(warmup, reps, [&] { ops::ConvolutionForward(p, x.view(), w.view(), b.view(), kWriteTo, y.view()); });
-  t->bwd_ms = MedianMs(warmup, reps, [&] {
+  t->fwd_ms = TimedMs(warmup, reps, [&] { ops::ConvolutionForward(p, x.view(), w.view(), b.view(), kWriteTo, y.view()); });
+  t->bwd_ms = TimedMs(warmup, reps, [&] {
     ops::ConvolutionBackward(p, dy.view(), x.view(), w.view(), kWriteTo, dx.view(), kWriteTo, dw.view(), kNullOp, b.view());
   });
   Checker check{L, n, yshape[2], x.dptr_, w.dptr_, y.dptr_, dy.dptr_, dx.dptr_, dw.dptr_};
@@ -237,16 +245,18 @@ bool TimeLayer(const Layer& L, index_t n, double workspace_mb, int warmup, int r
   return true;
 }
 
-// Runs the peer script at one thread count; returns its per-layer timings (by index) and total.
+// Runs the peer script at one thread count on the layers timed; returns its timings (by position in that
+// list) and total.
 struct PeerResult {
   std::map<int, Timing> layers;
   Timing total;
   bool ok = false;
 };
 // The layers as the peer's --layers takes them: C:H:K:R:stride:pad, comma-separated.
-std::string LayerSpec() {
+std::string LayerSpec(const std::vector<int>& layers) {
   std::string s;
-  for (const Layer& L : kLayers) {
+  for (const int i : layers) {
+    const Layer& L = kLayers[i];
     char buf[128];
     std::snprintf(buf, sizeof(buf), "%s%lld:%lld:%lld:%lld:%lld:%lld", s.empty() ? "" : ",", (long long)L.C,
                   (long long)L.H, (long long)L.K, (long long)L.R, (long long)L.stride, (long long)L.pad);
@@ -254,9 +264,10 @@ std::string LayerSpec() {
   }
   return s;
 }
-PeerResult RunPeer(const std::string& script, int threads, index_t n, int warmup, int reps) {
+PeerResult RunPeer(const std::string& script, const std::vector<int>& layers, int threads, index_t n, int warmup,
+                   int reps) {
   PeerResult r;
-  const std::string cmd = "python3 " + script + " --threads " + std::to_string(threads) + " --layers " + LayerSpec() +
+  const std::string cmd = "python3 " + script + " --threads " + std::to_string(threads) +  " --layers " + LayerSpec(layers) +
                           " --n " + std::to_string(n) + " --warmup " + std::to_string(warmup) + " --reps " +
                           std::to_string(reps) + " 2>&1";
   std::printf("peer: %s\n", cmd.c_str());
@@ -280,7 +291,7 @@ PeerResult RunPeer(const std::string& script, int threads, index_t n, int warmup
   }
   const int status = pclose(p);
   if (status != 0) std::printf("  (peer exited with status %d)\n", WIFEXITED(status) ? WEXITSTATUS(status) : status);
-  r.ok = r.layers.size() == kLayers.size() && r.total.fwd_ms > 0;  // a partial peer run is no comparison
+  r.ok = r.layers.size() == layers.size() && r.total.fwd_ms > 0;  // a partial peer run is no comparison
   return r;
 }
 
@@ -304,7 +315,8 @@ std::string Gflops(double gflop, double ms) {
 }
 
 // One full round at one thread count: ours, then the peer, then the table. Returns false on a failed check.
-bool RunAtThreads(int threads, index_t n, double workspace_mb, int warmup, int reps, bool split, bool do_peer) {
+bool RunAtThreads(int threads, const std::vector<int>& layers, index_t n, double workspace_mb, int warmup, int reps,
+                  bool split, bool do_peer) {
   SetNumThreads(threads);
   std::printf("\n=== %d threads ===\n", threads);
   std::vector<Timing> ours;
@@ -314,29 +326,29 @@ bool RunAtThreads(int threads, index_t n, double workspace_mb, int warmup, int r
   // threads, OpenBLAS's per-thread buffers and first-touch page faults, which belong to no layer.
   {
     Timing untimed;
-    TimeLayer(kLayers[0], n, workspace_mb, warmup, 1, split, &untimed);
+    TimeLayer(kLayers[layers.front()], n, workspace_mb, warmup, 1, split, &untimed);
   }
-  for (size_t i = 0; i < kLayers.size(); ++i) {
+  for (const int i : layers) {
     const Layer& L = kLayers[i];
     const ops::ConvCost cost = ops::InferConvCost(ParamFor(L, workspace_mb), {n, L.C, L.H, L.H}, 4);
     fwd_gflop.push_back(cost.forward_flops / 1e9);
     bwd_gflop.push_back((cost.backward_data_flops + cost.backward_weight_flops) / 1e9);
     Timing t;
-    std::printf("ours layer %zu  C %4lld H %3lld K %4lld R %lld s %lld p %lld\n", i, (long long)L.C, (long long)L.H,
+    std::printf("ours layer %d  C %4lld H %3lld K %4lld R %lld s %lld p %lld\n", i, (long long)L.C, (long long)L.H,
                 (long long)L.K, (long long)L.R, (long long)L.stride, (long long)L.pad);
     std::fflush(stdout);
     ok = TimeLayer(L, n, workspace_mb, warmup, reps, split, &t) && ok;
-    std::printf("  fwd %9.3f ms (%s GFLOP/s)  bwd %9.3f ms (%s GFLOP/s)", t.fwd_ms, Gflops(fwd_gflop[i], t.fwd_ms).c_str(),
-                t.bwd_ms, Gflops(bwd_gflop[i], t.bwd_ms).c_str());
+    std::printf("  fwd %9.3f ms (%s GFLOP/s)  bwd %9.3f ms (%s GFLOP/s)", t.fwd_ms, Gflops(fwd_gflop.back(), t.fwd_ms).c_str(),
+                t.bwd_ms, Gflops(bwd_gflop.back(), t.bwd_ms).c_str());
     if (split) std::printf("  [bwd data alone %.3f ms, weight alone %.3f ms]", t.bwd_data_ms, t.bwd_weight_ms);
-    std::printf("\n");
+    std::printf("\nconv_cpu_layer threads %d layer %d fwd_ms %.6f bwd_ms %.6f\n", threads, i, t.fwd_ms, t.bwd_ms);
     std::fflush(stdout);
     ours.push_back(t);
   }
   ops::ReleaseWorkspace<cpu>(nullptr);
 
   PeerResult peer;
-  if (do_peer) peer = RunPeer(FindFile("TE_CPU_PEER_SCRIPT", "conv_cpu_peer.py"), threads, n, warmup, reps);
+  if (do_peer) peer = RunPeer(FindFile("TE_CPU_PEER_SCRIPT", "conv_cpu_peer.py"), layers, threads, n, warmup, reps);
   if (!peer.ok) std::printf("peer not measured%s\n", do_peer ? " (see its output above)" : " (--no-peer)");
 
   std::printf("\n%d threads, N=%lld, fp32%-12s %9s %9s %6s %7s   %9s %9s %6s %7s\n", threads, (long long)n, "",
@@ -344,20 +356,21 @@ bool RunAtThreads(int threads, index_t n, double workspace_mb, int warmup, int r
   Timing sum;
   sum.fwd_ms = sum.bwd_ms = 0;
   double fwd_total = 0, bwd_total = 0;
-  for (size_t i = 0; i < kLayers.size(); ++i) {
+  for (size_t k = 0; k < layers.size(); ++k) {
+    const int i = layers[k];
     const Layer& L = kLayers[i];
     char name[64];
-    std::snprintf(name, sizeof(name), "%zu: %lld %lld %lld %lld %lld %lld", i, (long long)L.C, (long long)L.H,
+    std::snprintf(name, sizeof(name), "%d: %lld %lld %lld %lld %lld %lld", i, (long long)L.C, (long long)L.H,
                   (long long)L.K, (long long)L.R, (long long)L.stride, (long long)L.pad);
-    const Timing pt = peer.ok ? peer.layers[int(i)] : Timing();
-    std::printf("%-36s %s %s %s %s   %s %s %s %s\n", name, Ms(ours[i].fwd_ms).c_str(), Ms(pt.fwd_ms).c_str(),
-                Ratio(ours[i].fwd_ms, pt.fwd_ms).c_str(), Gflops(fwd_gflop[i], ours[i].fwd_ms).c_str(),
-                Ms(ours[i].bwd_ms).c_str(), Ms(pt.bwd_ms).c_str(), Ratio(ours[i].bwd_ms, pt.bwd_ms).c_str(),
-                Gflops(bwd_gflop[i], ours[i].bwd_ms).c_str());
-    sum.fwd_ms += ours[i].fwd_ms;
-    sum.bwd_ms += ours[i].bwd_ms;
-    fwd_total += fwd_gflop[i];
-    bwd_total += bwd_gflop[i];
+    const Timing pt = peer.ok ? peer.layers[int(k)] : Timing();
+    std::printf("%-36s %s %s %s %s   %s %s %s %s\n", name, Ms(ours[k].fwd_ms).c_str(), Ms(pt.fwd_ms).c_str(),
+                Ratio(ours[k].fwd_ms, pt.fwd_ms).c_str(), Gflops(fwd_gflop[k], ours[k].fwd_ms).c_str(),
+                Ms(ours[k].bwd_ms).c_str(), Ms(pt.bwd_ms).c_str(), Ratio(ours[k].bwd_ms, pt.bwd_ms).c_str(),
+                Gflops(bwd_gflop[k], ours[k].bwd_ms).c_str());
+    sum.fwd_ms += ours[k].fwd_ms;
+    sum.bwd_ms += ours[k].bwd_ms;
+    fwd_total += fwd_gflop[k];
+    bwd_total += bwd_gflop[k];
   }
   const Timing pt = peer.ok ? peer.total : Timing();
   std::printf("%-36s %s %s %s %s   %s %s %s %s\n", "total (sum of layers)", Ms(sum.fwd_ms).c_str(),
@@ -374,14 +387,18 @@ bool RunAtThreads(int threads, index_t n, double workspace_mb, int warmup, int r
   return ok;
 }
 
-std::vector<int> ParseThreads(const std::string& s) {
+// A comma list of integers in [lo, hi], for the option `flag`.
+std::vector<int> ParseList(const std::string& flag, const std::string& s, int lo, int hi) {
   std::vector<int> v;
   size_t pos = 0;
   while (pos <= s.size()) {
     const size_t comma = std::min(s.find(',', pos), s.size());
-    const int t = std::atoi(s.substr(pos, comma - pos).c_str());
-    TE_CHECK(t >= 1, "--threads ", s, " must be thread counts >= 1, separated by commas");
-    v.push_back(t);
+    const std::string item = s.substr(pos, comma - pos);
+    char* end = nullptr;
+    const long t = std::strtol(item.c_str(), &end, 10);
+    TE_CHECK(!item.empty() && *end == '\0' && t >= lo && t <= hi, flag, " ", s, ": each item must be an integer in [",
+             lo, ", ", hi, "], items separated by commas");
+    v.push_back(int(t));
     pos = comma + 1;
   }
   return v;
@@ -394,7 +411,7 @@ int main(int argc, char** argv) {
   int reps = 10, warmup = 2;
   double workspace_mb = 1024;
   bool split = false, do_peer = true;
-  std::string threads_arg = std::to_string(GetNumThreads());
+  std::string threads_arg = std::to_string(GetNumThreads()), layers_arg, stat_arg = "median";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) threads_arg = argv[++i];
@@ -404,10 +421,12 @@ int main(int argc, char** argv) {
     else if (a == "--workspace-mb" && i + 1 < argc) workspace_mb = std::atof(argv[++i]);
     else if (a == "--split") split = true;
     else if (a == "--no-peer") do_peer = false;
+    else if (a == "--layers" && i + 1 < argc) layers_arg = argv[++i];
+    else if (a == "--stat" && i + 1 < argc) stat_arg = argv[++i];
     else {
       std::fprintf(stderr,
                    "usage: %s [--threads 16[,2...]] [--n 8] [--reps 10] [--warmup 2] [--workspace-mb 1024] [--split] "
-                   "[--no-peer]\n",
+                   "[--no-peer] [--layers 0,3] [--stat median|min]\n",
                    argv[0]);
       return 2;
     }
@@ -415,10 +434,18 @@ int main(int argc, char** argv) {
   try {
     TE_CHECK(n >= 1 && reps >= 1 && warmup >= 1, "need --n, --reps and --warmup >= 1 (got ", n, ", ",
              reps, ", ", warmup, ")");
-    const std::vector<int> thread_counts = ParseThreads(threads_arg);
+    const std::vector<int> thread_counts = ParseList("--threads", threads_arg, 1, 1 << 16);
+    std::vector<int> layers;
+    if (layers_arg.empty()) {
+      for (size_t i = 0; i < kLayers.size(); ++i) layers.push_back(int(i));
+    } else {
+      layers = ParseList("--layers", layers_arg, 0, int(kLayers.size()) - 1);
+    }
+    TE_CHECK(stat_arg == "median" || stat_arg == "min", "--stat ", stat_arg, ": expected median or min");
+    g_statistic = stat_arg == "min" ? Statistic::kMin : Statistic::kMedian;
     std::printf("conv_cpu_bench: host CPU, N=%lld, fp32 NCHW, no bias, workspace cap %.0f MB, %d warm-up + %d reps "
-                "(median), threads %s\n",
-                static_cast<long long>(n), workspace_mb, warmup, reps, threads_arg.c_str());
+                "(%s), threads %s\n",
+                static_cast<long long>(n), workspace_mb, warmup, reps, stat_arg.c_str(), threads_arg.c_str());
     // How the BLAS threads (its own pool or OpenMP's) and idle OpenMP threads (spinning or sleeping) behave
     // decides how well im2col's OpenMP loops and the BLAS calls share the cores: say which ones ran.
     const int blas_parallel = openblas_get_parallel();
@@ -427,7 +454,7 @@ int main(int argc, char** argv) {
                 blas_parallel == 0 ? "none" : blas_parallel == 1 ? "pthreads" : "OpenMP",
                 wait_policy ? wait_policy : "(unset)");
     bool ok = true;
-    for (int t : thread_counts) ok = RunAtThreads(t, n, workspace_mb, warmup, reps, split, do_peer) && ok;
+    for (int t : thread_counts) ok = RunAtThreads(t, layers, n, workspace_mb, warmup, reps, split, do_peer) && ok;
     if (!ok) {
       std::fprintf(stderr, "conv_cpu_bench: results did not match the float64 reference\n");
       return 1;
