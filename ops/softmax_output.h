@@ -16,14 +16,18 @@ namespace ops {
 
 namespace detail {
 
-// A label value as a class index (whole numbers only; the CPU checks that beforehand).
+constexpr const char* kSoftmaxOutput = "SoftmaxOutput";
+
+// A label value as a class index, or -1 when it is not a whole number in [0, classes). Where the value was
+// not checked beforehand (the GPU), a bad one is recorded in `fault` (fault.h) for the stream's Wait().
 template <typename LType>
-TE_XINLINE index_t LabelIndex(LType v) {
-  if constexpr (std::is_integral<LType>::value) {
-    return static_cast<index_t>(v);
-  } else {
-    return static_cast<index_t>(static_cast<compute_t<LType>>(v));
-  }
+TE_XINLINE index_t LabelIndex(LType v, index_t classes, KernelFault* fault, index_t row) {
+  const double d = static_cast<double>(static_cast<compute_t<LType>>(v));
+  const bool whole = std::is_integral<LType>::value || d == floor(d);
+  if (whole && d >= 0 && d < static_cast<double>(classes)) return static_cast<index_t>(d);
+  if (fault != nullptr) fault->Record(FaultKind::kLabelOutOfRange, kSoftmaxOutput, row, d,
+                                      std::is_integral<LType>::value, classes);
+  return -1;
 }
 
 // pick(data, label): 1-D (N), element i = data[i, label[i]]; NaN when the label is out of [0, K).
@@ -37,7 +41,8 @@ struct PickExp : public expr::Exp<PickExp<EData, ELabel>, typename EData::value_
   using device_type = typename expr::common_device<typename EData::device_type, typename ELabel::device_type>::type;
   EData data_;
   ELabel label_;
-  PickExp(const EData& data, const ELabel& label) : data_(data), label_(label) {
+  KernelFault* fault_;
+  PickExp(const EData& data, const ELabel& label, KernelFault* fault) : data_(data), label_(label), fault_(fault) {
     TE_CHECK(data_.shape()[0] == label_.shape()[0], "pick: data shape ", data_.shape(), " and label shape ",
              label_.shape(), " disagree on N");
   }
@@ -46,16 +51,17 @@ struct PickExp : public expr::Exp<PickExp<EData, ELabel>, typename EData::value_
     typename EData::Plan data_;
     typename ELabel::Plan label_;
     index_t classes_;
+    KernelFault* fault_;
     TE_XINLINE DType Eval(index_t, index_t x) const {  // a 1-D expression is one row: x is the sample
-      const index_t c = LabelIndex(label_.Eval(0, x));
-      if (c < 0 || c >= classes_) return static_cast<DType>(std::numeric_limits<compute_t<DType>>::quiet_NaN());
+      const index_t c = LabelIndex(label_.Eval(0, x), classes_, fault_, x);
+      if (c < 0) return static_cast<DType>(std::numeric_limits<compute_t<DType>>::quiet_NaN());
       return data_.Eval(x, c);
     }
   };
-  Plan plan() const { return Plan{data_.plan(), label_.plan(), data_.shape()[1]}; }
+  Plan plan() const { return Plan{data_.plan(), label_.plan(), data_.shape()[1], fault_}; }
 };
 
-// onehot<DType>(label, K): (N, K), 1 where the column is the row's label, else 0.
+// onehot<DType>(label, K): (N, K), 1 where the column is the row's label, else 0 (a row of 0 for a bad label).
 template <typename DType, typename ELabel>
 struct OneHotExp : public expr::Exp<OneHotExp<DType, ELabel>, DType, expr::type::kChainer> {
   static_assert(ELabel::kDim == 1, "onehot(label, K): label is (N)");
@@ -64,15 +70,20 @@ struct OneHotExp : public expr::Exp<OneHotExp<DType, ELabel>, DType, expr::type:
   using device_type = typename ELabel::device_type;
   ELabel label_;
   index_t classes_;
-  OneHotExp(const ELabel& label, index_t classes) : label_(label), classes_(classes) {}
+  KernelFault* fault_;
+  OneHotExp(const ELabel& label, index_t classes, KernelFault* fault)
+      : label_(label), classes_(classes), fault_(fault) {}
   Shape<2> shape() const { return Shape2(label_.shape()[0], classes_); }
   struct Plan {
     typename ELabel::Plan label_;
+    index_t classes_;
+    KernelFault* fault_;
     TE_XINLINE DType Eval(index_t y, index_t x) const {
-      return LabelIndex(label_.Eval(0, y)) == x ? DType(1) : DType(0);
+      // Every column reads the label; the first column alone reports a bad one.
+      return LabelIndex(label_.Eval(0, y), classes_, x == 0 ? fault_ : nullptr, y) == x ? DType(1) : DType(0);
     }
   };
-  Plan plan() const { return Plan{label_.plan()}; }
+  Plan plan() const { return Plan{label_.plan(), classes_, fault_}; }
 };
 
 template <typename Device, typename LType>
@@ -83,22 +94,24 @@ inline void CheckSoftmaxShapes(const char* what, const Shape<2>& data, const Ten
            " does not match data shape ", data, " (one label per row)");
 }
 
-// On the CPU every label is checked before use: a whole number in [0, K).
-template <typename Device, typename LType>
-inline void CheckLabels(const Tensor<Device, 1, LType>& label, index_t classes) {
-  if constexpr (std::is_same<Device, cpu>::value) {
-    for (index_t i = 0; i < label.shape_[0]; ++i) {
-      const double v = static_cast<double>(static_cast<compute_t<LType>>(label.dptr_[i]));
-      if (v == std::floor(v) && v >= 0 && v < static_cast<double>(classes)) continue;
-      // An integer label is printed as the integer (a double prints INT_MIN as -2.14748e+09).
-      if constexpr (std::is_integral<LType>::value)
-        Fail("SoftmaxOutput: label[", i, "] = ", static_cast<long long>(label.dptr_[i]),
-             " is not a class index in [0, ", classes, ")");
-      else
-        Fail("SoftmaxOutput: label[", i, "] = ", v, " is not a class index in [0, ", classes, ")");
-    }
+// On the CPU every label is checked before use, so a bad one changes nothing: a whole number in [0, K).
+// A device whose memory the host cannot read checks in the kernels instead (the fault record of PickExp
+// and OneHotExp), and the stream's next Wait() throws.
+template <typename LType>
+inline void CheckLabels(Stream<cpu>*, const Tensor<cpu, 1, LType>& label, index_t classes) {
+  for (index_t i = 0; i < label.shape_[0]; ++i) {
+    const double v = static_cast<double>(static_cast<compute_t<LType>>(label.dptr_[i]));
+    if (v == std::floor(v) && v >= 0 && v < static_cast<double>(classes)) continue;
+    // An integer label is printed as the integer (a double prints INT_MIN as -2.14748e+09).
+    if constexpr (std::is_integral<LType>::value)
+      Fail(kSoftmaxOutput, ": label[", i, "] = ", static_cast<long long>(label.dptr_[i]),
+           " is not a class index in [0, ", classes, ")");
+    else
+      Fail(kSoftmaxOutput, ": label[", i, "] = ", v, " is not a class index in [0, ", classes, ")");
   }
 }
+template <typename Device, typename LType>
+inline void CheckLabels(Stream<Device>*, const Tensor<Device, 1, LType>&, index_t) {}
 
 inline void CheckSoftmaxReq(const char* what, OpReqType req, bool allow_add) {
   TE_CHECK(req == kNullOp || req == kWriteTo || req == kWriteInplace || (allow_add && req == kAddTo),
@@ -123,7 +136,7 @@ void SoftmaxOutputForward(const SoftmaxOutputParam& /*p: grad_scale acts in the 
   if (req_loss != kNullOp)
     TE_CHECK(loss.shape_[0] == 1, "SoftmaxOutput forward: loss shape ", loss.shape_, " must be (1)");
   const index_t N = data.shape_[0], K = data.shape_[1];
-  detail::CheckLabels(label, K);
+  detail::CheckLabels(label.stream_, label, K);
   Stream<Device>* s = prob.stream_;
   // Workspace: the row maxima (N, 1), the row sums (N, 1), data[i, label[i]] (N), the total (1).
   Tensor<Device, 1, DType> ws = get_space_typed<Device, 1, DType>(Shape1(3 * N + 1), s);
@@ -133,7 +146,7 @@ void SoftmaxOutputForward(const SoftmaxOutputParam& /*p: grad_scale acts in the 
   Tensor<Device, 2, DType> pr = prob;
   if (N > 0) {
     row_max = expr::reduce_with_axis<red::maximum, true>(data, 1);
-    if (req_loss != kNullOp) nll = detail::PickExp<Tensor<Device, 2, DType>, Tensor<Device, 1, LType>>(data, label);
+    if (req_loss != kNullOp) nll = detail::PickExp<Tensor<Device, 2, DType>, Tensor<Device, 1, LType>>(data, label, FaultRecord(s));
     // Read before prob is written: prob may alias data.
     pr = expr::F<op::exp>(data - expr::broadcast_keepdim(row_max, 1, K));
     row_sum = expr::reduce_with_axis<red::sum, true>(pr, 1);
@@ -160,10 +173,10 @@ void SoftmaxOutputBackward(const SoftmaxOutputParam& p, const Tensor<Device, 2, 
            " does not match prob shape ", prob.shape_);
   if (req == kNullOp) return;
   const index_t N = prob.shape_[0], K = prob.shape_[1];
-  detail::CheckLabels(label, K);
+  detail::CheckLabels(label.stream_, label, K);
   if (N == 0) return;
   const DType scale(p.grad_scale / static_cast<double>(N));
-  Assign(data_grad, req, (prob - detail::OneHotExp<DType, Tensor<Device, 1, LType>>(label, K)) * scale);
+  Assign(data_grad, req, (prob - detail::OneHotExp<DType, Tensor<Device, 1, LType>>(label, K, FaultRecord(data_grad.stream_))) * scale);
 }
 
 template <typename Device, typename DType, typename LType>
@@ -178,12 +191,12 @@ void SoftmaxOutputBackward(const SoftmaxOutputParam& p, const Tensor<Device, 2, 
            " must be (1)");
   if (req == kNullOp) return;
   const index_t N = prob.shape_[0], K = prob.shape_[1];
-  detail::CheckLabels(label, K);
+  detail::CheckLabels(label.stream_, label, K);
   if (N == 0) return;
   const DType scale(p.grad_scale / static_cast<double>(N));
   const Tensor<Device, 2, DType> g11(loss_grad.dptr_, Shape2(1, 1), loss_grad.stream_);
   Assign(data_grad, req,
-         (prob - detail::OneHotExp<DType, Tensor<Device, 1, LType>>(label, K)) * scale *
+         (prob - detail::OneHotExp<DType, Tensor<Device, 1, LType>>(label, K, FaultRecord(data_grad.stream_))) * scale *
              expr::broadcast_keepdim(expr::broadcast_keepdim(g11, 0, N), 1, K));
 }
 

@@ -497,19 +497,33 @@ TE_DEVICE_TEST_CASE("SoftmaxOutput names bad shapes, labels and reqs", "[ops_nn]
                {"prob", "(3,5)", "(3,4)"});
   RequireError([&] { ops::SoftmaxOutputForward(p, x.view(), lab.view(), kAddTo, prob.view(), kWriteTo, loss.view()); },
                {"kAddTo"});
-  if constexpr (std::is_same<Device, cpu>::value) {
-    // Labels are checked on the host only.
-    lab_h.dptr_[1] = 4;
-    auto lab4 = Dev<Device>(lab_h.view(), stream);
-    RequireError([&] { ops::SoftmaxOutputForward(p, x.view(), lab4.view(), kWriteTo, prob.view(), kWriteTo, loss.view()); },
-                 {"label[1] = 4", "[0, 4)"});
-    lab_h.dptr_[1] = 1.5f;
-    auto lab15 = Dev<Device>(lab_h.view(), stream);
-    RequireError([&] { ops::SoftmaxOutputBackward(p, prob.view(), lab15.view(), kWriteTo, prob.view()); },
-                 {"label[1] = 1.5"});
-  }
+  // A bad label is an Error on both devices: the CPU checks before it writes anything; the GPU's kernels
+  // record it and the stream's next Wait() throws it, once.
+  auto fails_by_wait = [&](const std::function<void()>& run, std::vector<std::string> parts) {
+    RequireError([&] { run(), WaitStream(stream); }, parts);
+    WaitStream(stream);  // reported once: nothing left to throw
+  };
+  lab_h.dptr_[1] = 4;
+  auto lab4 = Dev<Device>(lab_h.view(), stream);
+  fails_by_wait([&] { ops::SoftmaxOutputForward(p, x.view(), lab4.view(), kWriteTo, prob.view(), kWriteTo, loss.view()); },
+                {"SoftmaxOutput: label[1] = 4", "[0, 4)"});
+  lab_h.dptr_[1] = 1.5f;
+  auto lab15 = Dev<Device>(lab_h.view(), stream);
+  fails_by_wait([&] { ops::SoftmaxOutputBackward(p, prob.view(), lab15.view(), kWriteTo, prob.view()); },
+                {"label[1] = 1.5"});
+  TensorContainer<cpu, 1, int32_t> ilab_h(Shape1(3), 0);
+  ilab_h.dptr_[2] = std::numeric_limits<int32_t>::min();
+  auto ilab = Dev<Device>(ilab_h.view(), stream);
+  TensorContainer<Device, 1, float> loss_grad(Shape1(1), 1.f);
+  loss_grad.set_stream(stream);
+  fails_by_wait([&] { ops::SoftmaxOutputBackward(p, prob.view(), ilab.view(), loss_grad.view(), kAddTo, prob.view()); },
+                {"label[2] = -2147483648", "[0, 4)"});
+  // With good labels again, the same stream runs and waits cleanly.
+  lab_h.dptr_[1] = 3;
+  auto lab_ok = Dev<Device>(lab_h.view(), stream);
+  ops::SoftmaxOutputForward(p, x.view(), lab_ok.view(), kWriteTo, prob.view(), kWriteTo, loss.view());
+  WaitStream(stream);
 }
-
 
 // ---- Pooling ------------------------------------------------------------------------------------------
 using ops::PoolType;

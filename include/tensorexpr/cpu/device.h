@@ -4,6 +4,7 @@
 #pragma once
 #include <fstream>
 #include <string>
+#include "../fault.h"
 #include "../stream.h"
 #include "threads.h"
 
@@ -39,5 +40,7 @@ class StreamThreadScope {
 };
 inline bool UsesTF32(Stream<cpu>*) { return false; }
 inline void WaitStream(Stream<cpu>*) {}
+// The CPU checks operator inputs before the work starts: its kernels have no fault record (fault.h).
+inline KernelFault* FaultRecord(Stream<cpu>*) { return nullptr; }
 
 }  // namespace tensorexpr

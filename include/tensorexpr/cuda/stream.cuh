@@ -4,7 +4,9 @@
 #pragma once
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <new>
 #include <string>
+#include "../fault.h"
 #include "../stream.h"
 #include "check.cuh"
 #include "device.cuh"
@@ -49,6 +51,7 @@ struct Stream<gpu> {
   ~Stream() {
     workspace_.Release();  // stream-ordered: before the stream goes
     if (blas_ != nullptr) cublasDestroy(blas_);
+    if (fault_ != nullptr && cudaFreeHost(fault_) != cudaSuccess) cudaGetLastError();
     if (owns_) cudaStreamDestroy(stream_);
   }
   Stream(const Stream&) = delete;
@@ -83,7 +86,23 @@ struct Stream<gpu> {
     }
   }
 
-  void Wait() { TE_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+  // Waits for the queued work; then a check that failed inside one of its kernels is thrown as an Error
+  // (once: the record is cleared).
+  void Wait() {
+    TE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    ThrowRecordedFault();
+  }
+  // Where kernels on this stream record a failed check (fault.h): host memory mapped into the device's
+  // address space, allocated on first use, read by Wait().
+  KernelFault* fault_record() {
+    if (fault_ == nullptr) {
+      void* p = nullptr;
+      TE_CUDA_CHECK(cudaHostAlloc(&p, sizeof(KernelFault), cudaHostAllocMapped));
+      fault_ = new (p) KernelFault();
+      TE_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&fault_device_), p, 0));
+    }
+    return fault_device_;
+  }
   bool CheckIdle() {
     cudaError_t e = cudaStreamQuery(stream_);
     if (e == cudaSuccess) return true;
@@ -96,6 +115,12 @@ struct Stream<gpu> {
   }
 
  private:
+  void ThrowRecordedFault() {
+    if (fault_ == nullptr || fault_->kind == 0) return;
+    const std::string message = Describe(*fault_, "GPU");
+    *fault_ = KernelFault();
+    Fail(message);
+  }
   void ApplyMathMode() {
     // Reductions inside a gemm (split-K) keep the fp32 compute type even when the output is half/bf16;
     // cuBLAS would otherwise sum partial products in the output type.
@@ -108,6 +133,8 @@ struct Stream<gpu> {
   int dev_id_ = -1;
   cublasHandle_t blas_ = nullptr;
   bool tf32_ = false;
+  KernelFault* fault_ = nullptr;         // the record, as the host reads it
+  KernelFault* fault_device_ = nullptr;  // the same record, as kernels write it
   Workspace<gpu> workspace_;
 };
 
@@ -128,10 +155,12 @@ inline Stream<gpu>* StreamOrDefault(Stream<gpu>* s) { return s == nullptr ? Defa
 
 // What device-neutral code may ask of the GPU through a stream (the twins of cpu/device.h's): the
 // current device's name, threads per run (the GPU's own parallelism is not budgeted: 1), whether float
-// gemms on this stream may use TF32, and waiting until the stream's work is done.
+// gemms on this stream may use TF32, where its kernels record a failed check, and waiting until the
+// stream's work is done (which reports such a failure).
 inline const std::string& DeviceName(Stream<gpu>*) { return cuda::CurrentDeviceInfo().name; }
 inline int ThreadBudget(Stream<gpu>*) { return 1; }
 inline bool UsesTF32(Stream<gpu>* s) { return StreamOrDefault(s)->tf32(); }
-inline void WaitStream(Stream<gpu>* s) { TE_CUDA_CHECK(cudaStreamSynchronize(Stream<gpu>::GetStream(s))); }
+inline KernelFault* FaultRecord(Stream<gpu>* s) { return StreamOrDefault(s)->fault_record(); }
+inline void WaitStream(Stream<gpu>* s) { StreamOrDefault(s)->Wait(); }
 
 }  // namespace tensorexpr
