@@ -4,7 +4,9 @@
 // strided operands and destinations, odd and empty sizes, every dtype, thread counts and shape errors.
 #include "test_util.h"
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -316,6 +318,82 @@ TE_DEVICE_TEST_CASE("F<op> on int32 for the functors that make sense on integers
   binary(op::maximum(), -20, 20, [](double x, double y) { return std::max(x, y); });
   binary(op::minimum(), -20, 20, [](double x, double y) { return std::min(x, y); });
   binary(op::clip(), 1, 10, [](double x, double b) { return std::min(std::max(x, -b), b); });
+}
+
+// The edges of the integer types, where arithmetic through double (or C++'s signed overflow) goes wrong:
+// +, -, *, negation and abs wrap modulo 2^bits; comparisons are exact beyond 2^53; functions evaluated in
+// double saturate into the type (NaN gives 0). Checked against values computed here in unsigned arithmetic.
+TE_DEVICE_TEST_CASE("integer maps wrap, compare exactly at 64 bits and saturate", "[map][hostile]") {
+  constexpr int64_t kMax64 = std::numeric_limits<int64_t>::max(), kMin64 = std::numeric_limits<int64_t>::min();
+  constexpr int64_t k2p53 = int64_t(1) << 53;
+  const std::vector<int64_t> av = {kMax64, kMin64, k2p53 + 1, -(k2p53 + 1), kMax64, 3};
+  const std::vector<int64_t> bv = {1, -1, k2p53, -k2p53, kMax64, -7};
+  TensorContainer<cpu, 1, int64_t> ah(Shape1(6)), bh(Shape1(6));
+  for (index_t i = 0; i < 6; ++i) ah[i] = av[i], bh[i] = bv[i];
+  auto a = te_test::ToDevice<Device>(ah.view(), stream), b = te_test::ToDevice<Device>(bh.view(), stream);
+  TensorContainer<Device, 1, int64_t> out(Shape1(6));
+  out.set_stream(stream);
+  auto wrap = [](uint64_t v) { return static_cast<int64_t>(v); };
+  auto check = [&](const char* what, auto ref) {
+    auto got = te_test::ToHost(out.view());
+    for (index_t i = 0; i < 6; ++i) {
+      INFO(what << " at " << i << ": a " << av[i] << ", b " << bv[i]);
+      CHECK(got[i] == ref(av[i], bv[i]));
+    }
+  };
+  out = a.view() + b.view();
+  check("a + b", [&](int64_t x, int64_t y) { return wrap(uint64_t(x) + uint64_t(y)); });
+  out = a.view() - b.view();
+  check("a - b", [&](int64_t x, int64_t y) { return wrap(uint64_t(x) - uint64_t(y)); });
+  out = a.view() * b.view();
+  check("a * b", [&](int64_t x, int64_t y) { return wrap(uint64_t(x) * uint64_t(y)); });
+  out = -a.view();
+  check("-a", [&](int64_t x, int64_t) { return wrap(0 - uint64_t(x)); });
+  out = F<op::abs>(a.view());
+  check("abs(a)", [&](int64_t x, int64_t) { return x < 0 ? wrap(0 - uint64_t(x)) : x; });
+  out = F<op::maximum>(a.view(), b.view());
+  check("maximum(a, b)", [](int64_t x, int64_t y) { return std::max(x, y); });
+  out = F<op::minimum>(a.view(), b.view());
+  check("minimum(a, b)", [](int64_t x, int64_t y) { return std::min(x, y); });
+  out = F<op::square>(b.view());
+  check("square(b)", [&](int64_t, int64_t y) { return wrap(uint64_t(y) * uint64_t(y)); });
+
+  // Through double: exp overflows to +inf (saturates to the highest value), log of a negative is NaN (0).
+  TensorContainer<cpu, 1, int32_t> ch(Shape1(4));
+  ch[0] = 100, ch[1] = -5, ch[2] = 0, ch[3] = 2;
+  auto c = te_test::ToDevice<Device>(ch.view(), stream);
+  TensorContainer<Device, 1, int32_t> r(Shape1(4));
+  r.set_stream(stream);
+  r = F<op::exp>(c.view());
+  auto e = te_test::ToHost(r.view());
+  CHECK(e[0] == std::numeric_limits<int32_t>::max());
+  CHECK(e[1] == 0);  // exp(-5) = 0.0067, truncated
+  CHECK(e[2] == 1);
+  CHECK(e[3] == 7);  // exp(2) = 7.39
+  r = F<op::log>(c.view());
+  auto l = te_test::ToHost(r.view());
+  CHECK(l[1] == 0);                                      // NaN
+  CHECK(l[2] == std::numeric_limits<int32_t>::lowest());  // -inf
+  r = F<op::power>(c.view(), scalar<int32_t>(20));
+  auto pw = te_test::ToHost(r.view());
+  CHECK(pw[0] == std::numeric_limits<int32_t>::max());
+  CHECK(pw[3] == 1 << 20);
+
+  // uint16 products are computed in unsigned int, never in int (65535 * 65535 overflows int).
+  TensorContainer<cpu, 1, uint16_t> uh(Shape1(1), 65535);
+  auto u = te_test::ToDevice<Device>(uh.view(), stream);
+  TensorContainer<Device, 1, uint16_t> uo(Shape1(1));
+  uo.set_stream(stream);
+  uo = u.view() * u.view();
+  CHECK(te_test::ToHost(uo.view())[0] == 1);  // 65535^2 = 2^32 - 2^17 + 1: 1 modulo 2^16
+
+  // Integer sums accumulate in int64 and wrap there.
+  TensorContainer<Device, 1, int64_t> s1(Shape1(1));
+  s1.set_stream(stream);
+  TensorContainer<cpu, 1, int64_t> mh(Shape1(3), kMax64);
+  auto m = te_test::ToDevice<Device>(mh.view(), stream);
+  s1 = sumall_except_dim<0>(reshape(m.view(), Shape2(1, 3)));
+  CHECK(te_test::ToHost(s1.view())[0] == wrap(3 * uint64_t(kMax64)));
 }
 
 TE_DEVICE_TEST_CASE("F<op> with a scalar on either side", "[map]") {

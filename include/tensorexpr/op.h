@@ -1,12 +1,14 @@
 // op.h — built-in elementwise functors for F<OP>(a) and F<OP>(a, b).
 // A functor is a struct with `static DType Map(DType a)` or `Map(DType a, DType b)`, marked TE_XINLINE
-// so that it runs on host and device. Math happens in compute_t<DType> (float for half/bf16).
+// so that it runs on host and device. Math happens in compute_t<DType> (float for half/bf16); integers have
+// rules of their own (below).
 #pragma once
 #include <math.h>
 #include <cmath>
 #include <type_traits>
 #include "base.h"
 #include "dtype.h"
+#include "integer.h"
 
 namespace tensorexpr {
 // Float and double overloads of the math the functors need, callable on host and device.
@@ -22,52 +24,66 @@ TE_MATH1(tanh)
 #undef TE_MATH1
 TE_XINLINE float pow(float a, float b) { return ::powf(a, b); }
 TE_XINLINE double pow(double a, double b) { return ::pow(a, b); }
-
-// Integer division defined for every pair of values, in the integer type itself: a / 0 is 0 and
-// INT_MIN / -1 wraps to INT_MIN, where C++ leaves both undefined (SIGFPE on x86). A loop cannot throw on
-// the GPU nor stop cheaply on the CPU, so a zero element of a divisor tensor gets this defined result; a
-// zero scalar divisor is an Error before any loop runs (CheckIntegerDivisor in expr/map.h).
-template <typename T>
-TE_XINLINE T IntDiv(T a, T b) {
-  static_assert(std::is_integral<T>::value, "IntDiv is for integer types");
-  if (b == T(0)) return T(0);
-  if constexpr (std::is_signed<T>::value) {
-    using U = std::make_unsigned_t<T>;
-    if (b == T(-1)) return static_cast<T>(U(0) - static_cast<U>(a));  // -a, modulo 2^bits
-  }
-  return static_cast<T>(a / b);
-}
 }  // namespace math
 
 namespace op {
 
-#define TE_UNARY_OP(NAME, EXPR)                                  \
+// Integer elements: +, -, * and negation wrap around modulo 2^bits (integer.h); comparisons, abs, clip and
+// the like run in the integer type itself, exact at 64 bits; the rest (exp, sigmoid, power, ...) runs in
+// double and converts back saturating: NaN is 0, values beyond the type's range are its lowest / highest.
+// Floating types compute in compute_t<DType> (float for half / bf16) and convert back as C++ does.
+//
+// NAME's Map for every element type: EXPR in compute_t<DType> for floating types. For integers, either
+// INT_EXPR in the integer type itself (TE_*_OP_INT, C is DType there; TE_*_OP_EXACT when that is EXPR), or
+// EXPR in double converted back by math::SaturatingCast (TE_*_OP).
+#define TE_UNARY_OP_(NAME, EXPR, INT_C, INT_EXPR)               \
   struct NAME {                                                  \
     static const char* name() { return #NAME; }                  \
     template <typename DType>                                    \
     TE_XINLINE static DType Map(DType a_) {                      \
-      using C = compute_t<DType>;                                \
-      const C a = static_cast<C>(a_);                            \
-      return static_cast<DType>(EXPR);                           \
+      if constexpr (std::is_integral<DType>::value) {            \
+        using C = INT_C;                                         \
+        const C a = static_cast<C>(a_);                          \
+        return INT_EXPR;                                         \
+      } else {                                                   \
+        using C = compute_t<DType>;                              \
+        const C a = static_cast<C>(a_);                          \
+        return static_cast<DType>(EXPR);                         \
+      }                                                          \
     }                                                            \
   };
-#define TE_BINARY_OP(NAME, EXPR)                                 \
+#define TE_BINARY_OP_(NAME, EXPR, INT_C, INT_EXPR)               \
   struct NAME {                                                  \
     static const char* name() { return #NAME; }                  \
     template <typename DType>                                    \
     TE_XINLINE static DType Map(DType a_, DType b_) {            \
-      using C = compute_t<DType>;                                \
-      const C a = static_cast<C>(a_), b = static_cast<C>(b_);    \
-      (void)a;                                                   \
-      (void)b;                                                   \
-      return static_cast<DType>(EXPR);                           \
+      if constexpr (std::is_integral<DType>::value) {            \
+        using C = INT_C;                                         \
+        const C a = static_cast<C>(a_), b = static_cast<C>(b_);  \
+        (void)a;                                                 \
+        (void)b;                                                 \
+        return INT_EXPR;                                         \
+      } else {                                                   \
+        using C = compute_t<DType>;                              \
+        const C a = static_cast<C>(a_), b = static_cast<C>(b_);  \
+        (void)a;                                                 \
+        (void)b;                                                 \
+        return static_cast<DType>(EXPR);                         \
+      }                                                          \
     }                                                            \
   };
+#define TE_UNARY_OP(NAME, EXPR) TE_UNARY_OP_(NAME, EXPR, double, math::SaturatingCast<DType>(EXPR))
+#define TE_BINARY_OP(NAME, EXPR) TE_BINARY_OP_(NAME, EXPR, double, math::SaturatingCast<DType>(EXPR))
+#define TE_UNARY_OP_INT(NAME, EXPR, INT_EXPR) TE_UNARY_OP_(NAME, EXPR, DType, INT_EXPR)
+#define TE_BINARY_OP_INT(NAME, EXPR, INT_EXPR) TE_BINARY_OP_(NAME, EXPR, DType, INT_EXPR)
+// EXPR itself in the integer type: for expressions that cannot overflow (comparisons, selections).
+#define TE_UNARY_OP_EXACT(NAME, EXPR) TE_UNARY_OP_INT(NAME, EXPR, static_cast<DType>(EXPR))
+#define TE_BINARY_OP_EXACT(NAME, EXPR) TE_BINARY_OP_INT(NAME, EXPR, static_cast<DType>(EXPR))
 
-TE_UNARY_OP(identity, a)
-TE_UNARY_OP(negation, -a)
-TE_UNARY_OP(relu, a > C(0) ? a : C(0))
-TE_UNARY_OP(relu_grad, a > C(0) ? C(1) : C(0))           // derivative, given the input (or output)
+TE_UNARY_OP_EXACT(identity, a)
+TE_UNARY_OP_INT(negation, -a, math::WrapNeg(a))
+TE_UNARY_OP_EXACT(relu, a > C(0) ? a : C(0))
+TE_UNARY_OP_EXACT(relu_grad, a > C(0) ? C(1) : C(0))   // derivative, given the input (or output)
 TE_UNARY_OP(sigmoid, C(1) / (C(1) + math::exp(-a)))
 TE_UNARY_OP(sigmoid_grad, a * (C(1) - a))                // derivative, given the sigmoid output
 TE_UNARY_OP(tanh, math::tanh(a))
@@ -78,35 +94,30 @@ TE_UNARY_OP(exp, math::exp(a))
 TE_UNARY_OP(log, math::log(a))
 TE_UNARY_OP(sqrt, math::sqrt(a))
 TE_UNARY_OP(rsqrt, C(1) / math::sqrt(a))
-TE_UNARY_OP(square, a * a)
-TE_UNARY_OP(abs, a < C(0) ? -a : a)
-TE_UNARY_OP(sign, a > C(0) ? C(1) : (a < C(0) ? C(-1) : C(0)))
+TE_UNARY_OP_INT(square, a * a, math::WrapMul(a, a))
+TE_UNARY_OP_INT(abs, a < C(0) ? -a : a, a < C(0) ? math::WrapNeg(a) : a)
+TE_UNARY_OP_EXACT(sign, a > C(0) ? C(1) : (a < C(0) ? static_cast<C>(-1) : C(0)))
 
-TE_BINARY_OP(plus, a + b)
-TE_BINARY_OP(minus, a - b)
-TE_BINARY_OP(mul, a * b)
-// Integers divide in their own type through math::IntDiv (compute_t is double for int32 / int64: the
-// quotient of int64 values beyond 2^53 would round, and a / 0 would cast an infinity back to an integer);
-// floating types as IEEE says.
-struct div {
-  static const char* name() { return "div"; }
-  template <typename DType>
-  TE_XINLINE static DType Map(DType a, DType b) {
-    if constexpr (std::is_integral<DType>::value) {
-      return math::IntDiv(a, b);
-    } else {
-      using C = compute_t<DType>;
-      return static_cast<DType>(static_cast<C>(a) / static_cast<C>(b));
-    }
-  }
-};
-TE_BINARY_OP(right, b)
+TE_BINARY_OP_INT(plus, a + b, math::WrapAdd(a, b))
+TE_BINARY_OP_INT(minus, a - b, math::WrapSub(a, b))
+TE_BINARY_OP_INT(mul, a * b, math::WrapMul(a, b))
+// Integers divide in their own type through math::IntDiv (a / 0 is 0, INT_MIN / -1 wraps); floating types
+// as IEEE says.
+TE_BINARY_OP_INT(div, a / b, math::IntDiv(a, b))
+TE_BINARY_OP_EXACT(right, b)
 // NaN propagates, as in red::maximum / red::minimum: a NaN operand is the result (a != a only for NaN).
-TE_BINARY_OP(maximum, (a > b || a != a) ? a : b)
-TE_BINARY_OP(minimum, (a < b || a != a) ? a : b)
+TE_BINARY_OP_EXACT(maximum, (a > b || a != a) ? a : b)
+TE_BINARY_OP_EXACT(minimum, (a < b || a != a) ? a : b)
 TE_BINARY_OP(power, math::pow(a, b))
-TE_BINARY_OP(clip, a > b ? b : (a < -b ? -b : a))        // clip a into [-b, b]
+// clip a into [-b, b] (for integers, -b wraps: a bound of the lowest value clips to it)
+TE_BINARY_OP_INT(clip, a > b ? b : (a < -b ? -b : a), a > b ? b : (a < math::WrapNeg(b) ? math::WrapNeg(b) : a))
 
+#undef TE_UNARY_OP_
+#undef TE_BINARY_OP_
+#undef TE_UNARY_OP_INT
+#undef TE_BINARY_OP_INT
+#undef TE_UNARY_OP_EXACT
+#undef TE_BINARY_OP_EXACT
 #undef TE_UNARY_OP
 #undef TE_BINARY_OP
 

@@ -6,6 +6,7 @@
 #include <type_traits>
 #include "base.h"
 #include "dtype.h"
+#include "integer.h"
 
 namespace tensorexpr {
 namespace red {
@@ -43,7 +44,11 @@ TE_XINLINE bool IsNaN(A v) {
 struct sum {
   static const char* name() { return "sum"; }
   template <typename A, typename DType = A> TE_XINLINE static A Init() { return A(0); }
-  template <typename A> TE_XINLINE static void Reduce(A& acc, A v) { acc += v; }
+  // Integer sums wrap modulo 2^64 (the int64 accumulator) rather than overflow.
+  template <typename A> TE_XINLINE static void Reduce(A& acc, A v) {
+    if constexpr (std::is_integral<A>::value) acc = math::WrapAdd(acc, v);
+    else acc += v;
+  }
 };
 struct maximum {
   static const char* name() { return "maximum"; }
