@@ -105,6 +105,30 @@ bool MakeRefGeom(const ConvCase& c, RefGeom* r) {
   return true;
 }
 
+// Where the reference (which works channels first) and a buffer that may hold channels last meet: a
+// (lead, ch, inner) tensor held as (lead, inner, ch) when `last`. Weights are (K, Cg, kk) first and
+// (K, kk, Cg) last.
+struct ChannelOrder {
+  bool last;
+  index_t ch, inner;
+  // Channels-first index i -> its index in the buffer.
+  index_t ToBuffer(index_t i) const {
+    if (!last) return i;
+    const index_t l = i / (ch * inner), c = i / inner % ch, q = i % inner;
+    return (l * inner + q) * ch + c;
+  }
+  std::vector<double> FirstOf(const std::vector<double>& buffer) const {
+    std::vector<double> v(buffer.size());
+    for (size_t i = 0; i < v.size(); ++i) v[i] = buffer[ToBuffer(index_t(i))];
+    return v;
+  }
+  std::vector<double> BufferOf(const std::vector<double>& first) const {
+    std::vector<double> v(first.size());
+    for (size_t i = 0; i < v.size(); ++i) v[ToBuffer(index_t(i))] = first[i];
+    return v;
+  }
+};
+
 template <typename DType, int nd, bool batched>
 void RunConvNd(const ConvCase& c) {
   constexpr int ddim = batched ? nd + 2 : nd + 1, wdim = nd + 2;
@@ -142,22 +166,11 @@ void RunConvNd(const ConvCase& c) {
   Buf<ddim, DType> y(oshape, 0, rng), dy(oshape, 0, rng);
   Buf<wdim, DType> w(shapes.weight, 0, rng), dw(shapes.weight, 0, rng);
   Buf<1, DType> b(Vec{K}, 0, rng), db(Vec{K}, 0, rng);
-  // Channels-first index i of a (lead, ch, inner) tensor -> its index in the buffer ((lead, inner, ch)
-  // when channels last); weights are (K, Cg, kk) first and (K, kk, Cg) last.
-  auto to_buffer = [last](index_t i, index_t ch, index_t inner) {
-    if (!last) return i;
-    const index_t l = i / (ch * inner), c = i / inner % ch, q = i % inner;
-    return (l * inner + q) * ch + c;
+  auto first_order = [last](const std::vector<double>& v, index_t ch, index_t inner) {
+    return ChannelOrder{last, ch, inner}.FirstOf(v);
   };
-  auto first_order = [&](const std::vector<double>& buffer, index_t ch, index_t inner) {
-    std::vector<double> v(buffer.size());
-    for (size_t i = 0; i < v.size(); ++i) v[i] = buffer[to_buffer(index_t(i), ch, inner)];
-    return v;
-  };
-  auto buffer_order = [&](const std::vector<double>& first, index_t ch, index_t inner) {
-    std::vector<double> v(first.size());
-    for (size_t i = 0; i < v.size(); ++i) v[to_buffer(index_t(i), ch, inner)] = first[i];
-    return v;
+  auto buffer_order = [last](const std::vector<double>& v, index_t ch, index_t inner) {
+    return ChannelOrder{last, ch, inner}.BufferOf(v);
   };
   const std::vector<double> xv = first_order(x.values(), C, S), wv = first_order(w.values(), Cg, kk);
   const std::vector<double> bv = b.values(), dyv = first_order(dy.values(), K, P);
@@ -309,8 +322,12 @@ void RunPoolNd(const PoolCase& c) {
       if ((out[i] - 1) * s[i] >= in[i] + pd[i]) --out[i];  // a window starts inside the image or its left padding
     }
   }
-  Vec dshape = {c.N, c.C}, oshape = {c.N, c.C};
+  // Channels last (NWC, NHWC, NDHWC): the buffers hold that layout; the reference works channels first.
+  const bool last = p.layout == ops::Layout::kNHWC;
+  Vec dshape = {c.N}, oshape = {c.N};
+  if (!last) dshape.push_back(c.C), oshape.push_back(c.C);
   for (int i = 3 - nd; i < 3; ++i) dshape.push_back(in[i]), oshape.push_back(out[i]);
+  if (last) dshape.push_back(c.C), oshape.push_back(c.C);
   Shape<dim> ds;
   for (int i = 0; i < dim; ++i) ds[i] = dshape[i];
   Shape<dim> os;
@@ -327,8 +344,10 @@ void RunPoolNd(const PoolCase& c) {
   Buf<dim, DType> x(dshape, c.pad_rows, rng, c.quantized), dx(dshape, c.pad_rows, rng);
   Buf<dim, DType> y(oshape, 0, rng), dy(oshape, 0, rng);
   if (c.with_nan && x.size() > 0) x.at(static_cast<index_t>(rng() % uint64_t(x.size()))) = DType(NAN);
-  const std::vector<double> xv = x.values(), dyv = dy.values(), y0 = y.values(), dx0 = dx.values();
   const index_t planes = c.N * c.C, O = out[0] * out[1] * out[2], I = in[0] * in[1] * in[2];
+  const ChannelOrder in_order{last, c.C, I}, out_order{last, c.C, O};
+  const std::vector<double> xv = in_order.FirstOf(x.values()), dyv = out_order.FirstOf(dy.values());
+  const std::vector<double> y0 = y.values(), dx0 = dx.values();
   const bool is_max = p.pool_type == ops::PoolType::kMax;
   // Every tap of every window inside the padded image: f(output index, input index or -1 for padding).
   auto for_each_tap = [&](auto f) {
@@ -369,12 +388,13 @@ void RunPoolNd(const PoolCase& c) {
   });
 
   ops::PoolingForward(p, x.t, c.req, y.t);
-  Expect(y, y0, yr, ym, c.req, "pooling output");
+  const std::vector<double> yr_buffer = out_order.BufferOf(yr);
+  Expect(y, y0, yr_buffer, out_order.BufferOf(ym), c.req, "pooling output");
   // The backward reads the forward output: give it the reference's (a kNullOp forward left y as it was).
   Buf<dim, DType> yfwd(oshape, 0, rng);
-  for (index_t i = 0; i < yfwd.size(); ++i) yfwd.at(i) = DType(yr[i]);
+  for (index_t i = 0; i < yfwd.size(); ++i) yfwd.at(i) = DType(yr_buffer[i]);
   ops::PoolingBackward(p, dy.t, x.t, yfwd.t, c.req_grad, dx.t);
-  Expect(dx, dx0, dxr, dxm, c.req_grad, "pooling input gradient");
+  Expect(dx, dx0, in_order.BufferOf(dxr), in_order.BufferOf(dxm), c.req_grad, "pooling input gradient");
 }
 
 void FuzzPool(FuzzedDataProvider& f) {
@@ -402,6 +422,7 @@ void FuzzPool(FuzzedDataProvider& f) {
   c.with_nan = f.ConsumeIntegralInRange<int>(0, 7) == 0;
   const bool dbl = f.ConsumeBool();
   c.seed = f.ConsumeIntegral<uint64_t>();
+  p.layout = f.ConsumeBool() ? ops::Layout::kNHWC : ops::Layout::kNCHW;  // last: older seeds stay NCHW
   te_fuzz::Context() = "pool " + std::string(dbl ? "double" : "float") + (p.pool_type == ops::PoolType::kMax ? " max" : " avg") +
                        " N " + std::to_string(c.N) + " C " + std::to_string(c.C) + " in " +
                        te_fuzz::VecStr(Vec(c.in + 3 - c.nd, c.in + 3)) + " kernel " + te_fuzz::VecStr(p.kernel) +
@@ -409,7 +430,8 @@ void FuzzPool(FuzzedDataProvider& f) {
                        (p.pooling_convention == ops::PoolingConvention::kFull ? " full" : " valid") +
                        (p.global_pool ? " global" : "") + (p.count_include_pad ? " include_pad" : " exclude_pad") +
                        (c.quantized ? " ties" : "") + (c.with_nan ? " NaN" : "") + " row pad " +
-                       std::to_string(c.pad_rows) + " reqs " + OpReqName(c.req) + "," + OpReqName(c.req_grad);
+                       std::to_string(c.pad_rows) + " reqs " + OpReqName(c.req) + "," + OpReqName(c.req_grad) + " layout " +
+                       ops::LayoutName(p.layout);
   te_fuzz::Trace();
   switch (c.nd + 3 * dbl) {
     case 1: return RunPoolNd<float, 1>(c);
