@@ -340,6 +340,57 @@ TE_DEVICE_TEST_CASE("transpose merges dimensions that stay neighbours and keeps 
   CheckAll(ToHost(o), [&](const Shape<2>&) { return 0.0; }, 0.0);
 }
 
+// Sizes at which the GPU runs transposes through shared-memory tiles (cuda/transpose.cuh): both tile sides
+// at least 16, edges that are not multiples of the 32-element tile, the source's last dimensions spread
+// over several output dimensions, an inner block between them and the output's last, padded rows on
+// either side, = and +=, both index widths, and a source that is an expression rather than a tensor.
+template <typename Device, typename DType, int dim>
+void CheckTiledTranspose(Stream<Device>* stream, const Shape<dim>& s, const Shape<dim>& axes) {
+  Shape<dim> want;
+  for (int i = 0; i < dim; ++i) want[i] = s[axes[i]];
+  for (bool force64 : Index64Modes<Device>()) {
+    Index64Scope scope(force64);
+    const Layout layout = RandLayout();
+    auto a = MakeInput<Device, dim, DType>(s, layout, stream);
+    TensorContainer<cpu, dim, DType> init;
+    auto out = MakeOutput<Device, dim, DType>(want, RandInt(0, 1) == 1, stream, &init);
+    Tensor<Device, dim, DType> o = out.view();
+    const bool add = RandInt(0, 1) == 1, of_expression = RandInt(0, 1) == 1;
+    if (of_expression) {
+      if (add) o += transpose(a.dev * DType(2), axes);
+      else o = transpose(a.dev * DType(2), axes);
+    } else {
+      if (add) o += transpose(a.dev, axes);
+      else o = transpose(a.dev, axes);
+    }
+    INFO("transpose of a " << s << " (" << LayoutName(layout) << "), axes " << axes << (add ? ", +=" : ", =")
+                           << (of_expression ? ", of 2 * a" : "") << (force64 ? ", 64-bit indices" : ""));
+    CheckAll(ToHost(o), [&](const Shape<dim>& idx) {
+      Shape<dim> si;
+      for (int i = 0; i < dim; ++i) si[axes[i]] = idx[i];
+      const double v = At(a.host, si) * (of_expression ? 2.0 : 1.0);
+      return add ? v + At(init.view(), idx) : v;
+    }, add || std::is_same<DType, half_t>::value ? Tol<DType>() : 0.0);  // a float sum rounds
+  }
+}
+
+TE_DEVICE_TEST_CASE("transposes large enough for tiles match the reference", "[layout][transpose_tiles]") {
+  CheckTiledTranspose<Device, float>(stream, Shape2(70, 33), Shape2(1, 0));
+  CheckTiledTranspose<Device, double>(stream, Shape2(16, 100), Shape2(1, 0));
+  CheckTiledTranspose<Device, float>(stream, Shape3(3, 45, 37), Shape3(0, 2, 1));      // NCW -> NWC
+  CheckTiledTranspose<Device, half_t>(stream, Shape3(2, 67, 40), Shape3(0, 2, 1));
+  CheckTiledTranspose<Device, float>(stream, Shape4(2, 40, 5, 7), Shape4(0, 2, 3, 1));  // NCHW -> NHWC: c = H*W
+  CheckTiledTranspose<Device, float>(stream, Shape4(2, 5, 19, 40), Shape4(0, 3, 1, 2));  // NHWC -> NCHW: inner H
+  CheckTiledTranspose<Device, float>(stream, Shape4(17, 3, 2, 33), Shape4(3, 1, 2, 0));
+  CheckTiledTranspose<Device, int32_t>(stream, Shape5(2, 3, 20, 4, 18), Shape5(0, 4, 2, 3, 1));
+  // The 2-D e.T() runs the same tiles.
+  auto m = MakeInput<Device, 2>(Shape2(50, 65), RandLayout(), stream);
+  auto out = MakeOutput<Device>(Shape2(65, 50), true, stream);
+  Tensor<Device, 2, float> o = out.view();
+  o = m.dev.T();
+  CheckAll(ToHost(o), [&](const Shape<2>& idx) { return At(m.host, Shape2(idx[1], idx[0])); }, 0.0);
+}
+
 TE_DEVICE_TEST_CASE("transpose and swapaxis of expressions, with +=", "[layout]") {
   const Shape<4> s = Shape4(2, 3, 5, 7);
   auto a = MakeInput<Device, 4>(s, Layout::kPadded, stream);

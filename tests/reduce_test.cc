@@ -194,24 +194,6 @@ void CheckOut(const Tensor<cpu, dim, DType>& got, const Ref& ref, const Tensor<c
   CHECK(bad == 0);
 }
 
-// Forces the 64-bit-index GPU kernels while alive (nothing on the CPU).
-struct Index64Scope {
-  explicit Index64Scope(bool on) { Set(on); }
-  ~Index64Scope() { Set(false); }
-  static void Set(bool on) {
-#if defined(__CUDACC__)
-    cuda::SetForce64BitIndex(on);
-#else
-    (void)on;
-#endif
-  }
-};
-// The index widths to try: the GPU has two kernel sets, the CPU one loop.
-template <typename Device>
-std::vector<bool> Index64Modes() {
-  if (std::is_same<Device, cpu>::value) return {false};
-  return {false, true};
-}
 
 // Runs reduction e on the device three ways and checks each against ref:
 //   dst = e               the top-level evaluator, into a padded destination full of poison

@@ -147,6 +147,25 @@ TensorContainer<cpu, dim, DType> ToHost(const Tensor<Device, dim, DType>& d) {
   return h;
 }
 
+// Forces the 64-bit-index GPU kernels while alive (nothing on the CPU).
+struct Index64Scope {
+  explicit Index64Scope(bool on) { Set(on); }
+  ~Index64Scope() { Set(false); }
+  static void Set(bool on) {
+#if defined(__CUDACC__)
+    cuda::SetForce64BitIndex(on);
+#else
+    (void)on;
+#endif
+  }
+};
+// The index widths to try: the GPU has two kernel sets, the CPU one loop.
+template <typename Device>
+std::vector<bool> Index64Modes() {
+  if (std::is_same<Device, cpu>::value) return {false};
+  return {false, true};
+}
+
 inline bool HaveGPU() {
 #if defined(__CUDACC__)
   int n = 0;

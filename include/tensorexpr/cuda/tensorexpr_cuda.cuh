@@ -13,4 +13,5 @@
 #include "reduce.cuh"
 #include "blas.cuh"
 #include "patch.cuh"
+#include "transpose.cuh"
 #include "random.cuh"

@@ -40,6 +40,35 @@ TE_UNROLL
   }
 };
 
+// A transpose whose last dimension moves, seen as tiles (cuda/transpose.cuh runs it this way): the
+// output's rows split as (outer, c, inner), where c runs over the output dimensions that hold the source's
+// last dimensions, adjacent and in order (so consecutive c read consecutive source elements), and x, the
+// output's last dimension, writes consecutive output elements. A tile of c by x is read along c and
+// written along x. `planes` counts (outer, inner) pairs.
+struct TransposeTiles {
+  index_t planes = 0, inner = 1, c = 0, x = 0;
+  // The output row of (plane, c index), with plane = outer * inner + inner index.
+  TE_XINLINE index_t Row(index_t outer, index_t in, index_t ci) const { return (outer * c + ci) * inner + in; }
+
+  // The tiles of an output of shape `out` whose dimension i is source dimension axes[i]; false (and no
+  // tiles) when the last dimension stays last, so that rows are plain copies already.
+  template <int dim>
+  static bool Make(const Shape<dim>& out, const Shape<dim>& axes, TransposeTiles* t) {
+    if (dim < 2 || axes[dim - 1] == dim - 1 || out.Size() == 0) return false;
+    int j = 0;
+    while (axes[j] != dim - 1) ++j;
+    int m = j;
+    while (m > 0 && axes[m - 1] == axes[m] - 1) --m;
+    index_t c = 1, inner = 1, rows = 1;
+    for (int i = m; i <= j; ++i) c *= out[i];
+    for (int i = j + 1; i < dim - 1; ++i) inner *= out[i];
+    for (int i = 0; i < dim - 1; ++i) rows *= out[i];
+    t->c = c, t->inner = inner, t->x = out[dim - 1];
+    t->planes = rows / c;
+    return true;
+  }
+};
+
 template <typename SrcExp, typename DType, int dim>
 struct TransposeAxesExp : public Exp<TransposeAxesExp<SrcExp, DType, dim>, DType, type::kChainer> {
   static_assert(SrcExp::kExpType != type::kComplex,

@@ -1,0 +1,142 @@
+// cuda/transpose.cuh — transposes whose last dimension moves, through shared-memory tiles.
+// Evaluated element by element (map.cuh), such a transpose writes consecutive output elements but reads
+// the source with a stride: each 32-byte sector fetched serves one element, and the copy runs at about a
+// third of memory bandwidth. Here a block reads a 32 x 32 tile along the source's last dimension (c,
+// TransposeTiles in expr/transpose.h), keeps it in shared memory, and writes it along the output's last
+// dimension (x): both sides coalesced. The tile row is padded by one element so that reading a column of
+// it touches 32 different banks. The source is read through the expression's plan, so any source
+// expression works; the tiles pay only when it reads memory in order along c (a tensor, or a map of them).
+// Used for dst <saver> transpose(e, axes) / swapaxis / e.T() at the top of an assignment when both tile
+// sides are long enough to fill a tile; otherwise, and inside larger expressions, the map kernel runs.
+#pragma once
+#include <algorithm>
+#include <climits>
+#include <type_traits>
+#include <cuda_runtime.h>
+#include "../expr/transpose.h"
+#include "../expr/transpose2d.h"
+#include "../tensor.h"
+#include "check.cuh"
+#include "device.cuh"
+#include "map.cuh"
+#include "stream.cuh"
+
+namespace tensorexpr {
+namespace cuda {
+
+constexpr int kTile = 32;      // a tile is kTile x kTile elements
+constexpr int kTileRows = 8;   // threads per block: kTile x kTileRows, each moving kTile / kTileRows elements
+// Below this many elements along c or x a tile would be mostly empty: the map kernel runs instead.
+constexpr index_t kMinTileSide = 16;
+
+// One block per tile at a time, grid-striding over planes x c-tiles x x-tiles (no grid-dimension limits).
+template <typename Saver, typename DType, typename Plan, typename IndexT>
+__global__ void __launch_bounds__(kTile * kTileRows)
+    TransposeTileKernel(DType* out, IndexT out_stride, expr::TransposeTiles t, IndexT tiles_c, IndexT tiles_x,
+                        IndexT tiles, Plan plan) {
+  // Raw storage: a __shared__ array may not run constructors (half_t and bf16_t have them).
+  __shared__ alignas(DType) unsigned char storage[kTile * (kTile + 1) * sizeof(DType)];
+  auto tile = reinterpret_cast<DType(*)[kTile + 1]>(storage);
+  const IndexT inner = static_cast<IndexT>(t.inner), C = static_cast<IndexT>(t.c), X = static_cast<IndexT>(t.x);
+  for (IndexT id = blockIdx.x; id < tiles; id += gridDim.x) {
+    const IndexT tx = id % tiles_x, rest = id / tiles_x, tc = rest % tiles_c, plane = rest / tiles_c;
+    const IndexT outer = plane / inner, in = plane - outer * inner;
+    const IndexT c0 = tc * kTile, x0 = tx * kTile;
+    // Read: threads along c (the source's contiguous direction).
+    {
+      const IndexT c = c0 + threadIdx.x;
+      if (c < C) {
+        const IndexT row = (outer * C + c) * inner + in;
+        for (int k = threadIdx.y; k < kTile; k += kTileRows) {
+          const IndexT x = x0 + k;
+          if (x < X) tile[k][threadIdx.x] = plan.Eval(static_cast<index_t>(row), static_cast<index_t>(x));
+        }
+      }
+    }
+    __syncthreads();
+    // Write: threads along x (the output's contiguous direction).
+    {
+      const IndexT x = x0 + threadIdx.x;
+      if (x < X) {
+        for (int k = threadIdx.y; k < kTile; k += kTileRows) {
+          const IndexT c = c0 + k;
+          if (c < C) {
+            const IndexT row = (outer * C + c) * inner + in;
+            Saver::template Save<DType>(out[row * out_stride + x], tile[threadIdx.x][k]);
+          }
+        }
+      }
+    }
+    __syncthreads();  // the tile is rewritten by the next iteration
+  }
+}
+
+// dst <Saver> (expression with plan `plan` whose output has tiles `t`), on dst's stream.
+template <typename Saver, int dim, typename DType, typename Plan>
+inline void RunTransposeTiles(const Tensor<gpu, dim, DType>& dst, const expr::TransposeTiles& t, const Plan& plan) {
+  const index_t tiles_c = (t.c + kTile - 1) / kTile, tiles_x = (t.x + kTile - 1) / kTile;
+  const index_t tiles = t.planes * tiles_c * tiles_x;
+  const Shape<2> s = dst.shape_.FlatTo2D();
+  // 32-bit indices when every index formed fits: tile ids, and rows * stride + x.
+  const bool fits32 = tiles <= INT32_MAX && s[0] * dst.stride_ <= INT32_MAX && !Force64BitIndexFlag().load();
+  const cudaStream_t stream = Stream<gpu>::GetStream(dst.stream_);
+  const int dev = CurrentDevice();
+  const index_t resident = static_cast<index_t>(GetDeviceInfo(dev).sm_count) * 2048 / (kTile * kTileRows);
+  const unsigned grid = static_cast<unsigned>(std::max<index_t>(1, std::min(tiles, resident)));
+  const dim3 block(kTile, kTileRows);
+  if (fits32) {
+    TransposeTileKernel<Saver, DType, Plan, uint32_t><<<grid, block, 0, stream>>>(
+        dst.dptr_, static_cast<uint32_t>(dst.stride_), t, static_cast<uint32_t>(tiles_c),
+        static_cast<uint32_t>(tiles_x), static_cast<uint32_t>(tiles), plan);
+  } else {
+    TransposeTileKernel<Saver, DType, Plan, int64_t><<<grid, block, 0, stream>>>(
+        dst.dptr_, static_cast<int64_t>(dst.stride_), t, static_cast<int64_t>(tiles_c), static_cast<int64_t>(tiles_x),
+        static_cast<int64_t>(tiles), plan);
+  }
+  TE_CUDA_CHECK_LAUNCH("tensorexpr transpose tile kernel");
+}
+
+// Whether tiles pay for an output with these tiles.
+inline bool UseTransposeTiles(const expr::TransposeTiles& t) {
+  return t.c >= kMinTileSide && t.x >= kMinTileSide;
+}
+
+}  // namespace cuda
+
+namespace expr {
+
+// dst <Saver> transpose(e, axes) / swapaxis<a, b>(e) on the GPU: tiles when the last dimension moves and
+// both tile sides are long enough, else the map kernel.
+template <typename Saver, int dim, typename DType, typename SrcExp>
+inline void EvalInto(Tensor<gpu, dim, DType> dst, const Exp<TransposeAxesExp<SrcExp, DType, dim>, DType, type::kChainer>& exp) {
+  static_assert(std::is_same<typename SrcExp::device_type, gpu>::value,
+                "the source of transpose/swapaxis lives on a different device than the tensor it is assigned to; Copy() it first");
+  const TransposeAxesExp<SrcExp, DType, dim>& e = exp.self();
+  TE_CHECK(e.shape() == dst.shape_, "shape mismatch in assignment (", Saver::name(), "): destination ", dst.shape_,
+           " vs expression ", e.shape());
+  TransposeTiles t;
+  if (TransposeTiles::Make(e.shape(), e.axes_, &t) && cuda::UseTransposeTiles(t)) {
+    cuda::RunTransposeTiles<Saver>(dst, t, e.plan());
+  } else {
+    MapPlan<Saver>(dst, e);
+  }
+}
+
+// dst <Saver> e.T() on the GPU: the same tiles (the 2-D transpose is transpose(e, (1, 0))).
+template <typename Saver, typename DType, typename E>
+inline void EvalInto(Tensor<gpu, 2, DType> dst, const Exp<TransposeExp<E>, DType, type::kChainer>& exp) {
+  static_assert(std::is_same<typename E::device_type, gpu>::value,
+                "the source of .T() lives on a different device than the tensor it is assigned to; Copy() it first");
+  const TransposeExp<E>& e = exp.self();
+  TE_CHECK(e.shape() == dst.shape_, "shape mismatch in assignment (", Saver::name(), "): destination ", dst.shape_,
+           " vs expression ", e.shape());
+  TransposeTiles t;
+  if (TransposeTiles::Make(e.shape(), Shape2(1, 0), &t) && cuda::UseTransposeTiles(t)) {
+    cuda::RunTransposeTiles<Saver>(dst, t, e.plan());
+  } else {
+    MapPlan<Saver>(dst, e);
+  }
+}
+
+}  // namespace expr
+}  // namespace tensorexpr
