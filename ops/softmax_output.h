@@ -16,8 +16,6 @@ namespace ops {
 
 namespace detail {
 
-constexpr const char* kSoftmaxOutput = "SoftmaxOutput";
-
 // A label value as a class index, or -1 when it is not a whole number in [0, classes). Where the value was
 // not checked beforehand (the GPU), a bad one is recorded in `fault` (fault.h) for the stream's Wait().
 template <typename LType>
@@ -25,8 +23,7 @@ TE_XINLINE index_t LabelIndex(LType v, index_t classes, KernelFault* fault, inde
   const double d = static_cast<double>(static_cast<compute_t<LType>>(v));
   const bool whole = std::is_integral<LType>::value || d == floor(d);
   if (whole && d >= 0 && d < static_cast<double>(classes)) return static_cast<index_t>(d);
-  if (fault != nullptr) fault->Record(FaultKind::kLabelOutOfRange, kSoftmaxOutput, row, d,
-                                      std::is_integral<LType>::value, classes);
+  if (fault != nullptr) fault->Record(FaultKind::kSoftmaxLabel, row, d, std::is_integral<LType>::value, classes);
   return -1;
 }
 
@@ -104,10 +101,10 @@ inline void CheckLabels(Stream<cpu>*, const Tensor<cpu, 1, LType>& label, index_
     if (v == std::floor(v) && v >= 0 && v < static_cast<double>(classes)) continue;
     // An integer label is printed as the integer (a double prints INT_MIN as -2.14748e+09).
     if constexpr (std::is_integral<LType>::value)
-      Fail(kSoftmaxOutput, ": label[", i, "] = ", static_cast<long long>(label.dptr_[i]),
+      Fail("SoftmaxOutput: label[", i, "] = ", static_cast<long long>(label.dptr_[i]),
            " is not a class index in [0, ", classes, ")");
     else
-      Fail(kSoftmaxOutput, ": label[", i, "] = ", v, " is not a class index in [0, ", classes, ")");
+      Fail("SoftmaxOutput: label[", i, "] = ", v, " is not a class index in [0, ", classes, ")");
   }
 }
 template <typename Device, typename LType>

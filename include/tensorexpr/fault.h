@@ -12,10 +12,11 @@
 
 namespace tensorexpr {
 
-// What failed. Each kind names the check; Describe() words the message.
+// What failed, and in which operator: Describe() words the message. (The record holds no strings: a
+// string literal named in device code has a device address, which the host cannot read.)
 enum class FaultKind : int32_t {
   kNone = 0,
-  kLabelOutOfRange = 1,  // a class label that is not a whole number in [0, limit)
+  kSoftmaxLabel = 1,  // SoftmaxOutput: a class label that is not a whole number in [0, limit)
 };
 
 struct KernelFault {
@@ -24,17 +25,16 @@ struct KernelFault {
   int64_t index = 0;        // where: the element's position
   int64_t limit = 0;        // the bound it broke
   double value = 0;         // what it held
-  const char* op = nullptr;  // the operator: a host string literal, carried through the kernel, never read there
 
   // Keeps the first failure only: later ones (other threads, other elements) leave it as it is.
-  TE_XINLINE void Record(FaultKind k, const char* op_name, index_t at, double v, bool is_integer, index_t bound) {
+  TE_XINLINE void Record(FaultKind k, index_t at, double v, bool is_integer, index_t bound) {
 #if defined(__CUDA_ARCH__)
     if (atomicCAS(reinterpret_cast<int*>(&kind), 0, static_cast<int>(k)) != 0) return;
 #else
     if (kind != 0) return;
     kind = static_cast<int32_t>(k);
 #endif
-    op = op_name, index = at, value = v, integral = is_integer, limit = bound;
+    index = at, value = v, integral = is_integer, limit = bound;
   }
 };
 
@@ -44,8 +44,8 @@ inline std::string Describe(const KernelFault& f, const char* where) {
   switch (static_cast<FaultKind>(f.kind)) {
     case FaultKind::kNone:
       return std::string();
-    case FaultKind::kLabelOutOfRange:
-      os << (f.op ? f.op : "operator") << ": label[" << f.index << "] = ";
+    case FaultKind::kSoftmaxLabel:
+      os << "SoftmaxOutput: label[" << f.index << "] = ";
       if (f.integral) os << static_cast<long long>(f.value);
       else os << f.value;
       os << " is not a class index in [0, " << f.limit << ")";

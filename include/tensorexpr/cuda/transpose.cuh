@@ -25,49 +25,51 @@ namespace tensorexpr {
 namespace cuda {
 
 constexpr int kTile = 32;      // a tile is kTile x kTile elements
-constexpr int kTileRows = 8;   // threads per block: kTile x kTileRows, each moving kTile / kTileRows elements
+constexpr int kTileRows = 4;   // threads per block: kTile x kTileRows, each moving kTile / kTileRows elements
 // Below this many elements along c or x a tile would be mostly empty: the map kernel runs instead.
 constexpr index_t kMinTileSide = 16;
 
-// One block per tile at a time, grid-striding over planes x c-tiles x x-tiles (no grid-dimension limits).
+// Block (bx, by, bz) moves tiles (x tile, c tile, plane), striding by the grid where a dimension has more
+// tiles than a grid dimension may hold (65535 along y and z).
 template <typename Saver, typename DType, typename Plan, typename IndexT>
 __global__ void __launch_bounds__(kTile * kTileRows)
-    TransposeTileKernel(DType* out, IndexT out_stride, expr::TransposeTiles t, IndexT tiles_c, IndexT tiles_x,
-                        IndexT tiles, Plan plan) {
+    TransposeTileKernel(DType* out, IndexT out_stride, expr::TransposeTiles t, Plan plan) {
   // Raw storage: a __shared__ array may not run constructors (half_t and bf16_t have them).
   __shared__ alignas(DType) unsigned char storage[kTile * (kTile + 1) * sizeof(DType)];
   auto tile = reinterpret_cast<DType(*)[kTile + 1]>(storage);
   const IndexT inner = static_cast<IndexT>(t.inner), C = static_cast<IndexT>(t.c), X = static_cast<IndexT>(t.x);
-  for (IndexT id = blockIdx.x; id < tiles; id += gridDim.x) {
-    const IndexT tx = id % tiles_x, rest = id / tiles_x, tc = rest % tiles_c, plane = rest / tiles_c;
+  const IndexT planes = static_cast<IndexT>(t.planes);
+  for (IndexT plane = blockIdx.z; plane < planes; plane += gridDim.z) {
     const IndexT outer = plane / inner, in = plane - outer * inner;
-    const IndexT c0 = tc * kTile, x0 = tx * kTile;
-    // Read: threads along c (the source's contiguous direction).
-    {
-      const IndexT c = c0 + threadIdx.x;
-      if (c < C) {
-        const IndexT row = (outer * C + c) * inner + in;
-        for (int k = threadIdx.y; k < kTile; k += kTileRows) {
-          const IndexT x = x0 + k;
-          if (x < X) tile[k][threadIdx.x] = plan.Eval(static_cast<index_t>(row), static_cast<index_t>(x));
-        }
-      }
-    }
-    __syncthreads();
-    // Write: threads along x (the output's contiguous direction).
-    {
-      const IndexT x = x0 + threadIdx.x;
-      if (x < X) {
-        for (int k = threadIdx.y; k < kTile; k += kTileRows) {
-          const IndexT c = c0 + k;
+    for (IndexT c0 = IndexT(blockIdx.y) * kTile; c0 < C; c0 += IndexT(gridDim.y) * kTile) {
+      for (IndexT x0 = IndexT(blockIdx.x) * kTile; x0 < X; x0 += IndexT(gridDim.x) * kTile) {
+        // Read: threads along c (the source's contiguous direction); each thread one output row.
+        {
+          const IndexT c = c0 + threadIdx.x;
           if (c < C) {
-            const IndexT row = (outer * C + c) * inner + in;
-            Saver::template Save<DType>(out[row * out_stride + x], tile[threadIdx.x][k]);
+            const auto at = plan.AtRow(static_cast<index_t>((outer * C + c) * inner + in));
+TE_UNROLL
+            for (int k = threadIdx.y; k < kTile; k += kTileRows) {
+              const IndexT x = x0 + k;
+              if (x < X) tile[k][threadIdx.x] = at(static_cast<index_t>(x));
+            }
           }
         }
+        __syncthreads();
+        // Write: threads along x (the output's contiguous direction).
+        {
+          const IndexT x = x0 + threadIdx.x;
+          if (x < X) {
+TE_UNROLL
+            for (int k = threadIdx.y; k < kTile; k += kTileRows) {
+              const IndexT c = c0 + k;
+              if (c < C) Saver::template Save<DType>(out[((outer * C + c) * inner + in) * out_stride + x], tile[threadIdx.x][k]);
+            }
+          }
+        }
+        __syncthreads();  // the tile is rewritten next
       }
     }
-    __syncthreads();  // the tile is rewritten by the next iteration
   }
 }
 
@@ -75,23 +77,21 @@ __global__ void __launch_bounds__(kTile * kTileRows)
 template <typename Saver, int dim, typename DType, typename Plan>
 inline void RunTransposeTiles(const Tensor<gpu, dim, DType>& dst, const expr::TransposeTiles& t, const Plan& plan) {
   const index_t tiles_c = (t.c + kTile - 1) / kTile, tiles_x = (t.x + kTile - 1) / kTile;
-  const index_t tiles = t.planes * tiles_c * tiles_x;
   const Shape<2> s = dst.shape_.FlatTo2D();
-  // 32-bit indices when every index formed fits: tile ids, and rows * stride + x.
-  const bool fits32 = tiles <= INT32_MAX && s[0] * dst.stride_ <= INT32_MAX && !Force64BitIndexFlag().load();
+  // 32-bit indices when every index formed fits: rows * stride + x, and the strided tile starts.
+  const bool fits32 = s[0] * dst.stride_ + kTile <= INT32_MAX && t.c + kTile <= INT32_MAX && t.x + kTile <= INT32_MAX &&
+                      !Force64BitIndexFlag().load();
   const cudaStream_t stream = Stream<gpu>::GetStream(dst.stream_);
-  const int dev = CurrentDevice();
-  const index_t resident = static_cast<index_t>(GetDeviceInfo(dev).sm_count) * 2048 / (kTile * kTileRows);
-  const unsigned grid = static_cast<unsigned>(std::max<index_t>(1, std::min(tiles, resident)));
+  const dim3 grid(static_cast<unsigned>(std::min<index_t>(tiles_x, INT32_MAX)),
+                  static_cast<unsigned>(std::min<index_t>(tiles_c, 65535)),
+                  static_cast<unsigned>(std::min<index_t>(t.planes, 65535)));
   const dim3 block(kTile, kTileRows);
   if (fits32) {
     TransposeTileKernel<Saver, DType, Plan, uint32_t><<<grid, block, 0, stream>>>(
-        dst.dptr_, static_cast<uint32_t>(dst.stride_), t, static_cast<uint32_t>(tiles_c),
-        static_cast<uint32_t>(tiles_x), static_cast<uint32_t>(tiles), plan);
+        dst.dptr_, static_cast<uint32_t>(dst.stride_), t, plan);
   } else {
     TransposeTileKernel<Saver, DType, Plan, int64_t><<<grid, block, 0, stream>>>(
-        dst.dptr_, static_cast<int64_t>(dst.stride_), t, static_cast<int64_t>(tiles_c), static_cast<int64_t>(tiles_x),
-        static_cast<int64_t>(tiles), plan);
+        dst.dptr_, static_cast<int64_t>(dst.stride_), t, plan);
   }
   TE_CUDA_CHECK_LAUNCH("tensorexpr transpose tile kernel");
 }

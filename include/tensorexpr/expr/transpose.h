@@ -131,6 +131,18 @@ struct TransposeAxesExp : public Exp<TransposeAxesExp<SrcExp, DType, dim>, DType
   struct Plan {
     typename SrcExp::Plan src_;
     Gather gather_;
+    // Output row y, mapped into the source once; then any x of it (the tiled GPU transpose reads many x
+    // of one row per thread).
+    struct RowAt {
+      const typename SrcExp::Plan& src_;
+      index_t row_, col_, x_to_row_, x_to_col_;
+      TE_XINLINE DType operator()(index_t x) const { return src_.Eval(row_ + x * x_to_row_, col_ + x * x_to_col_); }
+    };
+    TE_XINLINE RowAt AtRow(index_t y) const {
+      index_t row, col;
+      gather_.MapRow(y, &row, &col);
+      return gather_.last_stays_last_ ? RowAt{src_, row, col, 0, 1} : RowAt{src_, row, col, gather_.last_to_row_, 0};
+    }
     TE_XINLINE DType Eval(index_t y, index_t x) const {
       index_t row, col;
       gather_.MapRow(y, &row, &col);

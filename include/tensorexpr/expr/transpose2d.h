@@ -24,6 +24,13 @@ struct TransposeExp : public Exp<TransposeExp<E>, typename E::value_type, type::
   struct Plan {
     typename E::Plan src_;
     TE_XINLINE DType Eval(index_t y, index_t x) const { return src_.Eval(x, y); }
+    // Output row y (source column y), any x of it (see TransposeAxesExp::Plan::AtRow).
+    struct RowAt {
+      const typename E::Plan& src_;
+      index_t y_;
+      TE_XINLINE DType operator()(index_t x) const { return src_.Eval(x, y_); }
+    };
+    TE_XINLINE RowAt AtRow(index_t y) const { return RowAt{src_, y}; }
   };
   Plan plan() const { return Plan{src_.plan()}; }
 };
