@@ -235,7 +235,7 @@ TEST_CASE("Copy with mismatched shapes throws an Error naming both shapes", "[gp
 
 // dst <saver> a * b + 2 * sqrt(|a|) over a dst / operand layout that forces one route, checked against
 // float64 for every saver, with both index widths.
-TEST_CASE("Map routes: vector, flat and rows2d agree with float64 for every saver and index width",
+TEST_CASE("Map routes: vector, flat, rows vector and rows2d agree with float64 for every saver and index width",
           "[gpu][cuda_core]") {
   TE_REQUIRE_GPU();
   OwnedStream os;
@@ -281,14 +281,17 @@ TEST_CASE("Map routes: vector, flat and rows2d agree with float64 for every save
             route = cuda::ChooseMapRoute(dst, e);
             ApplySaver(saver, dst, e);
           }
+          // Padded or non-elementwise: rows, four floats per thread when every row is whole aligned vectors.
+          const bool row_vectors = cols % 4 == 0 && dst.stride_ % 4 == 0 && dst.aligned_for(4);
           const cuda::MapPath want = layout == kAligned ? cuda::MapPath::kVector
                                      : (layout == kDstOffset || layout == kOperandOffset) ? cuda::MapPath::kFlat
-                                                                                          : cuda::MapPath::kRows2D;
+                                     : row_vectors ? cuda::MapPath::kRowsVector
+                                                   : cuda::MapPath::kRows2D;
           // A padded last dimension of 16k floats has no padding, so it is not a strided case.
           if (layout == kPaddedDst) REQUIRE(dst.stride_ != cols);
           CHECK(cuda::MapPathName(route.path) == std::string(cuda::MapPathName(want)));
           CHECK(route.index32 == !force64);
-          if (route.path == cuda::MapPath::kVector) CHECK(route.lanes == 4);
+          if (route.path == cuda::MapPath::kVector || route.path == cuda::MapPath::kRowsVector) CHECK(route.lanes == 4);
 
           auto got = ToHost(dst);
           CheckAll(got.view(), [&](const Shape<2>& i) {
@@ -344,8 +347,9 @@ void CheckLowPrecisionMaps(Stream<gpu>* s) {
       c.Resize(shape);
       const auto e = a * b + DType(2.0f) * F<op::sqrt>(F<op::abs>(a));
       const cuda::MapRoute route = cuda::ChooseMapRoute(c.view(), e);
-      CHECK(route.path == (pad && c.stride_ != cols ? cuda::MapPath::kRows2D : cuda::MapPath::kVector));
-      if (route.path == cuda::MapPath::kVector) CHECK(route.lanes == 8);
+      const bool rows = pad && c.stride_ != cols, row_vectors = cols % 8 == 0 && c.stride_ % 8 == 0;
+      CHECK(route.path == (!rows ? cuda::MapPath::kVector : row_vectors ? cuda::MapPath::kRowsVector : cuda::MapPath::kRows2D));
+      if (route.path != cuda::MapPath::kRows2D) CHECK(route.lanes == 8);
       c = e;
       auto got = ToHost(c.view());
       CheckAll(got.view(), [&](const Shape<2>& i) { return Expr(At(ha.view(), i), At(hb.view(), i)); }, tol);

@@ -5,8 +5,12 @@
 //   kVector  elementwise (E::kFlat), everything contiguous, dst and every operand aligned to 16 bytes:
 //            16-byte loads and stores through Plan::EvalVec<N>, N = 16 / sizeof(DType), and a scalar tail;
 //   kFlat    elementwise and contiguous but not aligned: one flat index per element (Plan::EvalFlat);
-//   kRows2D  anything else (padded rows, non-elementwise nodes): Plan::Eval(y, x) over the (rows, last-dim)
-//            view of dst.
+//   kRowsVector  anything else (padded rows, non-elementwise nodes) when every row of dst is 16-byte aligned
+//            and a whole number of vectors long: N consecutive Plan::Eval(y, x + k) of one row per thread,
+//            stored as one 16-byte vector (the row mapping of y is computed once for the N, and each thread
+//            has N loads in flight, which scalar code lacks to reach bandwidth);
+//   kRows2D  the rest: Plan::Eval(y, x) over the (rows, last-dim) view of dst.
+// Rows split y = i / cols by IndexDiv (a multiply; a 32-bit hardware division is a software routine).
 // The routes an expression allows live in one kernel (the route is a launch argument), instanced with
 // 32-bit indices, used when every index it computes fits in int32 (integer division and address
 // arithmetic are much cheaper), and with 64-bit ones otherwise: the choice is made per launch, never by a
@@ -22,6 +26,7 @@
 #include <cstdint>
 #include <type_traits>
 #include <cuda_runtime.h>
+#include "../index_div.h"
 #include "../tensor.h"
 #include "check.cuh"
 #include "device.cuh"
@@ -33,12 +38,13 @@ namespace cuda {
 // Threads per block of the map kernels.
 constexpr int kMapBlock = 256;
 
-enum class MapPath { kVector, kFlat, kRows2D };
+enum class MapPath { kVector, kFlat, kRowsVector, kRows2D };
 
 inline const char* MapPathName(MapPath p) {
   switch (p) {
     case MapPath::kVector: return "vector";
     case MapPath::kFlat: return "flat";
+    case MapPath::kRowsVector: return "rows vector";
     case MapPath::kRows2D: return "rows2d";
   }
   return "unknown";
@@ -71,9 +77,9 @@ inline MapRoute ChooseMapRoute(const Tensor<gpu, dim, DType>& dst, const E& e) {
   const Shape<2> s = dst.shape_.FlatTo2D();
   const index_t n = s.Size();
   MapRoute route{MapPath::kRows2D, true, 1};
+  constexpr int lanes = VectorLanes<DType>();
   if constexpr (E::kFlat) {
     if (dst.CheckContiguous() && e.contiguous()) {
-      constexpr int lanes = VectorLanes<DType>();
       if (lanes > 1 && dst.aligned_for(lanes) && e.aligned_for(lanes)) {
         route.path = MapPath::kVector;
         route.lanes = lanes;
@@ -82,8 +88,14 @@ inline MapRoute ChooseMapRoute(const Tensor<gpu, dim, DType>& dst, const E& e) {
       }
     }
   }
+  if (route.path == MapPath::kRows2D && lanes > 1 && s[1] % lanes == 0 && dst.stride_ % lanes == 0 &&
+      dst.aligned_for(lanes)) {
+    route.path = MapPath::kRowsVector;
+    route.lanes = lanes;
+  }
   // The largest index the kernel forms: the element count, and for the 2-D route also y * stride + x.
-  const index_t largest = route.path == MapPath::kRows2D ? std::max(n, s[0] * dst.stride_) : n;
+  const bool rows = route.path == MapPath::kRows2D || route.path == MapPath::kRowsVector;
+  const index_t largest = rows ? std::max(n, s[0] * dst.stride_) : n;
   route.index32 = largest <= INT32_MAX && !Force64BitIndexFlag().load();
   return route;
 }
@@ -94,10 +106,11 @@ inline MapRoute ChooseMapRoute(const Tensor<gpu, dim, DType>& dst, const E& e) {
 // route would make, which is a third of the code to compile in every program that assigns expressions.
 // IndexT is uint32_t (when every index fits in int32: i + grid stride then stays below 2^32) or int64_t.
 // kFlat: the expression is elementwise (E::kFlat), so the flat and vector routes exist; N: the lanes of
-// the vector route (1: no vector route for this dtype).
+// the vector routes (1: none for this dtype). `row_len` divides an index into (row, position): by the row
+// length in elements, or in vectors for kRowsVector.
 template <typename Saver, bool kFlat, int N, typename DType, typename Plan, typename IndexT>
-__global__ void __launch_bounds__(kMapBlock) MapKernel(MapPath path, DType* out, IndexT stride, IndexT cols, IndexT n,
-                                                       Plan plan) {
+__global__ void __launch_bounds__(kMapBlock) MapKernel(MapPath path, DType* out, IndexT stride, IndexDiv row_len,
+                                                       IndexT n, Plan plan) {
   const IndexT first = static_cast<IndexT>(blockIdx.x) * blockDim.x + threadIdx.x;
   const IndexT step = static_cast<IndexT>(gridDim.x) * blockDim.x;
   if constexpr (kFlat && N > 1) {
@@ -129,8 +142,31 @@ TE_UNROLL
       return;
     }
   }
+  if constexpr (N > 1) {
+    if (path == MapPath::kRowsVector) {
+      using V = expr::VecN<DType, N>;
+      const IndexT nvec = n / N;
+      for (IndexT i = first; i < nvec; i += step) {
+        const IndexT y = static_cast<IndexT>(row_len.Div(static_cast<index_t>(i)));
+        const IndexT x = (i - y * static_cast<IndexT>(row_len.divisor_)) * N;
+        V r;
+TE_UNROLL
+        for (int k = 0; k < N; ++k) r.v[k] = plan.Eval(static_cast<index_t>(y), static_cast<index_t>(x + k));
+        V* dst = reinterpret_cast<V*>(out + y * stride + x);
+        if constexpr (std::is_same<Saver, sv::saveto>::value) {
+          *dst = r;
+        } else {
+          V cur = *dst;
+TE_UNROLL
+          for (int k = 0; k < N; ++k) Saver::template Save<DType>(cur.v[k], r.v[k]);
+          *dst = cur;
+        }
+      }
+      return;
+    }
+  }
   for (IndexT i = first; i < n; i += step) {
-    const IndexT y = i / cols, x = i - y * cols;
+    const IndexT y = static_cast<IndexT>(row_len.Div(static_cast<index_t>(i))), x = i - y * static_cast<IndexT>(row_len.divisor_);
     Saver::template Save<DType>(out[y * stride + x], plan.Eval(static_cast<index_t>(y), static_cast<index_t>(x)));
   }
 }
@@ -164,10 +200,12 @@ inline void LaunchMap(index_t work, cudaStream_t stream, const char* name, Args.
 template <typename Saver, typename DType, typename Plan, typename IndexT, typename E>
 inline void RunMap(const MapRoute& route, DType* out, const Shape<2>& s, index_t stride, const Plan& plan,
                    cudaStream_t stream) {
-  constexpr int N = E::kFlat ? VectorLanes<DType>() : 1;
-  const index_t work = route.path == MapPath::kVector ? std::max<index_t>(s.Size() / N, 1) : s.Size();
+  constexpr int N = VectorLanes<DType>();
+  const bool vector = route.path == MapPath::kVector || route.path == MapPath::kRowsVector;
+  const index_t work = vector ? std::max<index_t>(s.Size() / N, 1) : s.Size();
+  const IndexDiv row_len = IndexDiv::Make(route.path == MapPath::kRowsVector ? s[1] / N : s[1]);
   LaunchMap<&MapKernel<Saver, E::kFlat, N, DType, Plan, IndexT>>(
-      work, stream, "tensorexpr map kernel", route.path, out, static_cast<IndexT>(stride), static_cast<IndexT>(s[1]),
+      work, stream, "tensorexpr map kernel", route.path, out, static_cast<IndexT>(stride), row_len,
       static_cast<IndexT>(s.Size()), plan);
 }
 
