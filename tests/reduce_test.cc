@@ -440,6 +440,42 @@ TE_DEVICE_TEST_CASE("long reductions are exact on integer-valued data", "[reduce
 
 // ---- composition --------------------------------------------------------------------------------------------------
 
+// Rows that are whole 16-byte vectors, aligned: the GPU reads them a vector at a time (cuda/reduce.cuh),
+// for every keep-middle kernel (one warp per output, one block per output, chunks), both index widths,
+// padded and sliced rows, and NaN in the last lane of a vector.
+TE_DEVICE_TEST_CASE("reductions over rows of whole vectors match the reference", "[reduce][vector]") {
+  for (bool force64 : Index64Modes<Device>()) {
+    Index64Scope scope(force64);
+    for (Layout layout : kLayouts) {
+      const std::string what = Message(" (", LayoutName(layout), force64 ? ", 64-bit index kernels)" : ")");
+      auto rows = MakeInput<Device, float>(Shape2(300, 3136), layout, stream, Ints(-8, 8));
+      CheckReduction(stream, reduce_with_axis<red::sum>(rows.dev, 1), Reference<red::sum>(rows.host, 300, KeepOut<2>(0)),
+                     0.0, "row sums of (300,3136)" + what);
+      CheckReduction(stream, reduce_with_axis<red::maximum>(rows.dev, 1),
+                     Reference<red::maximum>(rows.host, 300, KeepOut<2>(0)), 0.0, "row maxima of (300,3136)" + what);
+      auto nchw = MakeInput<Device, float>(Shape3(4, 64, 3136), layout, stream, Ints(-8, 8));
+      CheckReduction(stream, sumall_except_dim<1>(nchw.dev), Reference<red::sum>(nchw.host, 64, KeepOut<3>(1)), 0.0,
+                     "sumall_except_dim<1> of (4,64,3136)" + what);
+      CheckReduction(stream, sumall(nchw.dev), Reference<red::sum>(nchw.host, 1, AllOut<3>()), 0.0,
+                     "sumall of (4,64,3136)" + what);
+      auto halves = MakeInput<Device, half_t>(Shape2(40, 1024), layout, stream, Ints(-8, 8));
+      CheckReduction(stream, reduce_with_axis<red::sum>(halves.dev, 1),
+                     Reference<red::sum>(halves.host, 40, KeepOut<2>(0)), 0.0, "half row sums of (40,1024)" + what);
+    }
+  }
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto m = MakeInput<Device, float>(Shape2(6, 1024), Layout::kContiguous, stream, [nan](auto t) {
+    FillRandom(t, -1.0, 1.0);
+    t[2][1023] = nan;  // the last lane of the last vector of row 2
+    t[4][4] = nan;     // the first lane of a vector
+  });
+  TensorContainer<Device, 1, float> r(Shape1(6));
+  r.set_stream(stream);
+  r = reduce_with_axis<red::maximum>(m.dev, 1);
+  const auto h = ToHost(r.view());
+  for (index_t y = 0; y < 6; ++y) CHECK(std::isnan(h[y]) == (y == 2 || y == 4));
+}
+
 TE_DEVICE_TEST_CASE("reductions compose inside expressions and reduce expressions", "[reduce]") {
   auto a = MakeInput<Device, float>(Shape3(5, 7, 33), Layout::kPadded, stream, Uniform(-1, 1));
   auto v = MakeInput<Device, float>(Shape1(7), Layout::kContiguous, stream, Uniform(-1, 1));
