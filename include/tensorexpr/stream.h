@@ -39,6 +39,11 @@ inline Stream<cpu>* StreamOrDefault(S* s) {
   return s == nullptr ? &default_stream : s;
 }
 
+// What a TensorContainer keeps of the stream its memory is ordered on, so that it can free the memory
+// even after that Stream object was deleted (or the engine shut down): cpu/memory.h, cuda/memory.cuh.
+template <typename Device>
+class FreeQueue;
+
 // mshadow's signature: the handle flags and device id only matter on the GPU.
 template <typename Device>
 inline Stream<Device>* NewStream(bool create_blas_handle = true, bool create_dnn_handle = false, int dev_id = -1);

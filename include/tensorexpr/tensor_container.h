@@ -34,7 +34,7 @@ class TensorContainer : public Tensor<Device, dim, DType> {
   explicit TensorContainer(const Shape<dim>& shape, Bool pad) : pad_(pad) { Resize(shape); }
   TensorContainer(const Shape<dim>& shape, DType initv, bool pad = false) : pad_(pad) { Resize(shape, initv); }
   TensorContainer(const TensorContainer& other) : Base(), pad_(other.pad_) {
-    this->stream_ = other.stream_;
+    set_stream(other.stream_);
     Resize(other.shape_);
     Copy(this->view(), other.view(), this->stream_);
   }
@@ -68,6 +68,13 @@ class TensorContainer : public Tensor<Device, dim, DType> {
     return *this;
   }
 
+  // The stream this container's work and memory are ordered on. The container keeps a share of it
+  // (FreeQueue), so it may be destroyed after the stream (DeleteStream) or the engine (ShutdownTensorEngine).
+  void set_stream(Stream<Device>* stream) {
+    this->stream_ = stream;
+    queue_ = FreeQueue<Device>::Of(stream);
+  }
+
   void Resize(const Shape<dim>& shape) {
     Tensor<Device, dim, DType> probe(shape);
     probe.stream_ = this->stream_;
@@ -77,6 +84,7 @@ class TensorContainer : public Tensor<Device, dim, DType> {
         CheckedMul(PaddedStride<DType>(shape[dim - 1], pad_), shape.ProdShape(0, dim - 1), "TensorContainer::Resize");
     if (want > capacity_) {
       Release();
+      KeepStream();
       AllocSpace(&probe, pad_);
       data_ = probe.dptr_;
       capacity_ = probe.MSize();
@@ -97,19 +105,25 @@ class TensorContainer : public Tensor<Device, dim, DType> {
  private:
   void Release() {
     if (data_ != nullptr) {
+      KeepStream();
       Tensor<Device, dim, DType> t(this->shape_);
       t.dptr_ = data_;
-      t.stream_ = this->stream_;
-      FreeSpace(&t);
+      queue_.Free(&t);
     }
     data_ = nullptr;
     capacity_ = 0;
     this->dptr_ = nullptr;
   }
+  // A stream set through the Tensor base (stream_ or Tensor::set_stream) is taken up here, while it is
+  // the one in use.
+  void KeepStream() {
+    if (queue_.from() != this->stream_) queue_ = FreeQueue<Device>::Of(this->stream_);
+  }
   void Steal(TensorContainer& other) {
     pad_ = other.pad_;
     data_ = other.data_;
     capacity_ = other.capacity_;
+    queue_ = std::move(other.queue_);
     static_cast<Base&>(*this) = static_cast<const Base&>(other);
     // The moved-from container is empty, not a shape without memory that would be dereferenced.
     other.data_ = nullptr;
@@ -122,6 +136,7 @@ class TensorContainer : public Tensor<Device, dim, DType> {
   bool pad_ = false;
   DType* data_ = nullptr;
   index_t capacity_ = 0;
+  FreeQueue<Device> queue_;  // the stream data_ is freed on
 };
 
 }  // namespace tensorexpr

@@ -561,3 +561,52 @@ TEST_CASE("InitTensorEngine, ReleaseCachedResources and ShutdownTensorEngine lea
   CheckAll(hu.view(), [](const Shape<1>&) { return 4.0; });
   CHECK(DefaultStream()->blas_handle() != nullptr);
 }
+
+// A container keeps a share of its CUDA stream (FreeQueue<gpu>): destroying it after DeleteStream, with
+// work still queued, or after ShutdownTensorEngine frees its memory on that stream, without touching the
+// deleted Stream object (compute-sanitizer and ASan would see a use after free).
+TEST_CASE("TensorContainer<gpu> may outlive its stream and the engine", "[gpu][cuda_core]") {
+  TE_REQUIRE_GPU();
+  cudaMemPool_t pool;
+  REQUIRE(cudaDeviceGetDefaultMemPool(&pool, 0) == cudaSuccess);
+  const index_t n = index_t(64) << 20;  // 256 MB: large enough that a free that never happened shows
+  uint64_t used_before = 0, used_after = 0;
+  StreamOrDefault(nullptr)->Wait();
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  REQUIRE(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used_before) == cudaSuccess);
+  {
+    Stream<gpu>* s = NewStream<gpu>();
+    TensorContainer<gpu, 1, float> a, moved;
+    a.set_stream(s);
+    a.Resize(Shape1(n), 1.0f);
+    for (int i = 0; i < 8; ++i) a += 1.0f;  // queued, perhaps still running when the stream goes
+    moved.set_stream(s);
+    moved.Resize(Shape1(1000), 2.0f);
+    TensorContainer<gpu, 1, float> from_move(std::move(moved));
+    DeleteStream(s);
+    // a, from_move (and the empty `moved`) are destroyed here, after their stream.
+  }
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  REQUIRE(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used_after) == cudaSuccess);
+  CHECK(used_after <= used_before);  // every byte went back to the pool
+  CHECK(cudaGetLastError() == cudaSuccess);
+
+  {
+    Stream<gpu>* s = NewStream<gpu>();
+    TensorContainer<gpu, 2, float> b;
+    b.set_stream(s);
+    b.Resize(Shape2(300, 301), 5.0f);
+    auto hb = ToHost(b.view());
+    CheckAll(hb.view(), [](const Shape<2>&) { return 5.0; });
+    ShutdownTensorEngine<gpu>();
+    DeleteStream(s);
+  }  // b is freed after both
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  CHECK(cudaGetLastError() == cudaSuccess);
+  // The engine and new streams work afterwards.
+  InitTensorEngine<gpu>(0);
+  TensorContainer<gpu, 1, float> c(Shape1(10), 1.0f);
+  c *= 3.0f;
+  auto hc = ToHost(c.view());
+  CheckAll(hc.view(), [](const Shape<1>&) { return 3.0; });
+}

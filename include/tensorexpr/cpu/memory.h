@@ -34,6 +34,25 @@ inline void FreeSpace(Tensor<cpu, dim, DType>* t) {
   t->dptr_ = nullptr;
 }
 
+// The CPU frees at once: nothing of the stream is needed.
+template <>
+class FreeQueue<cpu> {
+ public:
+  static FreeQueue Of(Stream<cpu>* s) {
+    FreeQueue q;
+    q.from_ = s;
+    return q;
+  }
+  Stream<cpu>* from() const { return from_; }
+  template <int dim, typename DType>
+  void Free(Tensor<cpu, dim, DType>* t) const {
+    FreeSpace(t);
+  }
+
+ private:
+  Stream<cpu>* from_ = nullptr;  // which stream it was made for (never dereferenced)
+};
+
 // Whether the memory spans of two views share a byte.
 template <int dim, typename DType>
 inline bool SpansOverlap(const Tensor<cpu, dim, DType>& a, const Tensor<cpu, dim, DType>& b) {

@@ -15,6 +15,7 @@
 // destination hold the data. Pinned host memory makes the copy truly overlap; pageable memory works too.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <cuda_runtime.h>
 #include "../checked.h"
@@ -132,19 +133,52 @@ inline void AllocSpace(Tensor<gpu, dim, DType>* t, bool pad = false) {
   t->dptr_ = static_cast<DType*>(p);
 }
 
-// Returns the memory to the pool, ordered on t->stream_. Errors are reported, except the ones that only
-// mean the CUDA runtime is already shutting down (a static TensorContainer destroyed at exit).
-template <int dim, typename DType>
-inline void FreeSpace(Tensor<gpu, dim, DType>* t) {
-  if (t->dptr_ == nullptr) return;
-  const cudaError_t err = cudaFreeAsync(t->dptr_, Stream<gpu>::GetStream(t->stream_));
-  t->dptr_ = nullptr;
+namespace cuda {
+// Returns p to the pool, ordered on `stream`. Errors are reported, except the ones that only mean the
+// CUDA runtime is already shutting down (a static TensorContainer destroyed at exit).
+inline void FreeOnStream(void* p, cudaStream_t stream) {
+  if (p == nullptr) return;
+  const cudaError_t err = cudaFreeAsync(p, stream);
   if (err == cudaErrorCudartUnloading || err == cudaErrorContextIsDestroyed) {
     cudaGetLastError();
     return;
   }
   TE_CUDA_CHECK(err);
 }
+}  // namespace cuda
+
+// Returns the memory to the pool, ordered on t->stream_.
+template <int dim, typename DType>
+inline void FreeSpace(Tensor<gpu, dim, DType>* t) {
+  DType* p = t->dptr_;
+  t->dptr_ = nullptr;
+  cuda::FreeOnStream(p, Stream<gpu>::GetStream(t->stream_));
+}
+
+// A share of the CUDA stream a container's memory is ordered on (stream.cuh's StreamHandle): the
+// container frees on it even when the Stream<gpu> object is gone by then. A null stream means the freeing
+// thread's default stream, as for FreeSpace.
+template <>
+class FreeQueue<gpu> {
+ public:
+  static FreeQueue Of(Stream<gpu>* s) {
+    FreeQueue q;
+    q.from_ = s;
+    if (s != nullptr) q.handle_ = s->handle();
+    return q;
+  }
+  Stream<gpu>* from() const { return from_; }
+  template <int dim, typename DType>
+  void Free(Tensor<gpu, dim, DType>* t) const {
+    DType* p = t->dptr_;
+    t->dptr_ = nullptr;
+    cuda::FreeOnStream(p, handle_ ? handle_->stream : cudaStreamPerThread);
+  }
+
+ private:
+  Stream<gpu>* from_ = nullptr;  // which stream it was made for (never dereferenced)
+  std::shared_ptr<cuda::StreamHandle> handle_;
+};
 
 // Copy(dst, src, stream): same shape, any row strides; asynchronous on `stream` (see the top of this
 // file), which defaults to the GPU tensor's stream_ and then to the per-thread default stream.

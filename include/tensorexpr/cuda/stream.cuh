@@ -4,6 +4,7 @@
 #pragma once
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <memory>
 #include <new>
 #include <string>
 #include "../fault.h"
@@ -35,6 +36,22 @@ struct WorkspaceMemory<gpu> {
   }
 };
 
+namespace cuda {
+// A CUDA stream, destroyed (if owned) when the last holder lets go: the Stream<gpu> that made it and
+// every TensorContainer whose memory is ordered on it (FreeQueue<gpu>, memory.cuh), so that a container
+// outliving DeleteStream still frees its memory on the stream its work was queued on.
+struct StreamHandle {
+  cudaStream_t stream = nullptr;
+  bool owned = false;
+  StreamHandle(cudaStream_t s, bool own) : stream(s), owned(own) {}
+  StreamHandle(const StreamHandle&) = delete;
+  StreamHandle& operator=(const StreamHandle&) = delete;
+  ~StreamHandle() {
+    if (owned && cudaStreamDestroy(stream) != cudaSuccess) cudaGetLastError();  // at exit the runtime may be gone
+  }
+};
+}  // namespace cuda
+
 template <>
 struct Stream<gpu> {
   // Wraps `s` (not owned) or, when s is null and own is true, creates a non-blocking stream.
@@ -42,9 +59,10 @@ struct Stream<gpu> {
     if (dev_id_ >= 0) TE_CUDA_CHECK(cudaSetDevice(dev_id_));
     if (s == nullptr && own) {
       TE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-      owns_ = true;
+      handle_ = std::make_shared<cuda::StreamHandle>(stream_, true);
     } else {
       stream_ = s == nullptr ? cudaStreamPerThread : s;
+      handle_ = std::make_shared<cuda::StreamHandle>(stream_, false);
     }
     workspace_.set_queue(stream_);
   }
@@ -52,12 +70,14 @@ struct Stream<gpu> {
     workspace_.Release();  // stream-ordered: before the stream goes
     if (blas_ != nullptr) cublasDestroy(blas_);
     if (fault_ != nullptr && cudaFreeHost(fault_) != cudaSuccess) cudaGetLastError();
-    if (owns_) cudaStreamDestroy(stream_);
+    // The CUDA stream itself goes with the last holder of handle_.
   }
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
 
   cudaStream_t stream() const { return stream_; }
+  // The CUDA stream as a shared handle: holding it keeps the stream alive past this object.
+  const std::shared_ptr<cuda::StreamHandle>& handle() const { return handle_; }
   // The temporary memory operators on this stream draw from (workspace.h).
   Workspace<gpu>& workspace() { return workspace_; }
   // The stream of `s`, or the per-thread default stream when s is null.
@@ -129,7 +149,7 @@ struct Stream<gpu> {
     TE_CUBLAS_CHECK(cublasSetMathMode(blas_, static_cast<cublasMath_t>(mode)));
   }
   cudaStream_t stream_ = nullptr;
-  bool owns_ = false;
+  std::shared_ptr<cuda::StreamHandle> handle_;
   int dev_id_ = -1;
   cublasHandle_t blas_ = nullptr;
   bool tf32_ = false;
