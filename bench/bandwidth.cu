@@ -3,7 +3,10 @@
 //   1. c = a*b + 2*sqrt(abs(a)) over 2^28 fp32 (one fused kernel; 12 bytes move per element) against a
 //      device-to-device cudaMemcpy of one such tensor (1 GiB; bandwidth = 2 * bytes / time: read + write);
 //   2. the same expression in PyTorch eager (bench/peer_map.py, run from here), same size, same timing;
-//   3. c = dot(a, b), 8192^3, fp32 / fp16 / bf16, against the raw cuBLAS call (cublasSgemm / cublasGemmEx).
+//   3. c = dot(a, b), 8192^3, fp32 / fp16 / bf16, against the raw cuBLAS call (cublasSgemm / cublasGemmEx);
+//   4. with --families instead: broadcast, reductions, transposes, concat and slice at 100 MB and 1 GB
+//      against a copy of the same bytes and PyTorch (bench/peer_families.py: eager; --peer-compile adds
+//      torch.compile), each result checked against float64 on samples.
 // Timing: CUDA events around each repetition on one stream, after warm-up; the median is reported. Ours
 // and the peer alternate repetition by repetition so that clock drift hits both alike.
 // Run from the repository root or from bench/ (the peer script is found in either, or via
