@@ -418,6 +418,15 @@ inline void EvalInto(Tensor<gpu, dim, DType> dst, const ReduceExp<Reducer, SrcEx
     const index_t largest =
         std::max({l.n0 * l.n1 * l.n2 * l.nx, dst_span, l.num_outputs() * cuda::reduce_impl::kMaxChunks});
     const bool index32 = largest <= INT32_MAX / 2 && !cuda::Force64BitIndexFlag().load();
+    // The output in the index width chosen above, handed to `launch`.
+    auto with_out = [&](auto&& launch) {
+      if (index32) {
+        launch(ReduceOut<DType, int32_t>{dst.dptr_, static_cast<int32_t>(dst.shape_[dim - 1]),
+                                         static_cast<int32_t>(dst.stride_)});
+      } else {
+        launch(ReduceOut<DType, int64_t>{dst.dptr_, dst.shape_[dim - 1], dst.stride_});
+      }
+    };
     // A tensor whose reduced runs are whole 16-byte vectors is read a vector at a time.
     constexpr int N = cuda::VectorLanes<DType>();
     if constexpr (is_tensor<SrcExp>::value && N > 1) {
@@ -427,26 +436,12 @@ inline void EvalInto(Tensor<gpu, dim, DType> dst, const ReduceExp<Reducer, SrcEx
         ReduceLayout lv = l;
         lv.nx = l.nx / N;
         const cuda::reduce_impl::VectorReader<DType, N> vreader{t.dptr_, row_stride};
-        if (index32) {
-          const ReduceOut<DType, int32_t> out{dst.dptr_, static_cast<int32_t>(dst.shape_[dim - 1]),
-                                              static_cast<int32_t>(dst.stride_)};
-          cuda::reduce_impl::LaunchKeepMiddle<Saver, Reducer, DType, int32_t>(vreader, lv, out, stream);
-        } else {
-          const ReduceOut<DType, int64_t> out{dst.dptr_, dst.shape_[dim - 1], dst.stride_};
-          cuda::reduce_impl::LaunchKeepMiddle<Saver, Reducer, DType, int64_t>(vreader, lv, out, stream);
-        }
+        with_out([&](auto out) { cuda::reduce_impl::LaunchKeepMiddle<Saver, Reducer, DType>(vreader, lv, out, stream); });
         return;
       }
     }
     const auto reader = e.reader(l);
-    if (index32) {
-      const ReduceOut<DType, int32_t> out{dst.dptr_, static_cast<int32_t>(dst.shape_[dim - 1]),
-                                          static_cast<int32_t>(dst.stride_)};
-      cuda::reduce_impl::Launch<Saver, Reducer, DType, int32_t>(reader, l, out, stream);
-    } else {
-      const ReduceOut<DType, int64_t> out{dst.dptr_, dst.shape_[dim - 1], dst.stride_};
-      cuda::reduce_impl::Launch<Saver, Reducer, DType, int64_t>(reader, l, out, stream);
-    }
+    with_out([&](auto out) { cuda::reduce_impl::Launch<Saver, Reducer, DType>(reader, l, out, stream); });
   }
 }
 
