@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <curand.h>
 #include <tensorexpr/cuda/tensorexpr_cuda.cuh>
+#include "families.h"
 
 namespace {
 using namespace tensorexpr;
@@ -75,11 +76,7 @@ struct Row {
 };
 std::vector<Row> g_table;
 
-std::string Fmt(const char* fmt, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), fmt, v);
-  return buf;
-}
+using families::Fmt;
 
 // ---- 1 + 2: the fused map against a copy and against PyTorch ---------------------------------------
 
@@ -188,11 +185,9 @@ void BenchMap(Stream<gpu>* s, curandGenerator_t gen) {
   }
 }
 
-// ---- 4: expression families against a copy of the same bytes, and against PyTorch --------------------
-// Each family at two sizes: x of (N, 256, 3136) fp32, N = 32 (103 MB) and N = 320 (1.03 GB); a.T() of a
-// square matrix of about the same bytes. Effective bytes = destination written + sources read once; the
-// copy is cudaMemcpyAsync of x (2 x its bytes per time). Ours and the copy alternate repetition by
-// repetition. Each family's result is checked against a float64 computation on sampled elements.
+// ---- 4: expression families (families.h) against a copy of the same bytes, and against PyTorch --------
+// At two sizes: x of (N, 256, 3136) fp32, N = 32 (103 MB) and N = 320 (1.03 GB); the copy is
+// cudaMemcpyAsync of x (2 x its bytes per time).
 
 std::string FamiliesPeerScript() {
   if (const char* env = std::getenv("TE_FAMILIES_PEER_SCRIPT")) return env;
@@ -202,162 +197,6 @@ std::string FamiliesPeerScript() {
   return std::string(TE_BENCH_SOURCE_DIR) + "/peer_families.py";
 #endif
   return "bench/peer_families.py";
-}
-
-struct FamilyResult {
-  std::string key, name;  // key: the peer's name for it
-  double scale;           // N / 32
-  double bytes;           // effective bytes
-  double ms, copy_ms;     // ours, and the copy of x
-  double copy_bytes;      // bytes of x
-  bool ok;
-};
-
-// Host copy of a device tensor (waits).
-template <int dim>
-TensorContainer<cpu, dim, float> Host(Stream<gpu>* s, const Tensor<gpu, dim, float>& t) {
-  TensorContainer<cpu, dim, float> h(t.shape_);
-  Copy(h.view(), t, s);
-  s->Wait();
-  return h;
-}
-
-// Checks `got` at `samples` positions against ref(flat index): |got - ref| <= tol * (1 + |ref|).
-template <typename Ref>
-bool CheckSamples(const char* what, const float* got, index_t n, Ref ref, double tol) {
-  index_t bad = 0, samples = std::min<index_t>(n, 4096);
-  for (index_t k = 0; k < samples; ++k) {
-    const index_t i = (k * 2654435761ll) % n;
-    const double want = ref(i);
-    bad += !(std::fabs(got[i] - want) <= tol * (1.0 + std::fabs(want)));
-  }
-  if (bad) std::printf("  check FAILED for %s: %lld of %lld samples differ\n", what, (long long)bad, (long long)samples);
-  return bad == 0;
-}
-
-std::vector<FamilyResult> BenchFamilies(Stream<gpu>* s, curandGenerator_t gen, index_t n_batch, int warmup, int reps) {
-  const index_t N = n_batch, C = 256, HW = 3136, size = N * C * HW;
-  const double S = 4.0 * size, scale = double(N) / 32;
-  std::printf("\n[4] expression families, x of (%lld, %lld, %lld) fp32 = %.0f MB\n", (long long)N, (long long)C,
-              (long long)HW, S / 1e6);
-  TensorContainer<gpu, 3, float> x, y, yt;
-  TensorContainer<gpu, 1, float> flat, bias, out1;
-  TensorContainer<gpu, 2, float> out2;
-  TensorContainer<gpu, 3, float> h1, h2, half_out;
-  for (auto* t : {&x, &y, &yt, &h1, &h2, &half_out}) t->set_stream(s);
-  for (auto* t : {&flat, &bias, &out1}) t->set_stream(s);
-  out2.set_stream(s);
-  x.Resize(Shape3(N, C, HW));
-  y.Resize(Shape3(N, C, HW));
-  yt.Resize(Shape3(N, HW, C));
-  bias.Resize(Shape1(C));
-  {
-    Tensor<gpu, 1, float> xf(x.dptr_, Shape1(size), s);
-    FillUniform(gen, xf);
-    FillUniform(gen, bias.view());
-  }
-  h1.Resize(Shape3(N, C / 2, HW));
-  h2.Resize(Shape3(N, C / 2, HW));
-  h1 = slice<1>(x.view(), 0, C / 2);
-  h2 = slice<1>(x.view(), C / 2, C);
-  half_out.Resize(Shape3(N, C / 2, HW));
-  const auto xh = Host(s, x.view());
-  const auto bh = Host(s, bias.view());
-  auto X = [&](index_t n, index_t c, index_t p) { return double(xh.dptr_[(n * C + c) * HW + p]); };
-  const size_t xbytes = sizeof(float) * size_t(size);
-
-  std::vector<FamilyResult> results;
-  auto run = [&](const std::string& key, const std::string& name, double bytes, const std::function<void()>& f,
-                 const std::function<bool()>& check) {
-    const std::vector<double> ms = AlternatingMedians(
-        s->stream(), warmup, reps,
-        {f, [&] { TE_CUDA_CHECK(cudaMemcpyAsync(y.dptr_, x.dptr_, xbytes, cudaMemcpyDeviceToDevice, s->stream())); }});
-    f();
-    const bool ok = check();
-    const double gbps = bytes / (ms[0] * 1e-3) / 1e9, copy_gbps = 2 * S / (ms[1] * 1e-3) / 1e9;
-    std::printf("  %-34s %8.3f ms %7.0f GB/s   copy %7.0f GB/s   of copy %.3f%s\n", name.c_str(), ms[0], gbps, copy_gbps,
-                gbps / copy_gbps, ok ? "" : "  (WRONG RESULT)");
-    results.push_back({key, name, scale, bytes, ms[0], ms[1], S, ok});
-  };
-
-  run("broadcast", "x + broadcast<1>(bias)", 2 * S, [&] { y = x.view() + broadcast<1>(bias.view(), y.shape_); }, [&] {
-    const auto h = Host(s, y.view());
-    return CheckSamples("broadcast", h.dptr_, size, [&](index_t i) { return X(0, 0, i) + bh.dptr_[i / HW % C]; }, 1e-6);
-  });
-  out1.Resize(Shape1(C));
-  run("sumall_except_dim", "sumall_except_dim<1>(x)", S, [&] { out1 = sumall_except_dim<1>(x.view()); }, [&] {
-    const auto h = Host(s, out1.view());
-    return CheckSamples("sumall_except_dim", h.dptr_, C, [&](index_t c) {
-      double acc = 0;
-      for (index_t n = 0; n < N; ++n)
-        for (index_t p = 0; p < HW; ++p) acc += X(n, c, p);
-      return acc;
-    }, 1e-5 * double(N * HW));
-  });
-  out2.Resize(Shape2(N, C));
-  run("reduce_sum", "reduce_with_axis<sum>(x, 2)", S, [&] { out2 = reduce_with_axis<red::sum>(x.view(), 2); }, [&] {
-    const auto h = Host(s, out2.view());
-    return CheckSamples("reduce sum", h.dptr_, N * C, [&](index_t r) {
-      double acc = 0;
-      for (index_t p = 0; p < HW; ++p) acc += X(0, r, p);
-      return acc;
-    }, 1e-5 * double(HW));
-  });
-  run("reduce_max", "reduce_with_axis<maximum>(x, 2)", S, [&] { out2 = reduce_with_axis<red::maximum>(x.view(), 2); }, [&] {
-    const auto h = Host(s, out2.view());
-    return CheckSamples("reduce max", h.dptr_, N * C, [&](index_t r) {
-      double m = -INFINITY;
-      for (index_t p = 0; p < HW; ++p) m = std::max(m, X(0, r, p));
-      return m;
-    }, 0.0);
-  });
-  auto check_nhwc = [&] {
-    const auto h = Host(s, yt.view());
-    return CheckSamples("NCHW -> NHWC", h.dptr_, size, [&](index_t i) {
-      const index_t c = i % C, p = i / C % HW, n = i / (C * HW);
-      return X(n, c, p);
-    }, 0.0);
-  };
-  run("swapaxis", "swapaxis<2,1>(x)", 2 * S, [&] { yt = swapaxis<2, 1>(x.view()); }, check_nhwc);
-  run("transpose", "transpose(x, (0,2,1))", 2 * S, [&] { yt = transpose(x.view(), Shape3(0, 2, 1)); }, check_nhwc);
-  run("concat", "concat<1>(h1, h2)", 2 * S, [&] { y = concat<1>(h1.view(), h2.view()); }, [&] {
-    const auto h = Host(s, y.view());
-    return CheckSamples("concat", h.dptr_, size, [&](index_t i) { return X(0, 0, i); }, 0.0);
-  });
-  run("slice", "slice<1>(x, 0, C/2)", S, [&] { half_out = slice<1>(x.view(), 0, C / 2); }, [&] {
-    const auto h = Host(s, half_out.view());
-    return CheckSamples("slice", h.dptr_, size / 2, [&](index_t i) {
-      const index_t p = i % HW, c = i / HW % (C / 2), n = i / (HW * C / 2);
-      return X(n, c, p);
-    }, 0.0);
-  });
-  out1.Resize(Shape1(1));
-  {
-    Tensor<gpu, 1, float> xf(x.dptr_, Shape1(size), s);
-    run("sumall", "sumall(flat)", S, [&] { out1 = sumall(xf); }, [&] {
-      const auto h = Host(s, out1.view());
-      double acc = 0;
-      for (index_t i = 0; i < size; ++i) acc += xh.dptr_[i];
-      // Rounding of a float sum grows with the sum of magnitudes (about size / 2 here), not with the result.
-      return CheckSamples("sumall", h.dptr_, 1, [&](index_t) { return acc; }, 1e-5 * size / (1 + std::fabs(acc)));
-    });
-  }
-  // a.T() of a square matrix of about x's bytes.
-  {
-    const index_t n = index_t(std::sqrt(double(size)) / 32) * 32;
-    TensorContainer<gpu, 2, float> a, b;
-    a.set_stream(s), b.set_stream(s);
-    a.Resize(Shape2(n, n));
-    b.Resize(Shape2(n, n));
-    Tensor<gpu, 1, float> af(a.dptr_, Shape1(n * n), s);
-    FillUniform(gen, af);
-    const auto ah = Host(s, a.view());
-    run("matrix_T", "b = a.T() (" + std::to_string(n) + "^2)", 2.0 * 4 * n * n, [&] { b = a.view().T(); }, [&] {
-      const auto h = Host(s, b.view());
-      return CheckSamples("a.T()", h.dptr_, n * n, [&](index_t i) { return double(ah.dptr_[(i % n) * n + i / n]); }, 0.0);
-    });
-  }
-  return results;
 }
 
 // Runs the PyTorch families peer at x's batch N; returns name -> (eager ms, compiled ms or -1).
@@ -450,41 +289,30 @@ void BenchDot(Stream<gpu>* s, curandGenerator_t gen, cublasHandle_t raw, const c
 
 }  // namespace
 
-// The families table: ours against the copy and the peer, at each size.
-void PrintFamilies(const std::vector<FamilyResult>& rs, const std::map<double, std::map<std::string, std::pair<double, double>>>& peers) {
-  std::printf("\n| %-30s | %7s | %9s | %7s | %12s | %10s | %14s |\n", "expression", "x", "ours GB/s", "of copy",
-              "eager GB/s", "ours/eager", "compiled GB/s");
-  std::printf("|%s|%s|%s|%s|%s|%s|%s|\n", std::string(32, '-').c_str(), std::string(9, '-').c_str(),
-              std::string(11, '-').c_str(), std::string(9, '-').c_str(), std::string(14, '-').c_str(),
-              std::string(12, '-').c_str(), std::string(16, '-').c_str());
-  for (const FamilyResult& r : rs) {
-    const double gbps = r.bytes / (r.ms * 1e-3) / 1e9, copy = 2 * r.copy_bytes / (r.copy_ms * 1e-3) / 1e9;
-    double eager = -1, compiled = -1;
-    auto pi = peers.find(r.scale);
-    if (pi != peers.end()) {
-      auto f = pi->second.find(r.key);
-      if (f != pi->second.end()) eager = f->second.first, compiled = f->second.second;
-    }
-    auto gb = [&](double ms) { return ms > 0 ? Fmt("%.0f", r.bytes / (ms * 1e-3) / 1e9) : std::string("-"); };
-    std::printf("| %-30s | %4.0f MB | %9.0f | %7.3f | %12s | %10s | %14s |%s\n", r.name.c_str(), r.copy_bytes / 1e6, gbps,
-                gbps / copy, gb(eager).c_str(), eager > 0 ? Fmt("%.2f", eager / r.ms).c_str() : "-",
-                gb(compiled).c_str(), r.ok ? "" : " WRONG RESULT");
-  }
-  std::printf("(of copy: our effective bandwidth / cudaMemcpy D2D bandwidth of x in the same run; ours/eager: "
-              "PyTorch eager time / our time, above 1: ours is faster)\n");
-}
-
 int main(int argc, char** argv) {
   bool families = false, peer = true, peer_compile = false;
+  std::vector<index_t> batches = {32, 320};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--families") families = true;
     else if (a == "--no-peer") peer = false;
     else if (a == "--peer-compile") peer_compile = true;
-    else {
-      std::fprintf(stderr, "usage: %s [--families [--no-peer] [--peer-compile]]\n"
+    else if (a == "--n" && i + 1 < argc) {
+      batches.clear();
+      for (const char* p = argv[++i]; *p != '\0';) {
+        char* end = nullptr;
+        batches.push_back(std::strtoll(p, &end, 10));
+        if (end == p || batches.back() < 1) {
+          std::fprintf(stderr, "--n %s: batch sizes >= 1, separated by commas\n", argv[i]);
+          return 2;
+        }
+        p = *end == ',' ? end + 1 : end;
+      }
+    } else {
+      std::fprintf(stderr, "usage: %s [--families [--n 32,320] [--no-peer] [--peer-compile]]\n"
                    "  (default: the fused map, the PyTorch map and dot against cuBLAS; --families: the expression\n"
-                   "  families table at 100 MB and 1 GB, with PyTorch eager and, with --peer-compile, torch.compile)\n",
+                   "  families table for x of (N, 256, 3136) fp32, N = 32 (103 MB) and 320 (1.03 GB) unless --n says\n"
+                   "  otherwise, with PyTorch eager and, with --peer-compile, torch.compile)\n",
                    argv[0]);
       return 2;
     }
@@ -502,16 +330,22 @@ int main(int argc, char** argv) {
     BENCH_CURAND_CHECK(curandSetStream(gen, s->stream()));
 
     if (families) {
-      std::vector<FamilyResult> all;
-      std::map<double, std::map<std::string, std::pair<double, double>>> peers;
+      const families::FamilyHooks<gpu> hooks{
+          [&](Tensor<gpu, 1, float> t) { FillUniform(gen, t); },
+          [&](const std::vector<std::function<void()>>& fs) { return AlternatingMedians(s->stream(), 3, 20, fs); },
+          [&](float* dst, const float* src, size_t bytes) {
+            TE_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s->stream()));
+          }};
+      std::vector<families::FamilyResult> all;
+      families::PeerTimes peers;
       bool ok = true;
-      for (const index_t n : {index_t(32), index_t(320)}) {
-        for (const FamilyResult& r : BenchFamilies(s, gen, n, 3, 20)) all.push_back(r), ok = ok && r.ok;
+      for (const index_t n : batches) {
+        for (const families::FamilyResult& r : families::BenchFamilies(s, hooks, n)) all.push_back(r), ok = ok && r.ok;
         s->Wait();
         ReleaseCachedResources<gpu>();  // PyTorch allocates its own
         if (peer) peers[double(n) / 32] = RunFamiliesPeer(n, 20, peer_compile);
       }
-      PrintFamilies(all, peers);
+      families::PrintFamilies(all, peers, "cudaMemcpyAsync D2D");
       BENCH_CURAND_CHECK(curandDestroyGenerator(gen));
       DeleteStream(s);
       ShutdownTensorEngine<gpu>();

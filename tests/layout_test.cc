@@ -340,7 +340,7 @@ TE_DEVICE_TEST_CASE("transpose merges dimensions that stay neighbours and keeps 
   CheckAll(ToHost(o), [&](const Shape<2>&) { return 0.0; }, 0.0);
 }
 
-// Sizes at which the GPU runs transposes through shared-memory tiles (cuda/transpose.cuh): both tile sides
+// Sizes at which transposes run in tiles (cuda/transpose.cuh) or cache blocks (cpu/transpose.h): both tile sides
 // at least 16, edges that are not multiples of the 32-element tile, the source's last dimensions spread
 // over several output dimensions, an inner block between them and the output's last, padded rows on
 // either side, = and +=, both index widths, and a source that is an expression rather than a tensor.
@@ -383,6 +383,10 @@ TE_DEVICE_TEST_CASE("transposes large enough for tiles match the reference", "[l
   CheckTiledTranspose<Device, float>(stream, Shape4(2, 5, 19, 40), Shape4(0, 3, 1, 2));  // NHWC -> NCHW: inner H
   CheckTiledTranspose<Device, float>(stream, Shape4(17, 3, 2, 33), Shape4(3, 1, 2, 0));
   CheckTiledTranspose<Device, int32_t>(stream, Shape5(2, 3, 20, 4, 18), Shape5(0, 4, 2, 3, 1));
+  // Output rows longer than the CPU's row loop keeps in L1 (cpu/transpose.h blocks them).
+  CheckTiledTranspose<Device, float>(stream, Shape2(300, 37), Shape2(1, 0));
+  CheckTiledTranspose<Device, double>(stream, Shape3(2, 300, 20), Shape3(0, 2, 1));
+  CheckTiledTranspose<Device, float>(stream, Shape4(1, 20, 300, 9), Shape4(0, 3, 1, 2));
   // The 2-D e.T() runs the same tiles.
   auto m = MakeInput<Device, 2>(Shape2(50, 65), RandLayout(), stream);
   auto out = MakeOutput<Device>(Shape2(65, 50), true, stream);

@@ -35,5 +35,6 @@
 #include "cpu/blas.h"
 #include "cpu/patch.h"
 #include "cpu/pool.h"
+#include "cpu/transpose.h"
 #include "tensor_container.h"
 #include "random.h"
