@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # What the lead runs on the GPU machine in one call (see DEVELOPERS notes): build with CUDA, run the GPU
 # suite, compute-sanitizer memcheck over it and racecheck over the reductions, then the benchmarks.
-#   STEPS="build test sanitize train cputrain cpubench bench" bash tools/gpu-session.sh
-# (cputrain: CPU_ROUNDS=3 alternating runs of ours and PyTorch's; cpubench: the CPU conv layers)
+#   STEPS="build test sanitize train cputrain cpubench bench families" bash tools/gpu-session.sh
+# (cputrain: CPU_ROUNDS=3 alternating runs of ours and PyTorch's; cpubench: the CPU conv layers;
+#  families: the expression-families tables, GPU against copy and PyTorch, CPU against memcpy)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 [ -f .gpu/use-debs.sh ] && source .gpu/use-debs.sh
@@ -80,4 +81,9 @@ if has bench; then
   for b in build-gpu/bench/bandwidth build-gpu/bench/conv_bench; do
     [ -x "$b" ] && (cd bench && "../$b") 2>&1 | tee "$out/$(basename "$b").log" | tail -40
   done
+fi
+if has families; then
+  (cd bench && ../build-gpu/bench/bandwidth --families) 2>&1 | tee "$out/families_gpu.log" | grep '^|'
+  OPENBLAS_CORETYPE=SkylakeX ./build-gpu/bench/bandwidth_cpu --threads 16,2 2>&1 | tee "$out/families_cpu.log" |
+    grep -E '^\||==='
 fi
