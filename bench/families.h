@@ -1,4 +1,4 @@
-// bench/families.h — the expression families of issue-style bandwidth tables, for either device: the
+// bench/families.h — the expression families whose bandwidth the benchmarks report, for either device: the
 // GPU table (bandwidth.cu --families) and the CPU one (bandwidth_cpu.cpp). Each family runs at x of
 // (N, 256, 3136) fp32 against a plain copy of x's bytes, alternating repetition by repetition; effective
 // bytes = destination written + sources read once; a.T() takes a square matrix of about x's bytes. Every
