@@ -653,6 +653,55 @@ TE_DEVICE_TEST_CASE("maximum / minimum: NaN propagates and infinities are values
   CHECK((std::isnan(mn[0]) && std::isnan(mn[1]) && mn[2] == -inf && mn[3] == 2.f));
 }
 
+// Long rows of negative values, infinities and a NaN with its sign bit set: the CPU's maximum / minimum
+// compare float bits as integers (cpu/reduce.h), where a negative NaN orders below everything.
+TE_DEVICE_TEST_CASE("maximum / minimum over long rows: negatives, infinities, a negative NaN", "[reduce][nan]") {
+  const float inf = std::numeric_limits<float>::infinity();
+  float neg_nan;
+  const uint32_t neg_nan_bits = 0xFFC00000u;
+  std::memcpy(&neg_nan, &neg_nan_bits, sizeof(neg_nan));
+  const index_t cols = 203;
+  auto m = MakeInput<Device, float>(Shape2(5, cols), Layout::kContiguous, stream, [&](auto t) {
+    for (index_t x = 0; x < cols; ++x) {
+      t[0][x] = -100.0f - float(x);       // all negative: max -100, min -100 - (cols - 1)
+      t[1][x] = float(x % 17) - 8.0f;
+      t[2][x] = float(x % 5);
+      t[3][x] = -inf;
+      t[4][x] = float(x);
+    }
+    t[1][150] = neg_nan;
+    t[2][77] = inf;
+    t[2][78] = -inf;
+  });
+  TensorContainer<Device, 1, float> r(Shape1(5));
+  r.set_stream(stream);
+  r = reduce_with_axis<red::maximum>(m.dev, 1);
+  auto hi = ToHost(r.view());
+  CHECK(hi[0] == -100.0f);
+  CHECK(std::isnan(hi[1]));
+  CHECK(hi[2] == inf);
+  CHECK(hi[3] == -inf);
+  CHECK(hi[4] == float(cols - 1));
+  r = reduce_with_axis<red::minimum>(m.dev, 1);
+  auto lo = ToHost(r.view());
+  CHECK(lo[0] == -100.0f - float(cols - 1));
+  CHECK(std::isnan(lo[1]));
+  CHECK(lo[2] == -inf);
+  CHECK(lo[3] == -inf);
+  CHECK(lo[4] == 0.0f);
+  // The same in double (64-bit keys).
+  auto d = MakeInput<Device, double>(Shape2(2, cols), Layout::kContiguous, stream, [&](auto t) {
+    for (index_t x = 0; x < cols; ++x) t[0][x] = -1e300 + double(x) * 1e290, t[1][x] = double(x) - 1e-300;
+    t[1][9] = -std::numeric_limits<double>::quiet_NaN();
+  });
+  TensorContainer<Device, 1, double> rd(Shape1(2));
+  rd.set_stream(stream);
+  rd = reduce_with_axis<red::maximum>(d.dev, 1);
+  auto hd = ToHost(rd.view());
+  CHECK(hd[0] == -1e300 + double(cols - 1) * 1e290);
+  CHECK(std::isnan(hd[1]));
+}
+
 TE_DEVICE_TEST_CASE("reductions over nothing give the identity; empty outputs write nothing", "[reduce]") {
   auto empty = MakeInput<Device, float>(Shape3(0, 3, 4), Layout::kContiguous, stream, Uniform(-1, 1));
   CheckReduction(stream, sumall_except_dim<1>(empty.dev), Reference<red::sum>(empty.host, 3, KeepOut<3>(1)), 0.0,
