@@ -68,6 +68,7 @@ template <typename E> inline void CheckIntegerDivisor(const E& divisor, const ch
 // declared after this header.
 template <typename Saver> void EvalInto();
 template <typename Saver> void MapPlan();
+template <typename Saver> void RunTransposeTiles();  // cpu/transpose.h, cuda/transpose.cuh
 
 template <typename Device, int dim, typename DType = float>
 struct Tensor : public expr::Exp<Tensor<Device, dim, DType>, DType, expr::type::kRValue> {

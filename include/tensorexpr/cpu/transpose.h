@@ -4,10 +4,10 @@
 // hundred), the next rows find them there and the row loop (map.h) is as good as anything. Past that,
 // a thread takes a block of 32 values of c (TransposeTiles in expr/transpose.h: the source's contiguous
 // direction) and walks x in steps of 256: the block's source lines stay in L1 across its 32 rows.
+// expr/transpose.h's EvalTranspose chooses between the two (TransposeTilesPay).
 #pragma once
 #include <algorithm>
 #include "../expr/transpose.h"
-#include "../expr/transpose2d.h"
 #include "../tensor.h"
 #include "device.h"
 #include "map.h"
@@ -15,11 +15,19 @@
 
 namespace tensorexpr {
 namespace cpu_transpose {
-
 constexpr index_t kBlockC = 32, kBlockX = 256;  // measured: wider x blocks prefetch better than 32
+}  // namespace cpu_transpose
 
+// Blocks pay once a row's source lines overflow L1, and need c long enough to fill a block.
+inline bool TransposeTilesPay(Stream<cpu>*, const expr::TransposeTiles& t) {
+  return t.c >= 8 && t.x > cpu_transpose::kBlockX;
+}
+
+// dst <Saver> (an expression with plan `plan` whose output has tiles `t`), in cache blocks.
 template <typename Saver, int dim, typename DType, typename Plan>
-inline void RunBlocks(const Tensor<cpu, dim, DType>& dst, const expr::TransposeTiles& t, const Plan& plan) {
+inline void RunTransposeTiles(const Tensor<cpu, dim, DType>& dst, const expr::TransposeTiles& t, const Plan& plan) {
+  using cpu_transpose::kBlockC;
+  using cpu_transpose::kBlockX;
   const StreamThreadScope threads(dst.stream_);
   const index_t c_blocks = (t.c + kBlockC - 1) / kBlockC;
   DType* const out = dst.dptr_;
@@ -43,45 +51,4 @@ inline void RunBlocks(const Tensor<cpu, dim, DType>& dst, const expr::TransposeT
   });
 }
 
-// Blocks pay once a row's source lines overflow L1, and need c long enough to fill a block.
-inline bool UseBlocks(const expr::TransposeTiles& t) { return t.c >= 8 && t.x > kBlockX; }
-
-}  // namespace cpu_transpose
-
-namespace expr {
-
-// dst <Saver> transpose(e, axes) / swapaxis<a, b>(e) on the CPU: cache blocks when the last dimension
-// moves and its rows are long (UseBlocks), else the row loop.
-template <typename Saver, int dim, typename DType, typename SrcExp>
-inline void EvalInto(Tensor<cpu, dim, DType> dst, const Exp<TransposeAxesExp<SrcExp, DType, dim>, DType, type::kChainer>& exp) {
-  static_assert(std::is_same<typename SrcExp::device_type, cpu>::value,
-                "the source of transpose/swapaxis lives on a different device than the tensor it is assigned to; Copy() it first");
-  const TransposeAxesExp<SrcExp, DType, dim>& e = exp.self();
-  TE_CHECK(e.shape() == dst.shape_, "shape mismatch in assignment (", Saver::name(), "): destination ", dst.shape_,
-           " vs expression ", e.shape());
-  TransposeTiles t;
-  if (TransposeTiles::Make(e.shape(), e.axes_, &t) && cpu_transpose::UseBlocks(t)) {
-    cpu_transpose::RunBlocks<Saver>(dst, t, e.plan());
-  } else {
-    MapPlan<Saver>(dst, e);
-  }
-}
-
-// dst <Saver> e.T() on the CPU: the same blocks.
-template <typename Saver, typename DType, typename E>
-inline void EvalInto(Tensor<cpu, 2, DType> dst, const Exp<TransposeExp<E>, DType, type::kChainer>& exp) {
-  static_assert(std::is_same<typename E::device_type, cpu>::value,
-                "the source of .T() lives on a different device than the tensor it is assigned to; Copy() it first");
-  const TransposeExp<E>& e = exp.self();
-  TE_CHECK(e.shape() == dst.shape_, "shape mismatch in assignment (", Saver::name(), "): destination ", dst.shape_,
-           " vs expression ", e.shape());
-  TransposeTiles t;
-  if (TransposeTiles::Make(e.shape(), Shape2(1, 0), &t) && cpu_transpose::UseBlocks(t)) {
-    cpu_transpose::RunBlocks<Saver>(dst, t, e.plan());
-  } else {
-    MapPlan<Saver>(dst, e);
-  }
-}
-
-}  // namespace expr
 }  // namespace tensorexpr

@@ -6,15 +6,15 @@
 // dimension (x): both sides coalesced. The tile row is padded by one element so that reading a column of
 // it touches 32 different banks. The source is read through the expression's plan, so any source
 // expression works; the tiles pay only when it reads memory in order along c (a tensor, or a map of them).
-// Used for dst <saver> transpose(e, axes) / swapaxis / e.T() at the top of an assignment when both tile
-// sides are long enough to fill a tile; otherwise, and inside larger expressions, the map kernel runs.
+// expr/transpose.h's EvalTranspose calls RunTransposeTiles for dst <saver> transpose(e, axes) / swapaxis /
+// e.T() at the top of an assignment when TransposeTilesPay; otherwise, and inside larger expressions, the
+// map kernel runs.
 #pragma once
 #include <algorithm>
 #include <climits>
 #include <type_traits>
 #include <cuda_runtime.h>
 #include "../expr/transpose.h"
-#include "../expr/transpose2d.h"
 #include "../tensor.h"
 #include "check.cuh"
 #include "device.cuh"
@@ -73,9 +73,17 @@ TE_UNROLL
   }
 }
 
-// dst <Saver> (expression with plan `plan` whose output has tiles `t`), on dst's stream.
+}  // namespace cuda
+
+// Tiles pay when both of their sides are long enough to fill most of a tile.
+inline bool TransposeTilesPay(Stream<gpu>*, const expr::TransposeTiles& t) {
+  return t.c >= cuda::kMinTileSide && t.x >= cuda::kMinTileSide;
+}
+
+// dst <Saver> (an expression with plan `plan` whose output has tiles `t`), on dst's stream.
 template <typename Saver, int dim, typename DType, typename Plan>
 inline void RunTransposeTiles(const Tensor<gpu, dim, DType>& dst, const expr::TransposeTiles& t, const Plan& plan) {
+  using namespace cuda;
   const index_t tiles_c = (t.c + kTile - 1) / kTile, tiles_x = (t.x + kTile - 1) / kTile;
   const Shape<2> s = dst.shape_.FlatTo2D();
   // 32-bit indices when every index formed fits: rows * stride + x, and the strided tile starts.
@@ -96,47 +104,4 @@ inline void RunTransposeTiles(const Tensor<gpu, dim, DType>& dst, const expr::Tr
   TE_CUDA_CHECK_LAUNCH("tensorexpr transpose tile kernel");
 }
 
-// Whether tiles pay for an output with these tiles.
-inline bool UseTransposeTiles(const expr::TransposeTiles& t) {
-  return t.c >= kMinTileSide && t.x >= kMinTileSide;
-}
-
-}  // namespace cuda
-
-namespace expr {
-
-// dst <Saver> transpose(e, axes) / swapaxis<a, b>(e) on the GPU: tiles when the last dimension moves and
-// both tile sides are long enough, else the map kernel.
-template <typename Saver, int dim, typename DType, typename SrcExp>
-inline void EvalInto(Tensor<gpu, dim, DType> dst, const Exp<TransposeAxesExp<SrcExp, DType, dim>, DType, type::kChainer>& exp) {
-  static_assert(std::is_same<typename SrcExp::device_type, gpu>::value,
-                "the source of transpose/swapaxis lives on a different device than the tensor it is assigned to; Copy() it first");
-  const TransposeAxesExp<SrcExp, DType, dim>& e = exp.self();
-  TE_CHECK(e.shape() == dst.shape_, "shape mismatch in assignment (", Saver::name(), "): destination ", dst.shape_,
-           " vs expression ", e.shape());
-  TransposeTiles t;
-  if (TransposeTiles::Make(e.shape(), e.axes_, &t) && cuda::UseTransposeTiles(t)) {
-    cuda::RunTransposeTiles<Saver>(dst, t, e.plan());
-  } else {
-    MapPlan<Saver>(dst, e);
-  }
-}
-
-// dst <Saver> e.T() on the GPU: the same tiles (the 2-D transpose is transpose(e, (1, 0))).
-template <typename Saver, typename DType, typename E>
-inline void EvalInto(Tensor<gpu, 2, DType> dst, const Exp<TransposeExp<E>, DType, type::kChainer>& exp) {
-  static_assert(std::is_same<typename E::device_type, gpu>::value,
-                "the source of .T() lives on a different device than the tensor it is assigned to; Copy() it first");
-  const TransposeExp<E>& e = exp.self();
-  TE_CHECK(e.shape() == dst.shape_, "shape mismatch in assignment (", Saver::name(), "): destination ", dst.shape_,
-           " vs expression ", e.shape());
-  TransposeTiles t;
-  if (TransposeTiles::Make(e.shape(), Shape2(1, 0), &t) && cuda::UseTransposeTiles(t)) {
-    cuda::RunTransposeTiles<Saver>(dst, t, e.plan());
-  } else {
-    MapPlan<Saver>(dst, e);
-  }
-}
-
-}  // namespace expr
 }  // namespace tensorexpr

@@ -7,8 +7,11 @@
 // index_div.h; the CPU loop hoists them out of its x loop) and the steps are summed. The builder drops
 // extent-1 dimensions and merges neighbouring output dimensions that stay neighbours in the source.
 #pragma once
+#include <type_traits>
 #include "base.h"
+#include "transpose2d.h"
 #include "../index_div.h"
+#include "../tensor.h"
 
 namespace tensorexpr {
 namespace expr {
@@ -160,6 +163,33 @@ template <typename SrcExp, typename DType, int etype, int dim>
 inline TransposeAxesExp<SrcExp, DType, dim> transpose(const Exp<SrcExp, DType, etype>& src, const Shape<dim>& axes) {
   static_assert(SrcExp::kDim == dim, "transpose(e, axes): axes must have one entry per dimension of e");
   return TransposeAxesExp<SrcExp, DType, dim>(src.self(), axes, "transpose");
+}
+
+// dst <Saver> transpose(e, axes) / swapaxis<a, b>(e) / e.T(): when the last dimension moves and the
+// device says its tiles pay (TransposeTilesPay: cuda/transpose.cuh's shared-memory tiles, cpu/transpose.h's
+// cache blocks), RunTransposeTiles; otherwise the element-by-element map.
+template <typename Saver, typename Device, int dim, typename DType, typename E>
+inline void EvalTranspose(Tensor<Device, dim, DType> dst, const E& e, const Shape<dim>& axes) {
+  static_assert(std::is_same<typename E::device_type, Device>::value,
+                "the source of transpose/swapaxis/.T() lives on a different device than the tensor it is assigned to; "
+                "Copy() it first");
+  TE_CHECK(e.shape() == dst.shape_, "shape mismatch in assignment (", Saver::name(), "): destination ", dst.shape_,
+           " vs expression ", e.shape());
+  TransposeTiles t;
+  if (TransposeTiles::Make(e.shape(), axes, &t) && TransposeTilesPay(dst.stream_, t)) {
+    RunTransposeTiles<Saver>(dst, t, e.plan());
+  } else {
+    MapPlan<Saver>(dst, e);
+  }
+}
+template <typename Saver, typename Device, int dim, typename DType, typename SrcExp>
+inline void EvalInto(Tensor<Device, dim, DType> dst,
+                     const Exp<TransposeAxesExp<SrcExp, DType, dim>, DType, type::kChainer>& exp) {
+  EvalTranspose<Saver>(dst, exp.self(), exp.self().axes_);
+}
+template <typename Saver, typename Device, typename DType, typename E>
+inline void EvalInto(Tensor<Device, 2, DType> dst, const Exp<TransposeExp<E>, DType, type::kChainer>& exp) {
+  EvalTranspose<Saver>(dst, exp.self(), Shape2(1, 0));
 }
 
 }  // namespace expr
