@@ -73,6 +73,7 @@ class TensorContainer : public Tensor<Device, dim, DType> {
   void set_stream(Stream<Device>* stream) {
     this->stream_ = stream;
     queue_ = FreeQueue<Device>::Of(stream);
+    queue_for_ = stream;
   }
 
   void Resize(const Shape<dim>& shape) {
@@ -117,13 +118,14 @@ class TensorContainer : public Tensor<Device, dim, DType> {
   // A stream set through the Tensor base (stream_ or Tensor::set_stream) is taken up here, while it is
   // the one in use.
   void KeepStream() {
-    if (queue_.from() != this->stream_) queue_ = FreeQueue<Device>::Of(this->stream_);
+    if (queue_for_ != this->stream_) set_stream(this->stream_);
   }
   void Steal(TensorContainer& other) {
     pad_ = other.pad_;
     data_ = other.data_;
     capacity_ = other.capacity_;
     queue_ = std::move(other.queue_);
+    queue_for_ = other.queue_for_;
     static_cast<Base&>(*this) = static_cast<const Base&>(other);
     // The moved-from container is empty, not a shape without memory that would be dereferenced.
     other.data_ = nullptr;
@@ -136,7 +138,8 @@ class TensorContainer : public Tensor<Device, dim, DType> {
   bool pad_ = false;
   DType* data_ = nullptr;
   index_t capacity_ = 0;
-  FreeQueue<Device> queue_;  // the stream data_ is freed on
+  FreeQueue<Device> queue_;              // the stream data_ is freed on
+  Stream<Device>* queue_for_ = nullptr;  // the stream queue_ was taken from (compared, never dereferenced)
 };
 
 }  // namespace tensorexpr

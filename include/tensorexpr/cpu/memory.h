@@ -38,19 +38,11 @@ inline void FreeSpace(Tensor<cpu, dim, DType>* t) {
 template <>
 class FreeQueue<cpu> {
  public:
-  static FreeQueue Of(Stream<cpu>* s) {
-    FreeQueue q;
-    q.from_ = s;
-    return q;
-  }
-  Stream<cpu>* from() const { return from_; }
+  static FreeQueue Of(Stream<cpu>*) { return FreeQueue(); }
   template <int dim, typename DType>
   void Free(Tensor<cpu, dim, DType>* t) const {
     FreeSpace(t);
   }
-
- private:
-  Stream<cpu>* from_ = nullptr;  // which stream it was made for (never dereferenced)
 };
 
 // Whether the memory spans of two views share a byte.

@@ -104,7 +104,7 @@ inline void LaneSteps(A (&lanes)[kLanes], index_t n, const Value& value) {
   constexpr bool kKeyed = std::is_floating_point<A>::value && (std::is_same<Reducer, red::maximum>::value ||
                                                                std::is_same<Reducer, red::minimum>::value);
   if constexpr (kKeyed) {
-    KeyLaneSteps<Reducer>(lanes, n, value);
+    if (n > 0) KeyLaneSteps<Reducer>(lanes, n, value);  // short runs skip the lanes' round trip through keys
   } else {
     for (index_t t = 0; t < n; t += kLanes)
       for (int i = 0; i < kLanes; ++i) Reducer::Reduce(lanes[i], value(t + i));

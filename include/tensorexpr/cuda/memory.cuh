@@ -163,11 +163,9 @@ class FreeQueue<gpu> {
  public:
   static FreeQueue Of(Stream<gpu>* s) {
     FreeQueue q;
-    q.from_ = s;
     if (s != nullptr) q.handle_ = s->handle();
     return q;
   }
-  Stream<gpu>* from() const { return from_; }
   template <int dim, typename DType>
   void Free(Tensor<gpu, dim, DType>* t) const {
     DType* p = t->dptr_;
@@ -176,7 +174,6 @@ class FreeQueue<gpu> {
   }
 
  private:
-  Stream<gpu>* from_ = nullptr;  // which stream it was made for (never dereferenced)
   std::shared_ptr<cuda::StreamHandle> handle_;
 };
 
