@@ -3,7 +3,9 @@
 
 The same shapes as ours (x of (N, 256, 3136) fp32; a square matrix of about x's bytes for a.T()), results
 written into preallocated tensors (out=, copy_) where PyTorch allows it, so that neither side allocates in
-the timed loop. Timing: CUDA events around each repetition, median of --reps after --warmup. Prints one
+the timed loop. Timing: CUDA events around each repetition, median of --reps after --warmup; before each
+repetition (untimed) a sum over twice the L2's bytes, as bandwidth.cu does for ours: no dirty lines left
+from the previous call, and the GPU busy while Python launches the timed call. Prints one
 machine-readable line per family:
     peer_family <key> eager_ms <ms> compile_ms <ms, or -1 without --compile or when compiling failed>
 or `peer_family_error <reason>` (exit status 2) when PyTorch or a GPU is missing.
@@ -14,13 +16,14 @@ import statistics
 import sys
 
 
-def median_ms(torch, f, warmup, reps):
+def median_ms(torch, f, warmup, reps, flush):
     for _ in range(warmup):
         f()
     torch.cuda.synchronize()
     times = []
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     for _ in range(reps):
+        flush()
         start.record()
         f()
         stop.record()
@@ -61,6 +64,13 @@ def main():
     scalar = torch.empty((), device=dev)
     b = torch.empty(n, n, device=dev)
 
+    l2_bytes = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 64 << 20)
+    flush_buf = torch.zeros(max(2 * l2_bytes, 1 << 24) // 4, device=dev)
+    flush_sum = torch.empty((), device=dev)
+
+    def flush():
+        torch.sum(flush_buf, dim=0, out=flush_sum)
+
     # key -> (eager callable, pure function and its inputs for torch.compile)
     families = {
         "broadcast": (lambda: torch.add(x, bias.view(1, C, 1), out=y), lambda x, bias: x + bias.view(1, C, 1), (x, bias)),
@@ -75,12 +85,12 @@ def main():
         "matrix_T": (lambda: b.copy_(a.t()), lambda a: a.t().contiguous(), (a,)),
     }
     for key, (eager, pure, inputs) in families.items():
-        eager_ms = median_ms(torch, eager, args.warmup, args.reps)
+        eager_ms = median_ms(torch, eager, args.warmup, args.reps, flush)
         compile_ms = -1.0
         if args.compile:
             try:
                 compiled = torch.compile(pure)
-                compile_ms = median_ms(torch, lambda: compiled(*inputs), args.warmup, args.reps)
+                compile_ms = median_ms(torch, lambda: compiled(*inputs), args.warmup, args.reps, flush)
             except Exception as err:  # a missing compiler toolchain is a peer that was not measured
                 print(f"torch.compile failed for {key}: {err}", file=sys.stderr)
         print(f"peer_family {key} eager_ms {eager_ms:.6f} compile_ms {compile_ms:.6f}", flush=True)
