@@ -529,6 +529,45 @@ TEST_CASE("Work on two streams runs in order on each and independently of the ot
   CHECK(DefaultStream()->blas_handle() != nullptr);
 }
 
+// Chunked reductions finish in whichever block arrives last, counted in the stream's arrival counters
+// (cuda/reduce.cuh): every reduction must leave the counters at zero for the next, on each stream, and two
+// streams must not share them. Integer-valued data keep every sum exact, so any miscount shows.
+TEST_CASE("Chunked reductions queued back to back on several streams are each right", "[gpu][cuda_core][reduce]") {
+  TE_REQUIRE_GPU();
+  OwnedStream s1, s2;
+  Stream<gpu>* streams[3] = {s1.s, s2.s, nullptr};  // nullptr: the per-thread default stream
+  const index_t n = index_t(1) << 21;               // long enough to be cut into chunks
+  TensorContainer<cpu, 1, float> h(Shape1(n));
+  for (index_t i = 0; i < n; ++i) h[i] = float(i % 7) - 3.0f;  // sums to (n / 7 whole cycles: 0) + the tail
+  double want_all = 0, want_rows[4] = {0, 0, 0, 0};
+  for (index_t i = 0; i < n; ++i) want_all += h[i], want_rows[i % 4] += h[i];
+  TensorContainer<gpu, 1, float> x[3], total[3];
+  TensorContainer<gpu, 1, float> rows[3];
+  for (int k = 0; k < 3; ++k) {
+    for (auto* t : {&x[k], &total[k], &rows[k]}) t->set_stream(streams[k]);
+    x[k].Resize(Shape1(n));
+    Copy(x[k].view(), h.view(), streams[k]);
+    total[k].Resize(Shape1(1), 0.0f);
+    rows[k].Resize(Shape1(4), 0.0f);
+  }
+  const int repeats = 25;
+  for (int r = 0; r < repeats; ++r) {
+    for (int k = 0; k < 3; ++k) {
+      const Tensor<gpu, 2, float> tall(x[k].dptr_, Shape2(n / 4, 4), streams[k]);  // outputs along rows
+      total[k] += sumall(x[k].view());
+      rows[k] += sum_rows(tall);
+    }
+  }
+  for (int k = 0; k < 3; ++k) {
+    WaitStream(streams[k]);
+    auto ht = ToHost(total[k].view());
+    auto hr = ToHost(rows[k].view());
+    INFO("stream " << k);
+    CHECK(ht[0] == float(repeats * want_all));
+    for (int c = 0; c < 4; ++c) CHECK(hr[c] == float(repeats * want_rows[c]));
+  }
+}
+
 TEST_CASE("InitTensorEngine, ReleaseCachedResources and ShutdownTensorEngine leave the GPU usable",
           "[gpu][cuda_core]") {
   TE_REQUIRE_GPU();

@@ -10,9 +10,12 @@
 //   reduce middle (reduce_with_axis, sum_rows): outputs lie along rows. A warp covers 32 adjacent outputs
 //     (coalesced loads), the block's warps take interleaved slices of the reduced rows, and the slices
 //     are combined through shared memory in slice order.
-// Long reductions with few outputs (sumall above all) are cut into chunks: pass 1 writes one partial per
-// (output, chunk) to a temporary buffer (cudaMallocAsync on the destination's stream), pass 2 combines
-// each output's partials in chunk order and applies the saver. The cut depends on the shape only.
+// Long reductions with few outputs (sumall above all) are cut into chunks: each block writes one partial
+// per (output, chunk) to a temporary buffer (cudaMallocAsync on the destination's stream) and counts its
+// arrival in the stream's arrival counters (Stream<gpu>::arrival_counters); the block that arrives last
+// for an output combines that output's partials in chunk order and applies the saver. One launch, and
+// still deterministic: whichever block finishes, the partials are combined in the same order. The cut
+// depends on the shape only.
 //
 // Kernels index with 32-bit integers when every index fits (and cuda::Force64BitIndexFlag is off, the
 // same testing aid as the map kernels'), else 64-bit, decided at launch.
@@ -47,6 +50,8 @@ constexpr index_t kTargetBlocks = 2048;       // chunking stops once there are t
 constexpr index_t kMaxChunks = 1024;          // partials per output: pass 2 stays one short warp loop
 constexpr index_t kMaxGrid = index_t(1) << 20;  // grid-stride loops cover more work items than this
 constexpr int kUnroll = 4;                    // loads in flight per thread before they are combined
+static_assert(kTargetBlocks <= Stream<gpu>::kArrivalCounters,
+              "chunked reductions have fewer than kTargetBlocks outputs (tiles), one arrival counter each");
 
 template <typename I>
 __device__ __forceinline__ I MinIndex(I a, I b) {
@@ -181,13 +186,28 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// Called by thread 0 after it wrote its block's partial(s) for the group counted by `*counter` (chunks
+// arrivals in all): true for the block that arrives last, which then sets the counter back to zero.
+// The fences order every block's partials before its arrival, and the last block's reads after it.
+__device__ __forceinline__ bool ArrivesLast(unsigned* counter, unsigned chunks) {
+  __threadfence();
+  const bool last = atomicAdd(counter, 1u) == chunks - 1;
+  if (last) {
+    *counter = 0;
+    __threadfence();
+  }
+  return last;
+}
+
 // Keep middle, long: one block per (output k, chunk c). Without partials the block saves output k;
-// with partials it writes partial[k * chunks + c].
+// with partials it writes partial[k * chunks + c], and the last of output k's blocks to arrive combines
+// them (thread t takes chunks t, t + kThreads, ... in order; then the block's fixed tree) and saves.
 template <typename Saver, typename Reducer, typename A, typename I, typename DType, typename Reader>
 __global__ void __launch_bounds__(kThreads) KeepMiddleBlockKernel(Reader src, Layout<I> l, I len, I chunks,
                                                                   I chunk_len, expr::ReduceOut<DType, I> out,
-                                                                  A* partial) {
+                                                                  A* partial, unsigned* arrivals) {
   __shared__ A warp_vals[kWarps];
+  __shared__ bool last;
   const I items = l.n1 * chunks;
   for (I item = blockIdx.x; item < items; item += gridDim.x) {  // uniform across the block
     const I k = item / chunks, c = item - k * chunks;
@@ -195,40 +215,38 @@ __global__ void __launch_bounds__(kThreads) KeepMiddleBlockKernel(Reader src, La
     A acc = Reducer::template Init<A, DType>();
     StrideRuns<Reducer, A, I, DType>(src, l, k, begin + static_cast<I>(threadIdx.x), end, I(kThreads), acc);
     acc = BlockReduce<Reducer>(acc, warp_vals);
-    if (threadIdx.x == 0) {
-      if (partial != nullptr) {
-        partial[item] = acc;
-      } else {
-        Saver::Save(out.At(k), static_cast<DType>(acc));
-      }
+    if (partial == nullptr) {
+      if (threadIdx.x == 0) Saver::Save(out.At(k), static_cast<DType>(acc));
+      continue;
     }
-  }
-}
-
-// Pass 2 of the keep-middle form: one warp per output combines partial[k * chunks + 0 .. chunks).
-template <typename Saver, typename Reducer, typename A, typename I, typename DType>
-__global__ void __launch_bounds__(kThreads)
-    FinishKeepMiddleKernel(const A* partial, I outputs, I chunks, expr::ReduceOut<DType, I> out) {
-  const I lane = threadIdx.x & 31;
-  const I first_warp = (static_cast<I>(blockIdx.x) * kThreads + threadIdx.x) >> 5;
-  const I warps = static_cast<I>(gridDim.x) * kWarps;
-  for (I k = first_warp; k < outputs; k += warps) {
-    A acc = Reducer::template Init<A, DType>();
-    for (I c = lane; c < chunks; c += 32) Reducer::Reduce(acc, partial[k * chunks + c]);
-    acc = WarpReduce<Reducer>(acc);
-    if (lane == 0) Saver::Save(out.At(k), static_cast<DType>(acc));
+    if (threadIdx.x == 0) {
+      partial[item] = acc;
+      last = ArrivesLast(&arrivals[k], static_cast<unsigned>(chunks));
+    }
+    __syncthreads();
+    if (last) {  // the same value for the whole block: read after the barrier, written again only after
+                 // the next item's BlockReduce barriers
+      A total = Reducer::template Init<A, DType>();
+#pragma unroll 4
+      for (I j = threadIdx.x; j < chunks; j += kThreads) Reducer::Reduce(total, __ldcg(partial + k * chunks + j));
+      total = BlockReduce<Reducer>(total, warp_vals);
+      if (threadIdx.x == 0) Saver::Save(out.At(k), static_cast<DType>(total));
+    }
   }
 }
 
 // Reduce middle: a block covers tile_width = 32 * kWarps / slices adjacent outputs of one group i0 and one
 // chunk of the reduced rows. Warp w handles output column block w / slices and row slice w % slices
 // (rows i1 = begin + slice, begin + slice + slices, ...). Without partials the block saves its outputs;
-// with partials it writes partial[c * outputs + f].
+// with partials it writes partial[c * outputs + f], and the last of the tile's blocks to arrive combines
+// each output's partials in chunk order and saves.
 template <typename Saver, typename Reducer, typename A, typename I, typename DType, typename Reader>
 __global__ void __launch_bounds__(kThreads) ReduceMiddleKernel(Reader src, Layout<I> l, I slices, I tiles,
                                                                I chunks, I chunk_len,
-                                                               expr::ReduceOut<DType, I> out, A* partial) {
+                                                               expr::ReduceOut<DType, I> out, A* partial,
+                                                               unsigned* arrivals) {
   __shared__ A slice_vals[kWarps][32];
+  __shared__ bool last;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const I slice = static_cast<I>(warp) % slices, column_block = static_cast<I>(warp) / slices;
   const I tile_width = 32 * (kWarps / slices);
@@ -259,31 +277,38 @@ __global__ void __launch_bounds__(kThreads) ReduceMiddleKernel(Reader src, Layou
                                                       static_cast<index_t>(x))));
       }
     }
-    slice_vals[warp][lane] = acc;
-    __syncthreads();
-    if (slice == 0 && active) {
-      A v = slice_vals[warp][lane];
-      for (I s = 1; s < slices; ++s) Reducer::Reduce(v, slice_vals[warp + s][lane]);
-      const I f = i0 * per_group + o;
+    // Lanes of warp w hold row slice w % slices of 32 outputs; the slice-0 warp combines the slices in
+    // order and hands the result to `emit`. Every thread of the block must call it.
+    const I f = i0 * per_group + o;
+    auto combine_slices = [&](A v, auto&& emit) {
+      slice_vals[warp][lane] = v;
+      __syncthreads();
+      if (slice == 0 && active) {
+        A r = slice_vals[warp][lane];
+        for (I s = 1; s < slices; ++s) Reducer::Reduce(r, slice_vals[warp + s][lane]);
+        emit(r);
+      }
+      __syncthreads();  // slice_vals is written again next
+    };
+    combine_slices(acc, [&](A v) {
       if (partial != nullptr) {
         partial[c * outputs + f] = v;
       } else {
         Saver::Save(out.At(f), static_cast<DType>(v));
       }
+    });
+    if (partial == nullptr) continue;
+    if (threadIdx.x == 0) last = ArrivesLast(&arrivals[tile], static_cast<unsigned>(chunks));
+    __syncthreads();
+    if (last) {  // the same value for the whole block (see KeepMiddleBlockKernel): the chunks' partials of
+                 // each output split over the row slices as the rows were, then combined the same way
+      A total = Reducer::template Init<A, DType>();
+      if (active) {
+#pragma unroll 4
+        for (I j = slice; j < chunks; j += slices) Reducer::Reduce(total, __ldcg(partial + j * outputs + f));
+      }
+      combine_slices(total, [&](A v) { Saver::Save(out.At(f), static_cast<DType>(v)); });
     }
-    __syncthreads();  // slice_vals is written again by the next work item
-  }
-}
-
-// Pass 2 of the reduce-middle form: one thread per output combines partial[0 * outputs + f], ... in order.
-template <typename Saver, typename Reducer, typename A, typename I, typename DType>
-__global__ void __launch_bounds__(kThreads)
-    FinishReduceMiddleKernel(const A* partial, I outputs, I chunks, expr::ReduceOut<DType, I> out) {
-  const I step = static_cast<I>(gridDim.x) * kThreads;
-  for (I f = static_cast<I>(blockIdx.x) * kThreads + threadIdx.x; f < outputs; f += step) {
-    A acc = partial[f];
-    for (I c = 1; c < chunks; ++c) Reducer::Reduce(acc, partial[c * outputs + f]);
-    Saver::Save(out.At(f), static_cast<DType>(acc));
   }
 }
 
@@ -304,7 +329,8 @@ inline void LaunchKernel(void (*kernel)(Params...), unsigned grid, cudaStream_t 
 
 template <typename Saver, typename Reducer, typename DType, typename I, typename Reader>
 inline void LaunchKeepMiddle(const Reader& src, const expr::ReduceLayout& layout, expr::ReduceOut<DType, I> out,
-                             cudaStream_t stream) {
+                             Stream<gpu>* s) {
+  const cudaStream_t stream = s->stream();
   using A = accum_t<DType>;
   const Layout<I> l{static_cast<I>(layout.n0), static_cast<I>(layout.n1), static_cast<I>(layout.n2),
                     static_cast<I>(layout.nx)};
@@ -324,23 +350,21 @@ inline void LaunchKeepMiddle(const Reader& src, const expr::ReduceLayout& layout
   if (chunks == 1) {
     LaunchKernel(&KeepMiddleBlockKernel<Saver, Reducer, A, I, DType, Reader>, GridFor(outputs), stream,
                  "tensorexpr reduce kernel (one block per output)", src, l, static_cast<I>(len), I(1),
-                 static_cast<I>(len), out, static_cast<A*>(nullptr));
+                 static_cast<I>(len), out, static_cast<A*>(nullptr), static_cast<unsigned*>(nullptr));
     return;
   }
   TempBuffer partial(sizeof(A) * static_cast<size_t>(outputs * chunks), stream);
-  A* p = static_cast<A*>(partial.get());
   LaunchKernel(&KeepMiddleBlockKernel<Saver, Reducer, A, I, DType, Reader>, GridFor(outputs * chunks), stream,
-               "tensorexpr reduce kernel (pass 1: one block per output chunk)", src, l, static_cast<I>(len),
-               static_cast<I>(chunks), static_cast<I>(chunk_len), out, p);
-  LaunchKernel(&FinishKeepMiddleKernel<Saver, Reducer, A, I, DType>, GridFor(outputs, kWarps), stream,
-               "tensorexpr reduce kernel (pass 2: combine the chunks)", static_cast<const A*>(p),
-               static_cast<I>(outputs), static_cast<I>(chunks), out);
+               "tensorexpr reduce kernel (one block per output chunk, the last one combines)", src, l,
+               static_cast<I>(len), static_cast<I>(chunks), static_cast<I>(chunk_len), out,
+               static_cast<A*>(partial.get()), s->arrival_counters());
   partial.Release();
 }
 
 template <typename Saver, typename Reducer, typename DType, typename I, typename Reader>
 inline void LaunchReduceMiddle(const Reader& src, const expr::ReduceLayout& layout, expr::ReduceOut<DType, I> out,
-                               cudaStream_t stream) {
+                               Stream<gpu>* s) {
+  const cudaStream_t stream = s->stream();
   using A = accum_t<DType>;
   const Layout<I> l{static_cast<I>(layout.n0), static_cast<I>(layout.n1), static_cast<I>(layout.n2),
                     static_cast<I>(layout.nx)};
@@ -363,28 +387,24 @@ inline void LaunchReduceMiddle(const Reader& src, const expr::ReduceLayout& layo
   if (chunks == 1) {
     LaunchKernel(&ReduceMiddleKernel<Saver, Reducer, A, I, DType, Reader>, GridFor(base_items), stream,
                  "tensorexpr reduce kernel (outputs along rows)", src, l, static_cast<I>(slices),
-                 static_cast<I>(tiles), I(1), static_cast<I>(chunk_len), out, static_cast<A*>(nullptr));
+                 static_cast<I>(tiles), I(1), static_cast<I>(chunk_len), out, static_cast<A*>(nullptr),
+                 static_cast<unsigned*>(nullptr));
     return;
   }
   TempBuffer partial(sizeof(A) * static_cast<size_t>(outputs * chunks), stream);
-  A* p = static_cast<A*>(partial.get());
   LaunchKernel(&ReduceMiddleKernel<Saver, Reducer, A, I, DType, Reader>, GridFor(base_items * chunks), stream,
-               "tensorexpr reduce kernel (pass 1: outputs along rows, per row chunk)", src, l,
+               "tensorexpr reduce kernel (outputs along rows, per row chunk, the last one combines)", src, l,
                static_cast<I>(slices), static_cast<I>(tiles), static_cast<I>(chunks), static_cast<I>(chunk_len), out,
-               p);
-  LaunchKernel(&FinishReduceMiddleKernel<Saver, Reducer, A, I, DType>, GridFor(outputs, kThreads), stream,
-               "tensorexpr reduce kernel (pass 2: combine the row chunks)", static_cast<const A*>(p),
-               static_cast<I>(outputs), static_cast<I>(chunks), out);
+               static_cast<A*>(partial.get()), s->arrival_counters());
   partial.Release();
 }
 
 template <typename Saver, typename Reducer, typename DType, typename I, typename Reader>
-inline void Launch(const Reader& src, const expr::ReduceLayout& l, expr::ReduceOut<DType, I> out,
-                   cudaStream_t stream) {
+inline void Launch(const Reader& src, const expr::ReduceLayout& l, expr::ReduceOut<DType, I> out, Stream<gpu>* s) {
   if (l.keep_middle) {
-    LaunchKeepMiddle<Saver, Reducer, DType, I>(src, l, out, stream);
+    LaunchKeepMiddle<Saver, Reducer, DType, I>(src, l, out, s);
   } else {
-    LaunchReduceMiddle<Saver, Reducer, DType, I>(src, l, out, stream);
+    LaunchReduceMiddle<Saver, Reducer, DType, I>(src, l, out, s);
   }
 }
 
@@ -411,7 +431,7 @@ inline void EvalInto(Tensor<gpu, dim, DType> dst, const ReduceExp<Reducer, SrcEx
              e.name(), " of shape ", s);
     if (s.Size() == 0) return;
     const ReduceLayout l = e.layout();
-    const cudaStream_t stream = Stream<gpu>::GetStream(dst.stream_);
+    Stream<gpu>* const stream = StreamOrDefault(dst.stream_);
     // Every index a kernel forms stays below the source's element count (rows * nx), the output's padded
     // span, or a chunk end, plus a few strides: 32-bit when those fit with room to spare.
     const index_t dst_span = dst.shape_.ProdShape(0, dim - 1) * dst.stride_;

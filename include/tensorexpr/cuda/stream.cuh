@@ -70,6 +70,7 @@ struct Stream<gpu> {
     workspace_.Release();  // stream-ordered: before the stream goes
     if (blas_ != nullptr) cublasDestroy(blas_);
     if (fault_ != nullptr && cudaFreeHost(fault_) != cudaSuccess) cudaGetLastError();
+    if (arrivals_ != nullptr && cudaFreeAsync(arrivals_, stream_) != cudaSuccess) cudaGetLastError();
     // The CUDA stream itself goes with the last holder of handle_.
   }
   Stream(const Stream&) = delete;
@@ -123,6 +124,20 @@ struct Stream<gpu> {
     }
     return fault_device_;
   }
+  // Arrival counters for kernels whose last block to finish does the final step (cuda/reduce.cuh):
+  // kArrivalCounters unsigned ints of device memory, zero between kernels. A kernel that counts arrivals
+  // in them sets each counter it used back to zero before it ends; kernels on one stream never overlap, so
+  // one set per stream serves them all. Allocated (stream-ordered, zeroed) on first use.
+  static constexpr int kArrivalCounters = 2048;
+  unsigned* arrival_counters() {
+    if (arrivals_ == nullptr) {
+      void* p = nullptr;
+      TE_CUDA_CHECK(cudaMallocAsync(&p, sizeof(unsigned) * kArrivalCounters, stream_));
+      TE_CUDA_CHECK(cudaMemsetAsync(p, 0, sizeof(unsigned) * kArrivalCounters, stream_));
+      arrivals_ = static_cast<unsigned*>(p);
+    }
+    return arrivals_;
+  }
   bool CheckIdle() {
     cudaError_t e = cudaStreamQuery(stream_);
     if (e == cudaSuccess) return true;
@@ -155,6 +170,7 @@ struct Stream<gpu> {
   bool tf32_ = false;
   KernelFault* fault_ = nullptr;         // the record, as the host reads it
   KernelFault* fault_device_ = nullptr;  // the same record, as kernels write it
+  unsigned* arrivals_ = nullptr;         // arrival_counters()
   Workspace<gpu> workspace_;
 };
 
