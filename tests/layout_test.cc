@@ -395,6 +395,36 @@ TE_DEVICE_TEST_CASE("transposes large enough for tiles match the reference", "[l
   CheckAll(ToHost(o), [&](const Shape<2>& idx) { return At(m.host, Shape2(idx[1], idx[0])); }, 0.0);
 }
 
+#if !defined(__CUDACC__)
+// cpu/transpose.h's register tiles (4 x 4 of 4-byte types, 2 x 2 of 8-byte ones, a plain `=` from a tensor)
+// and their edges: c and x not multiples of the tile or the 64-element block, c spanning source rows
+// (padded or not: only adjacent sources take tiles), padded and offset destinations (unaligned: no
+// streaming stores), += and sources that are expressions (the element loop), and outputs large enough
+// for streaming stores. Each call draws its layout, saver and source kind at random; several calls cover them.
+TEST_CASE("CPU transpose register tiles match the reference at their edges", "[layout][transpose_tiles][cpu]") {
+  Stream<cpu>* stream = nullptr;
+  for (int rep = 0; rep < 4; ++rep) {
+    CheckTiledTranspose<cpu, float>(stream, Shape2(131, 67), Shape2(1, 0));
+    CheckTiledTranspose<cpu, int32_t>(stream, Shape3(2, 65, 130), Shape3(0, 2, 1));
+    CheckTiledTranspose<cpu, double>(stream, Shape3(3, 69, 71), Shape3(0, 2, 1));
+    CheckTiledTranspose<cpu, int64_t>(stream, Shape2(77, 129), Shape2(1, 0));
+    CheckTiledTranspose<cpu, float>(stream, Shape4(2, 70, 5, 7), Shape4(0, 2, 3, 1));  // c = H*W spans rows
+    CheckTiledTranspose<cpu, double>(stream, Shape4(2, 66, 3, 6), Shape4(0, 2, 3, 1));
+    CheckTiledTranspose<cpu, float>(stream, Shape4(2, 5, 19, 70), Shape4(0, 3, 1, 2));  // inner H
+  }
+  // Streaming stores (outputs of 16 MiB and more, aligned): float and double, with tile edges.
+  CheckTiledTranspose<cpu, float>(stream, Shape3(2, 1030, 2051), Shape3(0, 2, 1));
+  CheckTiledTranspose<cpu, double>(stream, Shape2(1027, 2050), Shape2(1, 0));
+  // An offset destination: the same tiles with unaligned stores.
+  TensorContainer<cpu, 2, float> a(Shape2(2053, 2049)), big(Shape2(2050, 2053), 7.0f);
+  FillRandom(a.view());
+  Tensor<cpu, 2, float> o = big.view().Slice(1, 2050);
+  o = a.view().T();
+  CheckAll(o, [&](const Shape<2>& idx) { return double(a[idx[1]][idx[0]]); }, 0.0);
+  CHECK(big[0][2052] == 7.0f);  // the row before the view is untouched
+}
+#endif
+
 TE_DEVICE_TEST_CASE("transpose and swapaxis of expressions, with +=", "[layout]") {
   const Shape<4> s = Shape4(2, 3, 5, 7);
   auto a = MakeInput<Device, 4>(s, Layout::kPadded, stream);

@@ -384,7 +384,7 @@ TE_DEVICE_TEST_CASE("sumall / maxall / minall reduce the whole tensor to shape (
   CheckReduction(stream, sumall(v.dev), Reference<red::sum>(v.host, 1, AllOut<1>()), Tol<float>(), "sumall of (1,)");
 }
 
-// ---- long reductions: chunked (two passes on the GPU), exact on integer-valued data -------------------------------
+// ---- long reductions: chunked (on the GPU, the last block of each output combines), exact on integer-valued data --
 
 TE_DEVICE_TEST_CASE("long reductions are exact on integer-valued data", "[reduce][long]") {
   for (bool force64 : Index64Modes<Device>()) {
@@ -701,6 +701,45 @@ TE_DEVICE_TEST_CASE("maximum / minimum over long rows: negatives, infinities, a 
   CHECK(hd[0] == -1e300 + double(cols - 1) * 1e290);
   CHECK(std::isnan(hd[1]));
 }
+
+#if !defined(__CUDACC__)
+// cpu/reduce.h's vector maximum / minimum (maxps / minps with an unordered test beside them) against plain
+// loops: rows of every length around the 8-lane step, float and double, and a NaN at every position of
+// the first of several runs of one output, so that it enters a lane through a run's scalar tail as well
+// as through the vectors, and must survive the vector steps of the runs after it.
+template <typename DType, typename Reducer>
+void CheckVectorMaxMin() {
+  const bool max = std::is_same<Reducer, red::maximum>::value;
+  for (index_t w : {index_t(1), index_t(7), index_t(8), index_t(9), index_t(13), index_t(16), index_t(31), index_t(203)}) {
+    TensorContainer<cpu, 3, DType> a(Shape3(3, 4, w));
+    FillRandom(a.view(), -100.0, 100.0);
+    TensorContainer<cpu, 1, DType> got(Shape1(4));
+    got = reduce_except_dim<Reducer, 1>(a);
+    for (index_t k = 0; k < 4; ++k) {
+      DType want = a[0][k][0];
+      for (index_t i = 0; i < 3; ++i)
+        for (index_t x = 0; x < w; ++x) want = max ? std::max(want, a[i][k][x]) : std::min(want, a[i][k][x]);
+      INFO((max ? "maximum" : "minimum") << " of (3,4," << w << "), output " << k);
+      CHECK(got[k] == want);
+    }
+    for (index_t at = 0; at < w; ++at) {
+      INFO("NaN at " << at << " of the first run of output 2, rows of " << w);
+      TensorContainer<cpu, 3, DType> b(a.shape_);
+      Copy(b.view(), a.view());
+      b[0][2][at] = std::numeric_limits<DType>::quiet_NaN();
+      got = reduce_except_dim<Reducer, 1>(b);
+      for (index_t k = 0; k < 4; ++k) CHECK(std::isnan(got[k]) == (k == 2));
+    }
+  }
+}
+
+TEST_CASE("CPU vector maximum / minimum match plain loops; a NaN in any lane survives later runs", "[reduce][nan][cpu]") {
+  CheckVectorMaxMin<float, red::maximum>();
+  CheckVectorMaxMin<float, red::minimum>();
+  CheckVectorMaxMin<double, red::maximum>();
+  CheckVectorMaxMin<double, red::minimum>();
+}
+#endif
 
 TE_DEVICE_TEST_CASE("reductions over nothing give the identity; empty outputs write nothing", "[reduce]") {
   auto empty = MakeInput<Device, float>(Shape3(0, 3, 4), Layout::kContiguous, stream, Uniform(-1, 1));
