@@ -406,6 +406,11 @@ TE_DEVICE_TEST_CASE("every convolution algorithm matches the float64 reference w
                     "[conv][algorithm]") {
   for (const std::string& name : ops::ListConvAlgorithms<Device, float>()) {
     INFO("algorithm " << name);
+    if (ops::ConvRegistry<Device, double>::Get().Find(name) == nullptr) {
+      // Tensor-core kernels only (no double, aligned channels-last problems): tests/gpu/conv_cutlass_test.cu.
+      CHECK(name == "cutlass_implicit_gemm");
+      continue;
+    }
     CHECK(RunGrid<Device, float>(stream, 1, name) > 0);
     CHECK(RunGrid<Device, double>(stream, 4, name) > 0);
     for (const Case& base : {Grid2D()[0], Grid2D()[5], Grid2D()[11]}) {

@@ -6,7 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/ensure-packages.sh
+source tools/ensure-cutlass.sh
 ensure_packages meson ninja-build g++ pkgconf catch2 libopenblas-dev zlib1g-dev python3 dataset-fashion-mnist
+ensure_cutlass
 builddir=${BUILD_DIR:-build}
 [ -d "$builddir/meson-private" ] || meson setup "$builddir"
 trainer=examples/fashion_mnist

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# The README's test command: installs the Debian packages that are missing, builds everything with Meson
-# (the CUDA backend too when nvcc is present), runs every test suite and ends with one line
+# The README's test command: installs the Debian packages that are missing (and, when nvcc is present,
+# fetches CUTLASS's headers: tools/ensure-cutlass.sh), builds everything with Meson (the CUDA backend and
+# the CUTLASS kernels too when nvcc is present), runs every test suite and ends with one line
 # "N passed, N failed, N skipped" counted from the test runners' own results.
 #   BUILD_DIR=build-x MESON_ARGS="-Db_sanitize=address,undefined" tools/test.sh   (other build flavours)
 #   ONLY_CPU_SUITE=1 builds and runs just the [cpu] Catch2 suite (CI's sanitizer pass).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source tools/ensure-packages.sh
+source tools/ensure-cutlass.sh
 ensure_packages meson ninja-build g++ pkgconf catch2 libopenblas-dev zlib1g-dev python3
+[ -n "${ONLY_CPU_SUITE:-}" ] || ensure_cutlass
 
 builddir=${BUILD_DIR:-build}
 if [ -d "$builddir/meson-private" ]; then

@@ -1,0 +1,144 @@
+// ops/cuda/cutlass/conv_kernel.cuh — one CUTLASS 2-D implicit-GEMM device operator as a ConvKernel
+// (conv_kernels.h): the problem size, CUTLASS's can_implement, the workspace and the launch, for any
+// cutlass::conv::device::ImplicitGemmConvolution whose tensors are all channels last. Included only by the
+// kernel units, which name the operators.
+#pragma once
+#include <string>
+#include <type_traits>
+#include <cutlass/conv/conv2d_problem_size.h>
+#include <cutlass/conv/device/implicit_gemm_convolution.h>
+#include <cutlass/conv/kernel/default_conv2d_dgrad.h>
+#include <cutlass/conv/kernel/default_conv2d_fprop.h>
+#include <cutlass/conv/kernel/default_conv2d_wgrad.h>
+#include <cutlass/cutlass.h>
+#include <cutlass/epilogue/thread/linear_combination.h>
+#include <cutlass/gemm/threadblock/threadblock_swizzle.h>
+#include <cutlass/layout/tensor.h>
+#include <tensorexpr/base.h>
+#include "conv_kernels.h"
+
+namespace tensorexpr {
+namespace ops {
+namespace cutlass_conv {
+
+template <typename Operator>
+struct CutlassConv {
+  using Arguments = typename Operator::Arguments;
+  static constexpr cutlass::conv::Operator kOperator = Operator::kConvolutionalOperator;
+
+  static cutlass::conv::Conv2dProblemSize ProblemSize(const Conv2dShape& s) {
+    return cutlass::conv::Conv2dProblemSize(s.N, s.H, s.W, s.C, s.K, s.R, s.S, s.P, s.Q, s.pad_h, s.pad_w, s.stride_h,
+                                            s.stride_w, s.dilation_h, s.dilation_w,
+                                            cutlass::conv::Mode::kCrossCorrelation, s.split_k);
+  }
+
+  // A, B and C of the implicit GEMM (conv_kernels.h), each packed; slices of a split reduction go to
+  // consecutive copies of C (CUTLASS's parallel split-K).
+  static Arguments MakeArguments(const Conv2dShape& s, const ConvOperands& o) {
+    using ElementA = typename Operator::ElementA;
+    using ElementB = typename Operator::ElementB;
+    using ElementC = typename Operator::ElementC;
+    using LayoutA = typename Operator::LayoutA;
+    using LayoutB = typename Operator::LayoutB;
+    using LayoutC = typename Operator::LayoutC;
+    const cutlass::conv::Conv2dProblemSize p = ProblemSize(s);
+    const auto extent_a = cutlass::conv::implicit_gemm_tensor_a_extent(kOperator, p);
+    const auto extent_b = cutlass::conv::implicit_gemm_tensor_b_extent(kOperator, p);
+    const auto extent_c = cutlass::conv::implicit_gemm_tensor_c_extent(kOperator, p);
+    // CUTLASS's references are to non-const elements; A and B are only read.
+    auto* a = static_cast<ElementA*>(const_cast<void*>(o.a));
+    auto* b = static_cast<ElementB*>(const_cast<void*>(o.b));
+    auto* c = static_cast<ElementC*>(o.c);
+    const auto mode = s.split_k > 1 ? cutlass::conv::SplitKMode::kParallel : cutlass::conv::SplitKMode::kSerial;
+    return Arguments(p, {a, LayoutA::packed(extent_a)}, {b, LayoutB::packed(extent_b)},
+                     {c, LayoutC::packed(extent_c)}, {c, LayoutC::packed(extent_c)}, {1.0f, o.beta}, mode);
+  }
+
+  static void GemmSize(const Conv2dShape& s, long long mnk[3]) {
+    const cutlass::gemm::GemmCoord g = cutlass::conv::implicit_gemm_problem_size(kOperator, ProblemSize(s));
+    mnk[0] = g.m(), mnk[1] = g.n(), mnk[2] = g.k();
+  }
+
+  static std::string WhyNot(const Conv2dShape& s) {
+    const cutlass::Status st = Operator::can_implement(MakeArguments(s, ConvOperands{}));
+    if (st == cutlass::Status::kSuccess) return std::string();
+    return std::string("CUTLASS cannot implement it: ") + cutlassGetStatusString(st);
+  }
+
+  static size_t WorkspaceBytes(const Conv2dShape& s) {
+    return Operator::get_workspace_size(MakeArguments(s, ConvOperands{}));
+  }
+
+  static void Run(const Conv2dShape& s, const ConvOperands& o, void* workspace, cudaStream_t stream) {
+    const Arguments args = MakeArguments(s, o);
+    Operator op;
+    cutlass::Status st = op.initialize(args, workspace, stream);
+    if (st == cutlass::Status::kSuccess) st = op.run(stream);
+    TE_CHECK(st == cutlass::Status::kSuccess, "CUTLASS convolution kernel failed: ", cutlassGetStatusString(st),
+             " (", cudaGetErrorString(cudaGetLastError()), ")");
+  }
+};
+
+// The ConvKernel of `Operator`, with its name and what it needs.
+template <typename Operator>
+ConvKernel MakeConvKernel(const char* name, Pass pass, Element element, Math math) {
+  // The weight gradient's kernels write float slices (ConvOperands); the others store the element type.
+  const bool float_output = pass == Pass::kWgrad;
+  if (float_output && !std::is_same<typename Operator::ElementC, float>::value)
+    Fail("CUTLASS kernel ", name, ": a weight-gradient kernel must store float slices");
+  using Adapter = CutlassConv<Operator>;
+  constexpr int alignment_a = Operator::UnderlyingKernel::Mma::IteratorA::AccessType::kElements;
+  constexpr int alignment_c = Operator::UnderlyingKernel::Epilogue::OutputTileIterator::kElementsPerAccess;
+  return ConvKernel{name,
+                    pass,
+                    element,
+                    math,
+                    alignment_a > alignment_c ? alignment_a : alignment_c,
+                    float_output,
+                    Operator::ThreadblockShape::kM,
+                    Operator::ThreadblockShape::kN,
+                    Operator::ThreadblockShape::kK,
+                    &Adapter::WhyNot,
+                    &Adapter::WorkspaceBytes,
+                    &Adapter::GemmSize,
+                    &Adapter::Run};
+}
+
+// The operators on tensor cores, Ampere's multistage mainloop (sm_80 and later, Hopper included): element
+// type E in, float accumulation, optimized iterators (C and K multiples of the vector width). Forward and
+// data gradient store E; the weight gradient stores float slices (ConvOperands).
+template <typename E, typename Out>
+using TensorOpEpilogue = cutlass::epilogue::thread::LinearCombination<Out, 128 / cutlass::sizeof_bits<Out>::value,
+                                                                      float, float>;
+
+template <typename E, typename ThreadblockShape, typename WarpShape, typename InstructionShape, int kStages,
+          typename MathOperator = cutlass::arch::OpMultiplyAdd>
+using TensorOpFprop = cutlass::conv::device::ImplicitGemmConvolution<typename cutlass::conv::kernel::DefaultConv2dFprop<
+    E, cutlass::layout::TensorNHWC, E, cutlass::layout::TensorNHWC, E, cutlass::layout::TensorNHWC, float,
+    cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80, ThreadblockShape, WarpShape, InstructionShape,
+    TensorOpEpilogue<E, E>, cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<4>, kStages, MathOperator,
+    cutlass::conv::IteratorAlgorithm::kOptimized>::Kernel>;
+
+// Data gradient: kUnity for stride 1 (the faster iterators), kStrided for any stride without dilation.
+template <typename E, typename ThreadblockShape, typename WarpShape, typename InstructionShape, int kStages,
+          cutlass::conv::StrideSupport kStride, typename MathOperator = cutlass::arch::OpMultiplyAdd>
+using TensorOpDgrad = cutlass::conv::device::ImplicitGemmConvolution<typename cutlass::conv::kernel::DefaultConv2dDgrad<
+    E, cutlass::layout::TensorNHWC, E, cutlass::layout::TensorNHWC, E, cutlass::layout::TensorNHWC, float,
+    cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80, ThreadblockShape, WarpShape, InstructionShape,
+    TensorOpEpilogue<E, E>,
+    typename std::conditional<kStride == cutlass::conv::StrideSupport::kUnity,
+                              cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<4>,
+                              cutlass::conv::threadblock::StridedDgradIdentityThreadblockSwizzle<1>>::type,
+    kStages, MathOperator, cutlass::conv::IteratorAlgorithm::kOptimized, kStride>::Kernel>;
+
+template <typename E, typename ThreadblockShape, typename WarpShape, typename InstructionShape, int kStages,
+          typename MathOperator = cutlass::arch::OpMultiplyAdd>
+using TensorOpWgrad = cutlass::conv::device::ImplicitGemmConvolution<typename cutlass::conv::kernel::DefaultConv2dWgrad<
+    E, cutlass::layout::TensorNHWC, E, cutlass::layout::TensorNHWC, float, cutlass::layout::TensorNHWC, float,
+    cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80, ThreadblockShape, WarpShape, InstructionShape,
+    TensorOpEpilogue<E, float>, cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<4>, kStages, MathOperator,
+    cutlass::conv::IteratorAlgorithm::kOptimized>::Kernel>;
+
+}  // namespace cutlass_conv
+}  // namespace ops
+}  // namespace tensorexpr

@@ -1,0 +1,30 @@
+// ops/cuda/cutlass/conv_kernels.cu — the list of the kernel units' kernels (TE_CUTLASS_KERNELS_SUBSET: the
+// units the Meson option cutlass_kernels=subset builds).
+#include "conv_kernels.h"
+
+namespace tensorexpr {
+namespace ops {
+namespace cutlass_conv {
+
+void AppendFprop16Kernels(std::vector<ConvKernel>& kernels);
+void AppendFprop32Kernels(std::vector<ConvKernel>& kernels);
+void AppendGrad16Kernels(std::vector<ConvKernel>& kernels);
+void AppendGrad32Kernels(std::vector<ConvKernel>& kernels);
+
+const std::vector<ConvKernel>& CompiledConvKernels() {
+  static const std::vector<ConvKernel> kernels = [] {
+    std::vector<ConvKernel> v;
+    AppendFprop16Kernels(v);
+#if !TE_CUTLASS_KERNELS_SUBSET
+    AppendGrad16Kernels(v);
+    AppendFprop32Kernels(v);
+    AppendGrad32Kernels(v);
+#endif
+    return v;
+  }();
+  return kernels;
+}
+
+}  // namespace cutlass_conv
+}  // namespace ops
+}  // namespace tensorexpr

@@ -1,0 +1,65 @@
+// ops/cuda/cutlass/conv_kernels.h — the CUTLASS implicit-GEMM convolution kernels this build holds, behind
+// a plain interface: the kernel units (ops/cuda/cutlass/*.cu) each instantiate a few CUTLASS device
+// operators, which is slow to compile, and nothing else in the library includes CUTLASS. The algorithm
+// that chooses among them is ops/conv_cutlass.h.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <vector>
+#include <cuda_runtime_api.h>
+
+namespace tensorexpr {
+namespace ops {
+namespace cutlass_conv {
+
+// The element type of the activations, filters and output (accumulation is always in float).
+enum class Element { kF16, kBF16, kF32 };
+// How the products are formed: tensor cores in the element type (f16, bf16, or TF32 for float inputs),
+// or strict fp32 FMAs on the CUDA cores (SIMT).
+enum class Math { kTensorOp, kSimt };
+enum class Pass { kFprop, kDgrad, kWgrad };
+
+// A 2-D convolution, channels last: activations (N, H, W, C), filters (K, R, S, C), output (N, P, Q, K).
+// pad_h / pad_w are the padding before; the padding after is whatever P and Q leave. split_k > 1 cuts
+// the implicit GEMM's reduction into that many slices (kernels whose output is a float workspace).
+struct Conv2dShape {
+  int N = 0, H = 0, W = 0, C = 0, K = 0, R = 0, S = 0, P = 0, Q = 0;
+  int pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
+  int split_k = 1;
+};
+
+// The implicit GEMM's operands, C (=) A * B, beta 0 writing C and 1 adding to what it holds:
+//   fprop  A = activations, B = filters,     C = output
+//   dgrad  A = output grad, B = filters,     C = activations grad
+//   wgrad  A = output grad, B = activations, C = filter grad partials: split_k float slices, one after
+//          the other, each the size of the filters (beta is 0: the caller sums the slices into the result)
+struct ConvOperands {
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* c = nullptr;
+  float beta = 0.0f;
+};
+
+struct ConvKernel {
+  const char* name;  // e.g. "f16_tensorop_fprop_128x128x64_3"
+  Pass pass;
+  Element element;
+  Math math;
+  int alignment;      // elements per vector access: C and K must be multiples of it
+  bool float_output;  // C is float slices of a split reduction (the wgrad kernels)
+  int tile_m, tile_n, tile_k;  // the thread block's tile of the implicit GEMM
+  // Why the kernel cannot run `shape` ("" when it can: CUTLASS's own can_implement agrees).
+  std::string (*why_not)(const Conv2dShape& shape);
+  size_t (*workspace_bytes)(const Conv2dShape& shape);
+  // The implicit GEMM's (M, N, K) for `shape`: M x N is the output, K the length of its reductions.
+  void (*gemm_size)(const Conv2dShape& shape, long long mnk[3]);
+  // Queues the kernel on `stream`; workspace holds workspace_bytes(shape). Throws Error on failure.
+  void (*run)(const Conv2dShape& shape, const ConvOperands& operands, void* workspace, cudaStream_t stream);
+};
+
+// Every kernel compiled into this build (the Meson option cutlass_kernels may leave some out).
+const std::vector<ConvKernel>& CompiledConvKernels();
+
+}  // namespace cutlass_conv
+}  // namespace ops
+}  // namespace tensorexpr

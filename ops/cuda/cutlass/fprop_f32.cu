@@ -1,0 +1,29 @@
+// ops/cuda/cutlass/fprop_f32.cu — forward kernels for float: TF32 tensor cores (float accumulation) and
+// strict fp32 on the CUDA cores.
+#include "conv_kernel.cuh"
+
+namespace tensorexpr {
+namespace ops {
+namespace cutlass_conv {
+
+// Strict fp32: SIMT FMAs, one element per access (any C and K).
+using SimtFprop = cutlass::conv::device::ImplicitGemmConvolution<typename cutlass::conv::kernel::DefaultConv2dFprop<
+    float, cutlass::layout::TensorNHWC, float, cutlass::layout::TensorNHWC, float, cutlass::layout::TensorNHWC, float,
+    cutlass::arch::OpClassSimt, cutlass::arch::Sm80, cutlass::gemm::GemmShape<128, 128, 8>,
+    cutlass::gemm::GemmShape<32, 64, 8>, cutlass::gemm::GemmShape<1, 1, 1>,
+    cutlass::epilogue::thread::LinearCombination<float, 1, float, float>,
+    cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<4>, 4, cutlass::arch::OpMultiplyAdd,
+    cutlass::conv::IteratorAlgorithm::kOptimized>::Kernel>;
+
+void AppendFprop32Kernels(std::vector<ConvKernel>& kernels) {
+  using cutlass::gemm::GemmShape;
+  kernels.push_back(MakeConvKernel<TensorOpFprop<float, GemmShape<128, 128, 32>, GemmShape<64, 64, 32>,
+                                                 GemmShape<16, 8, 8>, 3>>(
+      "tf32_tensorop_fprop_128x128x32_3", Pass::kFprop, Element::kF32, Math::kTensorOp));
+  kernels.push_back(
+      MakeConvKernel<SimtFprop>("f32_simt_fprop_128x128x8_4", Pass::kFprop, Element::kF32, Math::kSimt));
+}
+
+}  // namespace cutlass_conv
+}  // namespace ops
+}  // namespace tensorexpr

@@ -1,0 +1,36 @@
+// ops/cuda/cutlass/grad_f16.cu — data- and weight-gradient kernels for half and bf16 on tensor cores
+// (float accumulation; the weight gradient in float slices).
+#include "conv_kernel.cuh"
+
+namespace tensorexpr {
+namespace ops {
+namespace cutlass_conv {
+
+namespace {
+using cutlass::gemm::GemmShape;
+using cutlass::conv::StrideSupport;
+using Tile = GemmShape<128, 128, 64>;
+using Warp = GemmShape<64, 64, 64>;
+using Mma = GemmShape<16, 8, 16>;
+
+template <typename E>
+void Append(std::vector<ConvKernel>& kernels, Element element, const char* unity, const char* strided,
+            const char* wgrad) {
+  kernels.push_back(MakeConvKernel<TensorOpDgrad<E, Tile, Warp, Mma, 3, StrideSupport::kUnity>>(
+      unity, Pass::kDgrad, element, Math::kTensorOp));
+  kernels.push_back(MakeConvKernel<TensorOpDgrad<E, Tile, Warp, Mma, 3, StrideSupport::kStrided>>(
+      strided, Pass::kDgrad, element, Math::kTensorOp));
+  kernels.push_back(MakeConvKernel<TensorOpWgrad<E, Tile, Warp, Mma, 3>>(wgrad, Pass::kWgrad, element, Math::kTensorOp));
+}
+}  // namespace
+
+void AppendGrad16Kernels(std::vector<ConvKernel>& kernels) {
+  Append<cutlass::half_t>(kernels, Element::kF16, "f16_tensorop_dgrad_unity_128x128x64_3",
+                          "f16_tensorop_dgrad_strided_128x128x64_3", "f16_tensorop_wgrad_128x128x64_3");
+  Append<cutlass::bfloat16_t>(kernels, Element::kBF16, "bf16_tensorop_dgrad_unity_128x128x64_3",
+                              "bf16_tensorop_dgrad_strided_128x128x64_3", "bf16_tensorop_wgrad_128x128x64_3");
+}
+
+}  // namespace cutlass_conv
+}  // namespace ops
+}  // namespace tensorexpr
