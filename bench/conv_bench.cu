@@ -1,16 +1,29 @@
 // bench/conv_bench.cu — ops/convolution.h on the GPU against PyTorch / cuDNN, measured in this one run:
-//   1. the 20 distinct ResNet-50 layers (bench/resnet50_layers.txt: C H K R stride pad), N = 32, NCHW, fp32
-//      with TF32 off: forward, and backward (data + weight gradients together), per layer and summed;
-//   2. the 3-D case: a 1x1x256x256x256 input, 8 filters 7x7x7, no padding: forward and backward.
-// The peer (bench/conv_peer.py: F.conv2d / conv3d and aten.convolution_backward, cudnn.benchmark=True,
-// allow_tf32=False) runs after ours, as a separate process, on the same GPU; its lines are parsed and
-// each row prints ours / peer as a time ratio (below 1: we are faster).
+//   1. the 20 distinct ResNet-50 layers (bench/resnet50_layers.txt: C H K R stride pad), N = 32: forward, and
+//      backward (data + weight gradients together), per layer and summed, with the algorithm the library
+//      chose for each pass (read from the selection log, ops/conv_select.h);
+//   2. the 3-D case: a 1x1x256x256x256 input, 8 filters 7x7x7, no padding: forward and backward (skipped with
+//      a note when the library refuses it in the chosen mode).
+// Both sides use the same element type and math (--dtype) and layout (--layout):
+//   fp32   float, TF32 off (the default)   ours: Stream::set_tf32(false); peer: allow_tf32 = False
+//   tf32   float, TF32 tensor cores        ours: Stream::set_tf32(true);  peer: allow_tf32 = True
+//   fp16   half_t / torch.float16          bf16   bf16_t / torch.bfloat16
+//   nchw   data (N,C,H,W), weight (K,C,R,S), out (N,K,P,Q) (the default)
+//   nhwc   data (N,H,W,C), weight (K,R,S,C), out (N,P,Q,K); the peer's tensors are torch.channels_last,
+//          which is how cuDNN runs NHWC.
+// The peer (bench/conv_peer.py: F.conv2d / conv3d and aten.convolution_backward, cudnn.benchmark=True) runs
+// after ours, as a separate process, on the same GPU; its lines are parsed and each row prints ours / peer
+// as a time ratio (below 1: we are faster). --svg writes those ratios as a bar chart, --csv the table.
 // Timing: CUDA events around each repetition on one stream, after warm-up (which also sizes the workspace);
-// the median is reported.
+// the median is reported. Nothing checks the results: tests/ does that.
 //
-// Usage: conv_bench [--n 32] [--reps 20] [--workspace-mb 2048] [--layers path] [--no-3d] [--no-peer]
+// Usage: conv_bench [--dtype fp32|tf32|fp16|bf16] [--layout nchw|nhwc] [--n 32] [--reps 20]
+//                   [--workspace-mb 2048] [--layers path] [--no-3d] [--no-peer] [--svg path] [--csv path]
 // Run from the repository root or from bench/ (or set TE_PEER_SCRIPT / TE_CONV_LAYERS to the files).
+// TE_LOG=conv still prints the whole selection log to stderr.
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -20,6 +33,7 @@
 #include <vector>
 #include <sys/stat.h>
 #include <tensorexpr/cuda/tensorexpr_cuda.cuh>
+#include <tensorexpr/ops/conv_select.h>
 #include <tensorexpr/ops/convolution.h>
 
 namespace {
@@ -32,6 +46,100 @@ struct Layer {
 struct Timing {
   double fwd_ms = -1, bwd_ms = -1;
 };
+
+// The element type and math of a run (--dtype).
+enum class Precision { kFp32, kTf32, kFp16, kBf16 };
+
+const char* PrecisionFlag(Precision p) {
+  switch (p) {
+    case Precision::kFp32: return "fp32";
+    case Precision::kTf32: return "tf32";
+    case Precision::kFp16: return "fp16";
+    case Precision::kBf16: return "bf16";
+  }
+  return "?";
+}
+
+// For the header line; fp32's text is the one this benchmark has always printed.
+const char* PrecisionText(Precision p) {
+  switch (p) {
+    case Precision::kFp32: return "fp32, TF32 off";
+    case Precision::kTf32: return "fp32, TF32 on";
+    case Precision::kFp16: return "fp16";
+    case Precision::kBf16: return "bf16";
+  }
+  return "?";
+}
+
+bool ParsePrecision(const std::string& s, Precision* p) {
+  for (Precision c : {Precision::kFp32, Precision::kTf32, Precision::kFp16, Precision::kBf16})
+    if (s == PrecisionFlag(c)) {
+      *p = c;
+      return true;
+    }
+  return false;
+}
+
+bool ParseLayout(const std::string& s, ops::Layout* l) {
+  if (s != "nchw" && s != "nhwc") return false;
+  *l = s == "nhwc" ? ops::Layout::kNHWC : ops::Layout::kNCHW;
+  return true;
+}
+
+std::string LowerCase(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+struct Options {
+  index_t n = 32;
+  int reps = 20;
+  double workspace_mb = 2048;
+  bool do3d = true, do_peer = true;
+  Precision precision = Precision::kFp32;
+  ops::Layout layout = ops::Layout::kNCHW;
+  std::string layers_path, svg_path, csv_path;
+};
+
+void PrintUsage(FILE* to, const char* argv0) {
+  std::fprintf(to,
+               "usage: %s [--dtype fp32|tf32|fp16|bf16] [--layout nchw|nhwc] [--n 32] [--reps 20]\n"
+               "          [--workspace-mb 2048] [--layers path] [--no-3d] [--no-peer] [--svg path] [--csv path]\n"
+               "  --dtype      fp32: float, TF32 off (default); tf32: float on TF32 tensor cores; fp16, bf16\n"
+               "  --layout     nchw (default) or nhwc (channels last; the peer uses torch.channels_last)\n"
+               "  --svg path   a bar chart of the per-layer ratios (ours / peer), forward and backward\n"
+               "  --csv path   the per-layer table: times, ratios and the algorithms chosen\n",
+               argv0);
+}
+
+// Fills `o` from the command line; returns -1 to go on, otherwise the exit status (help, or a bad flag).
+int ParseArgs(int argc, char** argv, Options* o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (a == "--n" && has_value) o->n = std::atoll(argv[++i]);
+    else if (a == "--reps" && has_value) o->reps = std::atoi(argv[++i]);
+    else if (a == "--workspace-mb" && has_value) o->workspace_mb = std::atof(argv[++i]);
+    else if (a == "--layers" && has_value) o->layers_path = argv[++i];
+    else if (a == "--dtype" && has_value && ParsePrecision(argv[i + 1], &o->precision)) ++i;
+    else if (a == "--layout" && has_value && ParseLayout(argv[i + 1], &o->layout)) ++i;
+    else if (a == "--svg" && has_value) o->svg_path = argv[++i];
+    else if (a == "--csv" && has_value) o->csv_path = argv[++i];
+    else if (a == "--no-3d") o->do3d = false;
+    else if (a == "--no-peer") o->do_peer = false;
+    else if (a == "--help" || a == "-h") {
+      PrintUsage(stdout, argv[0]);
+      return 0;
+    } else {
+      const bool value_follows = has_value && argv[i + 1][0] != '-';
+      std::fprintf(stderr, "conv_bench: cannot use %s%s%s\n", a.c_str(), value_follows ? " " : "",
+                   value_follows ? argv[i + 1] : "");
+      PrintUsage(stderr, argv[0]);
+      return 2;
+    }
+  }
+  return -1;
+}
 
 bool FileExists(const std::string& p) {
   struct stat st;
@@ -64,8 +172,24 @@ std::vector<Layer> ReadLayers(const std::string& path) {
   return layers;
 }
 
-// Values in [-1, 1) from a hash of the index (no curand needed; deterministic).
-__global__ void FillHashKernel(float* p, index_t n, uint32_t seed) {
+// Data of n images, c channels and `extent` in every spatial dimension, in the layout's order.
+template <int dim>
+Shape<dim> DataShape(ops::Layout layout, index_t n, index_t c, index_t extent) {
+  Shape<dim> s;
+  s[0] = n;
+  for (int i = 1; i < dim; ++i) s[i] = extent;
+  s[layout == ops::Layout::kNHWC ? dim - 1 : 1] = c;
+  return s;
+}
+
+template <int dim>
+std::vector<index_t> Dims(const Shape<dim>& s) {
+  return std::vector<index_t>(s.shape_, s.shape_ + dim);
+}
+
+// Values in [-1, 1) from a hash of the index (no curand needed; deterministic), rounded to DType.
+template <typename DType>
+__global__ void FillHashKernel(DType* p, index_t n, uint32_t seed) {
   for (index_t i = blockIdx.x * index_t(blockDim.x) + threadIdx.x; i < n; i += index_t(blockDim.x) * gridDim.x) {
     uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed ^ static_cast<uint32_t>(i >> 32) * 40503u;
     h ^= h >> 15;
@@ -73,11 +197,11 @@ __global__ void FillHashKernel(float* p, index_t n, uint32_t seed) {
     h ^= h >> 13;
     h *= 3266489917u;
     h ^= h >> 16;
-    p[i] = static_cast<float>(h) * (2.0f / 4294967296.0f) - 1.0f;
+    p[i] = DType(static_cast<float>(h) * (2.0f / 4294967296.0f) - 1.0f);
   }
 }
-template <int dim>
-void FillHash(Tensor<gpu, dim, float> t, uint32_t seed) {
+template <int dim, typename DType>
+void FillHash(Tensor<gpu, dim, DType> t, uint32_t seed) {
   const index_t n = t.shape_.Size();
   FillHashKernel<<<1024, 256, 0, Stream<gpu>::GetStream(t.stream_)>>>(t.dptr_, n, seed);
   TE_CUDA_CHECK_LAUNCH("FillHashKernel");
@@ -107,15 +231,14 @@ double MedianMs(cudaStream_t s, int warmup, int reps, const std::function<void()
   return times.size() % 2 ? times[m] : 0.5 * (times[m - 1] + times[m]);
 }
 
-// Times one convolution, forward and backward (data + weight), fp32, no bias.
-template <int dim>
+// Times one convolution, forward and backward (data + weight), no bias.
+template <typename DType, int dim>
 Timing TimeConv(Stream<gpu>* stream, const ops::ConvolutionParam& p, const Shape<dim>& xshape, int warmup, int reps) {
-  const std::vector<index_t> dv(xshape.shape_, xshape.shape_ + dim);
-  const ops::ConvShapes shapes = ops::InferConvShapes(p, dv);
+  const ops::ConvShapes shapes = ops::InferConvShapes(p, Dims(xshape));
   Shape<dim> yshape, wshape;
   for (int i = 0; i < dim; ++i) yshape[i] = shapes.out[i], wshape[i] = shapes.weight[i];
-  TensorContainer<gpu, dim, float> x, w, y, dy, dx, dw;
-  TensorContainer<gpu, 1, float> b;  // unused: no_bias
+  TensorContainer<gpu, dim, DType> x, w, y, dy, dx, dw;
+  TensorContainer<gpu, 1, DType> b;  // unused: no_bias
   for (auto* t : {&x, &w, &y, &dy, &dx, &dw}) t->set_stream(stream);
   x.Resize(xshape), dx.Resize(xshape), y.Resize(yshape), dy.Resize(yshape), w.Resize(wshape), dw.Resize(wshape);
   FillHash(x.view(), 1u), FillHash(w.view(), 2u), FillHash(dy.view(), 3u);
@@ -129,16 +252,154 @@ Timing TimeConv(Stream<gpu>* stream, const ops::ConvolutionParam& p, const Shape
   return t;
 }
 
+// The algorithm the library chose for each pass of one convolution. Empty: no choice was logged while it
+// ran, because it was made earlier (the same problem before, or a tuned choice from TE_CONV_CACHE).
+struct ChosenAlgorithms {
+  std::string forward, data_grad, weight_grad;
+};
+
+// Reads one entry of the selection log: "tensorexpr conv: <pass> <dtype> ..." first, "  -> <name> (why)"
+// last. Returns false for anything else (a warning).
+bool RecordChoice(const std::string& entry, ChosenAlgorithms* chosen) {
+  const std::string prefix = "tensorexpr conv: ", arrow = "\n  -> ";
+  const size_t at = entry.rfind(arrow);
+  if (entry.compare(0, prefix.size(), prefix) != 0 || at == std::string::npos) return false;
+  const size_t name_at = at + arrow.size();
+  const std::string name = entry.substr(name_at, entry.find(' ', name_at) - name_at);
+  const std::string pass = entry.substr(prefix.size(), entry.find(' ', prefix.size()) - prefix.size());
+  if (pass == ops::ConvPassName(ops::ConvPass::kForward)) chosen->forward = name;
+  else if (pass == ops::ConvPassName(ops::ConvPass::kBackwardData)) chosen->data_grad = name;
+  else if (pass == ops::ConvPassName(ops::ConvPass::kBackwardWeight)) chosen->weight_grad = name;
+  else return false;
+  return true;
+}
+
+// Whether TE_LOG asks for the selection log on stderr, as the library reads it.
+bool ConvLogRequested() {
+  const char* l = std::getenv("TE_LOG");
+  if (l == nullptr) return false;
+  const std::string topics = std::string(",") + l + ",";
+  return topics.find(",conv,") != std::string::npos || topics.find(",all,") != std::string::npos;
+}
+
+// While it lives, the selection log goes to `chosen`; warnings still reach stderr, and so does everything
+// when TE_LOG asks for it. Afterwards the log is as the library set it up from TE_LOG.
+class ChoiceRecorder {
+ public:
+  explicit ChoiceRecorder(ChosenAlgorithms* chosen) {
+    const bool echo = ConvLogRequested();
+    ops::SetConvLog([chosen, echo](const std::string& entry) {
+      if (!RecordChoice(entry, chosen) || echo) std::fprintf(stderr, "%s\n", entry.c_str());
+    });
+  }
+  ~ChoiceRecorder() {
+    if (ConvLogRequested()) ops::SetConvLog([](const std::string& entry) { std::fprintf(stderr, "%s\n", entry.c_str()); });
+    else ops::SetConvLog(nullptr);
+  }
+  ChoiceRecorder(const ChoiceRecorder&) = delete;
+  ChoiceRecorder& operator=(const ChoiceRecorder&) = delete;
+};
+
+// Everything measured on our side.
+struct OursResult {
+  std::vector<Timing> layers;
+  std::vector<ChosenAlgorithms> chosen;
+  double gflop_total = 0;
+  Timing conv3d;
+  ChosenAlgorithms chosen3d;
+  std::string skipped3d;  // why the 3-D case did not run, when it did not
+};
+
+ops::ConvolutionParam LayerParam(const Layer& L, const Options& o) {
+  ops::ConvolutionParam p;
+  p.kernel = {L.R, L.R};
+  p.stride = {L.stride, L.stride};
+  p.pad = {L.pad, L.pad};
+  p.num_filter = L.K;
+  p.no_bias = true;
+  p.workspace = o.workspace_mb;
+  p.layout = o.layout;
+  return p;
+}
+
+ops::ConvolutionParam Conv3dParam(const Options& o) {
+  ops::ConvolutionParam p;
+  p.kernel = {7, 7, 7};
+  p.num_filter = 8;
+  p.no_bias = true;
+  p.workspace = o.workspace_mb;
+  p.layout = o.layout;
+  return p;
+}
+
+// Our side of the whole run, in DType, printing a line per layer as it goes.
+template <typename DType>
+OursResult MeasureOurs(const Options& o, const std::vector<Layer>& layers) {
+  OursResult r;
+  Stream<gpu>* stream = NewStream<gpu>(true);
+  stream->set_tf32(o.precision == Precision::kTf32);
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const Layer& L = layers[i];
+    const ops::ConvolutionParam p = LayerParam(L, o);
+    const Shape<4> xshape = DataShape<4>(o.layout, o.n, L.C, L.H);
+    ChosenAlgorithms chosen;
+    Timing t;
+    {
+      ChoiceRecorder recorder(&chosen);
+      t = TimeConv<DType>(stream, p, xshape, 3, o.reps);
+    }
+    const double gflop = ops::InferConvCost(p, Dims(xshape), sizeof(DType)).forward_flops / 1e9;
+    r.gflop_total += gflop;
+    std::printf("ours layer %2zu  C %4lld H %3lld K %4lld R %lld s %lld p %lld:  fwd %8.3f ms (%5.1f TFLOP/s)  bwd %8.3f ms\n",
+                i, (long long)L.C, (long long)L.H, (long long)L.K, (long long)L.R, (long long)L.stride,
+                (long long)L.pad, t.fwd_ms, gflop / t.fwd_ms, t.bwd_ms);
+    std::fflush(stdout);
+    r.layers.push_back(t);
+    r.chosen.push_back(chosen);
+  }
+  if (o.do3d) {
+    const ops::ConvolutionParam p = Conv3dParam(o);
+    const Shape<5> xshape = DataShape<5>(o.layout, 1, 1, 256);
+    // Only fp32 NCHW is known to run here; in another mode the library may refuse it, which is a note, not
+    // the end of the run.
+    try {
+      ChoiceRecorder recorder(&r.chosen3d);
+      r.conv3d = TimeConv<DType>(stream, p, xshape, 1, std::max(3, o.reps / 4));
+      const double gflop = ops::InferConvCost(p, Dims(xshape), sizeof(DType)).forward_flops / 1e9;
+      std::printf("ours 3-D 1x1x256^3, 8 filters 7^3:  fwd %8.3f ms (%5.1f TFLOP/s)  bwd %8.3f ms\n", r.conv3d.fwd_ms,
+                  gflop / r.conv3d.fwd_ms, r.conv3d.bwd_ms);
+    } catch (const Error& e) {
+      r.conv3d = Timing();
+      r.skipped3d = e.what();
+      std::printf("ours 3-D 1x1x256^3, 8 filters 7^3: skipped in %s %s: %s\n", PrecisionFlag(o.precision),
+                  ops::LayoutName(o.layout), e.what());
+    }
+  }
+  ops::ReleaseWorkspace<gpu>(stream);
+  stream->Wait();
+  DeleteStream(stream);
+  return r;
+}
+
+OursResult MeasureOursIn(const Options& o, const std::vector<Layer>& layers) {
+  switch (o.precision) {
+    case Precision::kFp16: return MeasureOurs<half_t>(o, layers);
+    case Precision::kBf16: return MeasureOurs<bf16_t>(o, layers);
+    default: return MeasureOurs<float>(o, layers);  // fp32 and tf32: the stream's TF32 setting differs
+  }
+}
+
 // Runs the peer script; returns its per-layer timings (by index), total and 3-D lines.
 struct PeerResult {
   std::map<int, Timing> layers;
   Timing total, conv3d;
   bool ok = false;
 };
-PeerResult RunPeer(const std::string& script, const std::string& layers, index_t n, int reps, bool do3d) {
+PeerResult RunPeer(const std::string& script, const Options& o) {
   PeerResult r;
-  const std::string cmd = "python3 " + script + " --layers " + layers + " --n " + std::to_string(n) + " --reps " +
-                          std::to_string(reps) + (do3d ? "" : " --no-3d") + " 2>&1";
+  const std::string cmd = "python3 " + script + " --layers " + o.layers_path + " --n " + std::to_string(o.n) +
+                          " --reps " + std::to_string(o.reps) + " --dtype " + PrecisionFlag(o.precision) +
+                          " --layout " + LowerCase(ops::LayoutName(o.layout)) + (o.do3d ? "" : " --no-3d") + " 2>&1";
   std::printf("peer: %s\n", cmd.c_str());
   std::fflush(stdout);
   FILE* p = popen(cmd.c_str(), "r");
@@ -177,102 +438,181 @@ std::string Ms(double v) {
   return buf;
 }
 
+// "forward / data-grad / weight-grad" algorithm names; "(cached)" where a choice was made before this run
+// of the problem and so not logged.
+std::string AlgorithmsText(const ChosenAlgorithms& c) {
+  auto name = [](const std::string& s) { return s.empty() ? std::string("(cached)") : s; };
+  return name(c.forward) + " / " + name(c.data_grad) + " / " + name(c.weight_grad);
+}
+
+// One row of the table: times and ratios, then the algorithms when there are any.
+void PrintRow(const std::string& name, const Timing& ours, const Timing& peer, const std::string& algorithms) {
+  std::printf("%-44s %s %s %s   %s %s %s%s%s\n", name.c_str(), Ms(ours.fwd_ms).c_str(), Ms(peer.fwd_ms).c_str(),
+              Ratio(ours.fwd_ms, peer.fwd_ms).c_str(), Ms(ours.bwd_ms).c_str(), Ms(peer.bwd_ms).c_str(),
+              Ratio(ours.bwd_ms, peer.bwd_ms).c_str(), algorithms.empty() ? "" : "   ", algorithms.c_str());
+}
+
+// The table's name of layer i: "i: C H K R stride pad".
+std::string LayerName(size_t i, const Layer& L) {
+  char name[64];
+  std::snprintf(name, sizeof(name), "%2zu: %lld %lld %lld %lld %lld %lld", i, (long long)L.C, (long long)L.H,
+                (long long)L.K, (long long)L.R, (long long)L.stride, (long long)L.pad);
+  return name;
+}
+
+// One group of bars in the chart: its label and the two times, ours and the peer's.
+struct ChartGroup {
+  std::string label;
+  Timing ours, peer;
+};
+
+double RatioOf(double ours, double peer) { return ours > 0 && peer > 0 ? ours / peer : 0; }
+
+std::string XmlEscape(const std::string& s) {
+  std::string r;
+  for (char c : s) {
+    if (c == '&') r += "&amp;";
+    else if (c == '<') r += "&lt;";
+    else if (c == '>') r += "&gt;";
+    else if (c == '"') r += "&quot;";
+    else r += c;
+  }
+  return r;
+}
+
+// A self-contained SVG bar chart of ours / peer per group, forward and backward side by side. The axis is
+// log2, so the bars grow from the 1.0 line up (ours slower) or down (ours faster) and 2x either way is the
+// same height. Returns false when the file cannot be written.
+bool WriteRatioSvg(const std::string& path, const std::string& title, const std::vector<ChartGroup>& groups) {
+  // The axis spans whole powers of two, at least 0.5 to 2, with room past the longest bars for their values.
+  double lo = 1, hi = 1;
+  for (const ChartGroup& g : groups)
+    for (double r : {RatioOf(g.ours.fwd_ms, g.peer.fwd_ms), RatioOf(g.ours.bwd_ms, g.peer.bwd_ms)})
+      if (r > 0) lo = std::min(lo, r), hi = std::max(hi, r);
+  const int ylo = std::min(-1, static_cast<int>(std::floor(std::log2(lo / 1.4)))),
+            yhi = std::max(1, static_cast<int>(std::ceil(std::log2(hi * 1.4))));
+  const double left = 60, top = 76, plot_h = 340, group_w = 40, bar_w = 14, bottom = 130;
+  const double plot_w = group_w * groups.size(), width = std::max(720.0, left + plot_w + 30), height = top + plot_h + bottom;
+  auto y_of = [&](double ratio) { return top + plot_h * (yhi - std::log2(ratio)) / (yhi - ylo); };
+  const char* colors[2] = {"#4878d0", "#ee854a"};
+  const char* legend[2] = {"forward", "backward (data + weight)"};
+
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) return false;
+  std::fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\">\n",
+               width, height);
+  std::fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+  std::fprintf(f, "<text x=\"%.0f\" y=\"22\" font-size=\"15\" font-weight=\"bold\">%s</text>\n", left, XmlEscape(title).c_str());
+  std::fprintf(f, "<text x=\"%.0f\" y=\"40\" font-size=\"11\">our time / cuDNN's time, log scale: below 1, ours is faster</text>\n", left);
+  for (int k = 0; k < 2; ++k) {
+    const double x = left + 160.0 * k;
+    std::fprintf(f, "<rect x=\"%.0f\" y=\"50\" width=\"11\" height=\"11\" fill=\"%s\"/>\n", x, colors[k]);
+    std::fprintf(f, "<text x=\"%.0f\" y=\"60\" font-size=\"11\">%s</text>\n", x + 15, legend[k]);
+  }
+  // Grid and labels at each power of two; the line at 1.0 drawn darker.
+  for (int e = ylo; e <= yhi; ++e) {
+    const double y = top + plot_h * (yhi - e) / (yhi - ylo);
+    std::fprintf(f, "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"%s\"/>\n", left,
+                 left + plot_w, y, y, e == 0 ? "black" : "#ddd", e == 0 ? "1.5" : "1");
+    std::fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%g</text>\n", left - 6, y + 4,
+                 std::ldexp(1.0, e));
+  }
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const ChartGroup& g = groups[i];
+    const double x0 = left + group_w * i + (group_w - 2 * bar_w) / 2;
+    const double ratios[2] = {RatioOf(g.ours.fwd_ms, g.peer.fwd_ms), RatioOf(g.ours.bwd_ms, g.peer.bwd_ms)};
+    for (int k = 0; k < 2; ++k) {
+      if (ratios[k] <= 0) continue;
+      const double y = y_of(ratios[k]), y1 = y_of(1.0);
+      const double x = x0 + k * bar_w;
+      std::fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.0f\" height=\"%.1f\" fill=\"%s\"><title>%s %s %.2f</title></rect>\n",
+                   x, std::min(y, y1), bar_w - 1, std::max(1.0, std::fabs(y - y1)), colors[k], XmlEscape(g.label).c_str(),
+                   legend[k], ratios[k]);
+      // The value past the bar's end, written upwards.
+      const bool up = ratios[k] >= 1;
+      std::fprintf(f, "<text transform=\"translate(%.1f %.1f) rotate(-90)\" font-size=\"9\" text-anchor=\"%s\">%.2f</text>\n",
+                   x + bar_w / 2 + 3, up ? y - 3 : y + 3, up ? "start" : "end", ratios[k]);
+    }
+    std::fprintf(f, "<text transform=\"translate(%.1f %.0f) rotate(-45)\" font-size=\"10\" text-anchor=\"end\">%s</text>\n",
+                 left + group_w * (i + 0.5), top + plot_h + 14, XmlEscape(g.label).c_str());
+  }
+  std::fprintf(f, "</svg>\n");
+  return std::fclose(f) == 0;
+}
+
+// The table as CSV: one row per group, empty cells where nothing was measured.
+bool WriteCsv(const std::string& path, const std::vector<ChartGroup>& groups, const std::vector<ChosenAlgorithms>& chosen) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) return false;
+  auto ms = [](double v) { return v > 0 ? std::to_string(v) : std::string(); };
+  auto ratio = [](double ours, double peer) { return ours > 0 && peer > 0 ? std::to_string(ours / peer) : std::string(); };
+  std::fprintf(f, "case,fwd_ms,peer_fwd_ms,fwd_ratio,bwd_ms,peer_bwd_ms,bwd_ratio,fwd_algorithm,data_grad_algorithm,weight_grad_algorithm\n");
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const ChartGroup& g = groups[i];
+    const ChosenAlgorithms c = i < chosen.size() ? chosen[i] : ChosenAlgorithms();
+    const std::string label = g.label.substr(g.label.find_first_not_of(' '));
+    std::fprintf(f, "\"%s\",%s,%s,%s,%s,%s,%s,%s,%s,%s\n", label.c_str(), ms(g.ours.fwd_ms).c_str(), ms(g.peer.fwd_ms).c_str(),
+                 ratio(g.ours.fwd_ms, g.peer.fwd_ms).c_str(), ms(g.ours.bwd_ms).c_str(), ms(g.peer.bwd_ms).c_str(),
+                 ratio(g.ours.bwd_ms, g.peer.bwd_ms).c_str(), c.forward.c_str(), c.data_grad.c_str(), c.weight_grad.c_str());
+  }
+  return std::fclose(f) == 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  index_t n = 32;
-  int reps = 20;
-  double workspace_mb = 2048;
-  bool do3d = true, do_peer = true;
-  std::string layers_path = FindFile("TE_CONV_LAYERS", "resnet50_layers.txt");
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--n" && i + 1 < argc) n = std::atoll(argv[++i]);
-    else if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
-    else if (a == "--workspace-mb" && i + 1 < argc) workspace_mb = std::atof(argv[++i]);
-    else if (a == "--layers" && i + 1 < argc) layers_path = argv[++i];
-    else if (a == "--no-3d") do3d = false;
-    else if (a == "--no-peer") do_peer = false;
-    else {
-      std::fprintf(stderr, "usage: %s [--n 32] [--reps 20] [--workspace-mb 2048] [--layers path] [--no-3d] [--no-peer]\n", argv[0]);
-      return 2;
-    }
-  }
+  Options o;
+  o.layers_path = FindFile("TE_CONV_LAYERS", "resnet50_layers.txt");
+  const int parsed = ParseArgs(argc, argv, &o);
+  if (parsed >= 0) return parsed;
   try {
-    const std::vector<Layer> layers = ReadLayers(layers_path);
+    const std::vector<Layer> layers = ReadLayers(o.layers_path);
     cudaDeviceProp prop;
     TE_CUDA_CHECK(cudaGetDeviceProperties(&prop, cuda::CurrentDevice()));
-    std::printf("conv_bench: %s, N=%lld, fp32, TF32 off, workspace cap %.0f MB, %d reps (median), layers from %s\n",
-                prop.name, static_cast<long long>(n), workspace_mb, reps, layers_path.c_str());
-    Stream<gpu>* stream = NewStream<gpu>(true);
-    stream->set_tf32(false);
+    // The default run's header reads as it always has; another layout is named after the precision.
+    const std::string mode = std::string(PrecisionText(o.precision)) + (o.layout == ops::Layout::kNHWC ? ", NHWC" : "");
+    std::printf("conv_bench: %s, N=%lld, %s, workspace cap %.0f MB, %d reps (median), layers from %s\n", prop.name,
+                static_cast<long long>(o.n), mode.c_str(), o.workspace_mb, o.reps, o.layers_path.c_str());
 
-    std::vector<Timing> ours;
-    double gflop_total = 0;
-    for (size_t i = 0; i < layers.size(); ++i) {
-      const Layer& L = layers[i];
-      ops::ConvolutionParam p;
-      p.kernel = {L.R, L.R};
-      p.stride = {L.stride, L.stride};
-      p.pad = {L.pad, L.pad};
-      p.num_filter = L.K;
-      p.no_bias = true;
-      p.workspace = workspace_mb;
-      const Timing t = TimeConv(stream, p, Shape4(n, L.C, L.H, L.H), 3, reps);
-      const double gflop = ops::InferConvCost(p, {n, L.C, L.H, L.H}, 4).forward_flops / 1e9;
-      gflop_total += gflop;
-      std::printf("ours layer %2zu  C %4lld H %3lld K %4lld R %lld s %lld p %lld:  fwd %8.3f ms (%5.1f TFLOP/s)  bwd %8.3f ms\n",
-                  i, (long long)L.C, (long long)L.H, (long long)L.K, (long long)L.R, (long long)L.stride,
-                  (long long)L.pad, t.fwd_ms, gflop / t.fwd_ms, t.bwd_ms);
-      std::fflush(stdout);
-      ours.push_back(t);
-    }
-    Timing ours3d;
-    if (do3d) {
-      ops::ConvolutionParam p;
-      p.kernel = {7, 7, 7};
-      p.num_filter = 8;
-      p.no_bias = true;
-      p.workspace = workspace_mb;
-      ours3d = TimeConv(stream, p, Shape5(1, 1, 256, 256, 256), 1, std::max(3, reps / 4));
-      const double gflop = ops::InferConvCost(p, {1, 1, 256, 256, 256}, 4).forward_flops / 1e9;
-      std::printf("ours 3-D 1x1x256^3, 8 filters 7^3:  fwd %8.3f ms (%5.1f TFLOP/s)  bwd %8.3f ms\n", ours3d.fwd_ms,
-                  gflop / ours3d.fwd_ms, ours3d.bwd_ms);
-    }
-    ops::ReleaseWorkspace<gpu>(stream);
-    stream->Wait();
-    DeleteStream(stream);
+    const OursResult ours = MeasureOursIn(o, layers);
 
     PeerResult peer;
-    if (do_peer) peer = RunPeer(FindFile("TE_PEER_SCRIPT", "conv_peer.py"), layers_path, n, reps, do3d);
-    if (do_peer && !peer.ok) std::printf("peer not measured (see its output above)\n");
+    if (o.do_peer) peer = RunPeer(FindFile("TE_PEER_SCRIPT", "conv_peer.py"), o);
+    if (o.do_peer && !peer.ok) std::printf("peer not measured (see its output above)\n");
 
-    std::printf("\n%-44s %9s %9s %6s   %9s %9s %6s\n", "layer (C H K R stride pad)", "fwd ours", "peer", "ratio",
-                "bwd ours", "peer", "ratio");
+    std::printf("\n%-44s %9s %9s %6s   %9s %9s %6s   %s\n", "layer (C H K R stride pad)", "fwd ours", "peer", "ratio",
+                "bwd ours", "peer", "ratio", "algorithm: forward / data-grad / weight-grad");
+    std::vector<ChartGroup> groups;
     Timing sum;
     sum.fwd_ms = sum.bwd_ms = 0;
     for (size_t i = 0; i < layers.size(); ++i) {
-      const Layer& L = layers[i];
-      char name[64];
-      std::snprintf(name, sizeof(name), "%2zu: %lld %lld %lld %lld %lld %lld", i, (long long)L.C, (long long)L.H,
-                    (long long)L.K, (long long)L.R, (long long)L.stride, (long long)L.pad);
       const Timing pt = peer.layers.count(int(i)) ? peer.layers[int(i)] : Timing();
-      std::printf("%-44s %s %s %s   %s %s %s\n", name, Ms(ours[i].fwd_ms).c_str(), Ms(pt.fwd_ms).c_str(),
-                  Ratio(ours[i].fwd_ms, pt.fwd_ms).c_str(), Ms(ours[i].bwd_ms).c_str(), Ms(pt.bwd_ms).c_str(),
-                  Ratio(ours[i].bwd_ms, pt.bwd_ms).c_str());
-      sum.fwd_ms += ours[i].fwd_ms;
-      sum.bwd_ms += ours[i].bwd_ms;
+      PrintRow(LayerName(i, layers[i]), ours.layers[i], pt, AlgorithmsText(ours.chosen[i]));
+      groups.push_back({LayerName(i, layers[i]), ours.layers[i], pt});
+      sum.fwd_ms += ours.layers[i].fwd_ms;
+      sum.bwd_ms += ours.layers[i].bwd_ms;
     }
-    std::printf("%-44s %s %s %s   %s %s %s\n", "total (sum of layers)", Ms(sum.fwd_ms).c_str(),
-                Ms(peer.total.fwd_ms).c_str(), Ratio(sum.fwd_ms, peer.total.fwd_ms).c_str(), Ms(sum.bwd_ms).c_str(),
-                Ms(peer.total.bwd_ms).c_str(), Ratio(sum.bwd_ms, peer.total.bwd_ms).c_str());
-    std::printf("  forward total %.1f GFLOP: ours %.1f TFLOP/s\n", gflop_total, gflop_total / sum.fwd_ms);
-    if (do3d)
-      std::printf("%-44s %s %s %s   %s %s %s\n", "3-D 1x1x256^3, 8 x 7^3", Ms(ours3d.fwd_ms).c_str(),
-                  Ms(peer.conv3d.fwd_ms).c_str(), Ratio(ours3d.fwd_ms, peer.conv3d.fwd_ms).c_str(),
-                  Ms(ours3d.bwd_ms).c_str(), Ms(peer.conv3d.bwd_ms).c_str(),
-                  Ratio(ours3d.bwd_ms, peer.conv3d.bwd_ms).c_str());
+    PrintRow("total (sum of layers)", sum, peer.total, "");
+    groups.push_back({"total", sum, peer.total});
+    std::printf("  forward total %.1f GFLOP: ours %.1f TFLOP/s\n", ours.gflop_total, ours.gflop_total / sum.fwd_ms);
+    std::vector<ChosenAlgorithms> chosen = ours.chosen;
+    chosen.push_back(ChosenAlgorithms());  // the total's row
+    if (o.do3d) {
+      const std::string name = "3-D 1x1x256^3, 8 x 7^3";
+      PrintRow(name, ours.conv3d, peer.conv3d, ours.skipped3d.empty() ? AlgorithmsText(ours.chosen3d) : "(skipped)");
+      groups.push_back({name, ours.conv3d, peer.conv3d});
+      chosen.push_back(ours.chosen3d);
+    }
     std::printf("ratio = our time / peer time (below 1: ours is faster)\n");
+
+    const std::string title = std::string("conv_bench: ours / cuDNN, ") + PrecisionFlag(o.precision) + " " +
+                              ops::LayoutName(o.layout) + ", N=" + std::to_string(o.n) + ", " + prop.name;
+    if (!o.svg_path.empty()) {
+      if (!o.do_peer || !peer.ok) std::printf("chart %s: no peer times, so no ratios to draw (empty chart)\n", o.svg_path.c_str());
+      std::printf(WriteRatioSvg(o.svg_path, title, groups) ? "wrote %s\n" : "could not write %s\n", o.svg_path.c_str());
+    }
+    if (!o.csv_path.empty())
+      std::printf(WriteCsv(o.csv_path, groups, chosen) ? "wrote %s\n" : "could not write %s\n", o.csv_path.c_str());
     std::printf("conv_bench_total fwd_ms %.6f bwd_ms %.6f peer_fwd_ms %.6f peer_bwd_ms %.6f\n", sum.fwd_ms, sum.bwd_ms,
                 peer.total.fwd_ms, peer.total.bwd_ms);
   } catch (const Error& e) {

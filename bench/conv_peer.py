@@ -1,18 +1,24 @@
 #!/usr/bin/env python3
 """Peer for bench/conv_bench.cu: PyTorch (cuDNN) convolution on the ResNet-50 layers and the 3-D case.
 
-Same layers (bench/resnet50_layers.txt: C H K R stride pad), same batch (N=32), fp32 with TF32 off, the
-same timing method as ours: CUDA events around each repetition, median of --reps after --warmup.
+Same layers (bench/resnet50_layers.txt: C H K R stride pad), same batch (N=32), the same element type, math
+and layout as ours (--dtype, --layout), the same timing method: CUDA events around each repetition, median
+of --reps after --warmup.
+    --dtype fp32   torch.float32, TF32 off (cudnn.allow_tf32 and cuda.matmul.allow_tf32 False; the default)
+            tf32   torch.float32, TF32 allowed (both True)
+            fp16   torch.float16;  bf16  torch.bfloat16
+    --layout nchw  contiguous tensors (the default); nhwc: input, weight and output gradient in
+                   torch.channels_last (channels_last_3d for the 3-D case), which is how cuDNN runs NHWC.
 Forward is torch.nn.functional.conv2d (conv3d for the 3-D case); backward is the data and weight gradients
 together (aten.convolution_backward with output_mask [True, True, False], what autograd calls; the
 torch.nn.grad.conv*_input / conv*_weight pair when that op is missing). cudnn.benchmark=True, so cuDNN
 picks its fastest algorithm during warm-up.
 
 Prints machine-readable lines that conv_bench.cu parses:
-    peer_conv_info <torch version, cuDNN version, device>
+    peer_conv_info <torch version, cuDNN version, device, mode>
     peer_conv_layer <index> <C> <H> <K> <R> <stride> <pad> fwd_ms <ms> bwd_ms <ms>
     peer_conv_total fwd_ms <sum> bwd_ms <sum>
-    peer_conv3d fwd_ms <ms> bwd_ms <ms>
+    peer_conv3d fwd_ms <ms> bwd_ms <ms>   (or peer_conv3d_error <reason> when cuDNN refuses it)
 or one line `peer_conv_error <reason>` (exit status 2) when PyTorch or a GPU is missing.
 """
 import argparse
@@ -60,6 +66,36 @@ def backward_fn(torch, x, w, dy, stride, pad, dims):
     return lambda: (conv_input(x.shape, w, dy, stride, pad), conv_weight(x, w.shape, dy, stride, pad))
 
 
+def element_type(torch, dtype):
+    return {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
+
+
+def memory_format(torch, layout, dims):
+    """How a tensor of `dims` spatial dimensions sits in memory: cuDNN picks NHWC kernels for channels_last."""
+    if layout == "nchw":
+        return torch.contiguous_format
+    return torch.channels_last if dims == 2 else torch.channels_last_3d
+
+
+def uniform(torch, shape, dtype, fmt):
+    """Values in [-1, 1) (drawn in float32, then converted), in memory format `fmt`."""
+    t = torch.rand(shape, device="cuda") * 2 - 1
+    return t.to(dtype=dtype, memory_format=fmt)
+
+
+def time_conv(torch, F, x_shape, w_shape, stride, pad, dtype, fmt, warmup, reps):
+    """Median forward and backward milliseconds of one convolution."""
+    dims = len(x_shape) - 2
+    conv = F.conv2d if dims == 2 else F.conv3d
+    x = uniform(torch, x_shape, dtype, fmt)
+    w = uniform(torch, w_shape, dtype, fmt)
+    y = conv(x, w, None, stride, pad)
+    dy = uniform(torch, tuple(y.shape), dtype, fmt)
+    fwd = median_ms(torch, lambda: conv(x, w, None, stride, pad), warmup, reps)
+    bwd = median_ms(torch, backward_fn(torch, x, w, dy, stride, pad, dims), warmup, reps)
+    return fwd, bwd
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -67,6 +103,10 @@ def main():
     parser.add_argument("--n", type=int, default=32, help="batch")
     parser.add_argument("--reps", type=int, default=20, help="timed repetitions")
     parser.add_argument("--warmup", type=int, default=5, help="untimed repetitions first")
+    parser.add_argument("--dtype", choices=["fp32", "tf32", "fp16", "bf16"], default="fp32",
+                        help="element type and math (fp32: TF32 off)")
+    parser.add_argument("--layout", choices=["nchw", "nhwc"], default="nchw",
+                        help="nhwc: tensors in torch.channels_last")
     parser.add_argument("--no-3d", action="store_true", help="skip the 3-D case")
     parser.add_argument("--reps-3d", type=int, default=5)
     args = parser.parse_args()
@@ -81,34 +121,31 @@ def main():
         print("peer_conv_error PyTorch sees no CUDA device")
         return 2
     torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
+    tf32 = args.dtype == "tf32"
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    dtype = element_type(torch, args.dtype)
     print(f"peer_conv_info torch {torch.__version__} cudnn {torch.backends.cudnn.version()} "
-          f"{torch.cuda.get_device_name()} fp32 tf32=off cudnn.benchmark=True")
+          f"{torch.cuda.get_device_name()} {str(dtype).replace('torch.', '')} tf32={'on' if tf32 else 'off'} "
+          f"{args.layout} cudnn.benchmark=True")
 
-    dev = "cuda"
+    fmt2d = memory_format(torch, args.layout, 2)
     total_f = total_b = 0.0
     for i, (c, h, k, r, s, p) in enumerate(read_layers(args.layers)):
-        x = torch.rand(args.n, c, h, h, device=dev) * 2 - 1
-        w = torch.rand(k, c, r, r, device=dev) * 2 - 1
-        y = F.conv2d(x, w, None, s, p)
-        dy = torch.rand_like(y) * 2 - 1
-        fwd = median_ms(torch, lambda: F.conv2d(x, w, None, s, p), args.warmup, args.reps)
-        bwd = median_ms(torch, backward_fn(torch, x, w, dy, s, p, 2), args.warmup, args.reps)
+        fwd, bwd = time_conv(torch, F, (args.n, c, h, h), (k, c, r, r), s, p, dtype, fmt2d, args.warmup, args.reps)
         total_f += fwd
         total_b += bwd
         print(f"peer_conv_layer {i} {c} {h} {k} {r} {s} {p} fwd_ms {fwd:.6f} bwd_ms {bwd:.6f}", flush=True)
-        del x, w, y, dy
     print(f"peer_conv_total fwd_ms {total_f:.6f} bwd_ms {total_b:.6f}", flush=True)
 
     if not args.no_3d:
-        x = torch.rand(1, 1, 256, 256, 256, device=dev) * 2 - 1
-        w = torch.rand(8, 1, 7, 7, 7, device=dev) * 2 - 1
-        y = F.conv3d(x, w)
-        dy = torch.rand_like(y) * 2 - 1
-        fwd = median_ms(torch, lambda: F.conv3d(x, w), 2, args.reps_3d)
-        bwd = median_ms(torch, backward_fn(torch, x, w, dy, 1, 0, 3), 2, args.reps_3d)
-        print(f"peer_conv3d fwd_ms {fwd:.6f} bwd_ms {bwd:.6f}", flush=True)
+        # Some cuDNN versions have no 3-D kernel for every type and layout: say so instead of failing the run.
+        try:
+            fwd, bwd = time_conv(torch, F, (1, 1, 256, 256, 256), (8, 1, 7, 7, 7), 1, 0, dtype,
+                                 memory_format(torch, args.layout, 3), 2, args.reps_3d)
+            print(f"peer_conv3d fwd_ms {fwd:.6f} bwd_ms {bwd:.6f}", flush=True)
+        except RuntimeError as err:
+            print(f"peer_conv3d_error {str(err).splitlines()[0]}", flush=True)
     return 0
 
 
