@@ -1,13 +1,18 @@
 // ops/conv_cutlass.h — "cutlass_implicit_gemm": the convolution as an implicit GEMM on CUTLASS's
 // kernels (ops/cuda/cutlass/). The GEMM's operands are gathered from the activations as its tiles are
 // loaded, so there is no column buffer; the products run on tensor cores (half, bf16, or float as TF32
-// when the stream allows it) or, for strict float, on the CUDA cores. The kernels take channels-last
-// 2-D problems with C and K multiples of their vector width; everything else is refused with the
-// reason, and another algorithm takes it.
+// when the stream allows it) or, for strict float, on the CUDA cores.
+//
+// The kernels read and write channels-last tensors whose C and K are multiples of their vector width.
+// Other problems are staged: the inputs are copied into the workspace in that form (transposed from
+// channels first, channels zero-padded up to the width), the kernels write staged outputs, and those are
+// stored back into the caller's tensors with the req's store. A staged problem pays for the copies (about
+// two passes over each tensor it touches, at memory bandwidth); the padded channels cost MMA work, so
+// the heuristic recommends staging only while the padding at most triples it.
 //
 // The weight gradient reduces over every image and output position, a long reduction with a small
 // result: its kernels write float partials of `split` slices of that reduction into the workspace, and
-// the slices are summed in order (sum_rows, deterministic) into the gradient with the req's store.
+// the slices are summed in order (sum_rows, deterministic).
 #pragma once
 #include <algorithm>
 #include <climits>
@@ -32,52 +37,81 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
 
   ConvSupport CanImplement(const ConvProblem& pr, ConvPass pass) const override {
     std::string why;
-    return Pick(pr, pass, &why) != nullptr ? ConvSupport::Yes() : ConvSupport::No(why);
+    return Prepare(pr, pass, &why).kernel != nullptr ? ConvSupport::Yes() : ConvSupport::No(why);
   }
-  // Tensor cores beat im2col + cuBLAS; the strict-fp32 SIMT kernels are left to the tuner.
+  // Tensor cores beat im2col + cuBLAS while the channel padding at most triples the products; the
+  // strict-fp32 SIMT kernels are left to the tuner.
   bool Recommended(const ConvProblem& pr, ConvPass pass) const override {
-    const Kernel* k = Pick(pr, pass, nullptr);
-    return k != nullptr && k->math == cutlass_conv::Math::kTensorOp;
+    const Plan p = Prepare(pr, pass, nullptr);
+    if (p.kernel == nullptr || p.kernel->math != cutlass_conv::Math::kTensorOp) return false;
+    return double(p.shape.C) * p.shape.K <= 3.0 * double(pr.geom.C) * double(pr.geom.K);
   }
   size_t WorkspaceBytes(const ConvProblem& pr, const ConvStores& stores) const override {
-    size_t bytes = 0;
-    for (ConvPass pass : kPasses) {
-      if (!stores.Wants(pass)) continue;
-      if (const Kernel* k = Pick(pr, pass, nullptr)) bytes = std::max(bytes, Workspace(*k, Shape(pr, *k)));
-    }
-    return bytes;
+    const Staging st = Layout(pr, stores);
+    return st.valid ? st.total : 0;
   }
 
   void Run(const ConvProblem& pr, const ConvTensors<DType>& t, const ConvStores& stores, void* workspace,
            Stream<gpu>* stream) const override {
+    const Staging st = Layout(pr, stores);
+    TE_CHECK(st.valid, "cutlass_implicit_gemm cannot run this convolution: ", st.why);
+    char* const ws = static_cast<char*>(workspace);
+    const cudaStream_t cs = Stream<gpu>::GetStream(stream);
+    const ConvGeometry& g = pr.geom;
+    auto at = [ws](size_t offset) { return reinterpret_cast<DType*>(ws + offset); };
+    // The inputs, staged once for every pass that reads them.
+    const DType* x = t.data;
+    const DType* w = t.weight;
+    const DType* dy = t.out_grad;
+    if (st.staged) {
+      const cutlass_conv::Conv2dShape& s = st.any.shape;
+      if (st.x_bytes) StageActivations(t.data, t.data_stride, g, g.in, g.C, s.C, at(st.x), stream), x = at(st.x);
+      if (st.w_bytes) StageWeights(t.weight, g, s.K, s.C, at(st.w), stream), w = at(st.w);
+      if (st.dy_bytes) StageActivations(t.out_grad, OutRowStride(g), g, g.out, g.K, s.K, at(st.dy), stream), dy = at(st.dy);
+    }
+    void* const kernel_ws = ws + st.kernel;
     for (ConvPass pass : kPasses) {
       if (!stores.Wants(pass)) continue;
-      std::string why;
-      const Kernel* k = Pick(pr, pass, &why);
-      TE_CHECK(k != nullptr, "cutlass_implicit_gemm cannot run the ", ConvPassName(pass), " pass: ", why);
-      const cutlass_conv::Conv2dShape s = Shape(pr, *k);
-      const cudaStream_t cs = Stream<gpu>::GetStream(stream);
+      const Plan p = Prepare(pr, pass, nullptr);
+      const cutlass_conv::Conv2dShape& s = p.shape;
       cutlass_conv::ConvOperands o;
       switch (pass) {
         case ConvPass::kForward:
-          o.a = t.data, o.b = t.weight, o.c = t.out, o.beta = stores.out.beta();
-          k->run(s, o, workspace, cs);
+          o.a = x, o.b = w;
+          if (st.staged) {
+            o.c = at(st.out);
+            p.kernel->run(s, o, kernel_ws, cs);
+            UnstageActivations(at(st.out), g, g.out, g.K, s.K, t.out, OutRowStride(g), stores.out.add, stream);
+          } else {
+            o.c = t.out, o.beta = stores.out.beta();
+            p.kernel->run(s, o, kernel_ws, cs);
+          }
           break;
         case ConvPass::kBackwardData:
-          o.a = t.out_grad, o.b = t.weight, o.c = t.data_grad, o.beta = stores.data_grad.beta();
-          k->run(s, o, workspace, cs);
+          o.a = dy, o.b = w;
+          if (st.staged) {
+            o.c = at(st.out);
+            p.kernel->run(s, o, kernel_ws, cs);
+            UnstageActivations(at(st.out), g, g.in, g.C, s.C, t.data_grad, t.data_grad_stride,
+                               stores.data_grad.add, stream);
+          } else {
+            o.c = t.data_grad, o.beta = stores.data_grad.beta();
+            p.kernel->run(s, o, kernel_ws, cs);
+          }
           break;
         case ConvPass::kBackwardWeight: {
-          o.a = t.out_grad, o.b = t.data, o.c = workspace;
-          k->run(s, o, workspace, cs);
-          const index_t size = pr.geom.K * pr.geom.KernelSize() * pr.geom.C;
-          const Tensor<gpu, 2, float> slices(static_cast<float*>(workspace), Shape2(s.split_k, size), stream);
-          Tensor<gpu, 1, DType> grad(t.weight_grad, Shape1(size), stream);
-          if (stores.weight_grad.add) {
-            grad += expr::tcast<DType>(expr::sum_rows(slices));
+          o.a = dy, o.b = x, o.c = kernel_ws;
+          p.kernel->run(s, o, kernel_ws, cs);
+          const index_t size = index_t(s.K) * g.KernelSize() * s.C;
+          const Tensor<gpu, 2, float> slices(static_cast<float*>(kernel_ws), Shape2(s.split_k, size), stream);
+          DType* const sum = st.staged ? at(st.out) : t.weight_grad;
+          Tensor<gpu, 1, DType> summed(sum, Shape1(size), stream);
+          if (!st.staged && stores.weight_grad.add) {
+            summed += expr::tcast<DType>(expr::sum_rows(slices));
           } else {
-            grad = expr::tcast<DType>(expr::sum_rows(slices));
+            summed = expr::tcast<DType>(expr::sum_rows(slices));
           }
+          if (st.staged) UnstageWeights(sum, g, s.K, s.C, t.weight_grad, stores.weight_grad.add, stream);
           break;
         }
       }
@@ -92,40 +126,101 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
                                            : cutlass_conv::Element::kBF16;
   static constexpr size_t kMaxSliceBytes = size_t(256) << 20;  // the weight gradient's float partials, at most
 
+  // A kernel for one pass and the shape it runs (C and K padded when staged).
+  struct Plan {
+    const Kernel* kernel = nullptr;
+    cutlass_conv::Conv2dShape shape;
+    bool staged = false;
+  };
+
+  // Where a Run's buffers lie in the workspace (byte offsets, each 256-byte aligned): the staged inputs,
+  // one staged output (the passes run one after another), and the kernels' own workspace.
+  struct Staging {
+    bool valid = false;
+    std::string why;
+    bool staged = false;
+    Plan any;  // a wanted pass's plan: the staged C and K are the same for every pass
+    size_t x = 0, x_bytes = 0, w = 0, w_bytes = 0, dy = 0, dy_bytes = 0, out = 0, kernel = 0, total = 0;
+  };
+
+  static size_t Round256(size_t b) { return (b + 255) / 256 * 256; }
+  // The output (and its gradient) is dense: rows of K channels, or of the output's width.
+  static index_t OutRowStride(const ConvGeometry& g) { return g.channels_last ? g.K : g.out[2]; }
+
+  static Staging Layout(const ConvProblem& pr, const ConvStores& stores) {
+    Staging st;
+    const ConvGeometry& g = pr.geom;
+    size_t kernel_bytes = 0, out_bytes = 0;
+    bool reads_x = false, reads_w = false, reads_dy = false, any = false;
+    for (ConvPass pass : kPasses) {
+      if (!stores.Wants(pass)) continue;
+      const Plan p = Prepare(pr, pass, &st.why);
+      if (p.kernel == nullptr) return st;
+      st.any = p, st.staged = st.staged || p.staged, any = true;
+      kernel_bytes = std::max(kernel_bytes, KernelWorkspace(*p.kernel, p.shape));
+      const cutlass_conv::Conv2dShape& s = p.shape;
+      const size_t in = size_t(g.N) * g.InSize() * s.C, out = size_t(g.N) * g.OutSize() * s.K,
+                   weights = size_t(s.K) * g.KernelSize() * s.C;
+      out_bytes = std::max(out_bytes, sizeof(DType) * (pass == ConvPass::kForward        ? out
+                                                       : pass == ConvPass::kBackwardData ? in
+                                                                                         : weights));
+      reads_x = reads_x || pass != ConvPass::kBackwardData;
+      reads_w = reads_w || pass != ConvPass::kBackwardWeight;
+      reads_dy = reads_dy || pass != ConvPass::kForward;
+    }
+    st.valid = true;
+    if (!any) return st;
+    size_t offset = 0;
+    auto take = [&offset](size_t bytes, size_t* at) {
+      *at = offset;
+      offset += Round256(bytes);
+    };
+    if (st.staged) {
+      const cutlass_conv::Conv2dShape& s = st.any.shape;
+      if (reads_x) st.x_bytes = sizeof(DType) * size_t(g.N) * g.InSize() * s.C;
+      if (reads_w) st.w_bytes = sizeof(DType) * size_t(s.K) * g.KernelSize() * s.C;
+      if (reads_dy) st.dy_bytes = sizeof(DType) * size_t(g.N) * g.OutSize() * s.K;
+      take(st.x_bytes, &st.x);
+      take(st.w_bytes, &st.w);
+      take(st.dy_bytes, &st.dy);
+      take(out_bytes, &st.out);
+    }
+    take(kernel_bytes, &st.kernel);
+    st.total = offset;
+    return st;
+  }
+
   static cutlass_conv::Pass KernelPass(ConvPass pass) {
     return pass == ConvPass::kForward        ? cutlass_conv::Pass::kFprop
            : pass == ConvPass::kBackwardData ? cutlass_conv::Pass::kDgrad
                                              : cutlass_conv::Pass::kWgrad;
   }
 
-  // The 2-D problem in CUTLASS's terms (the geometry is 3-D with a unit depth; Pick checked that).
-  static cutlass_conv::Conv2dShape Shape2D(const ConvGeometry& g) {
+  // The 2-D problem in CUTLASS's terms with C and K as the kernels see them (the geometry is 3-D with a
+  // unit depth; Prepare checked that). Weight-gradient kernels (float slices) also get their split: the
+  // output tiles times the slices fill the GPU about twice, each slice keeps 4 tile steps of the
+  // reduction at least, and the slices stay within the workspace the problem allows.
+  static cutlass_conv::Conv2dShape KernelShape(const ConvProblem& pr, const Kernel& k, index_t C, index_t K) {
+    const ConvGeometry& g = pr.geom;
     cutlass_conv::Conv2dShape s;
-    s.N = int(g.N), s.H = int(g.in[1]), s.W = int(g.in[2]), s.C = int(g.C), s.K = int(g.K);
+    s.N = int(g.N), s.H = int(g.in[1]), s.W = int(g.in[2]), s.C = int(C), s.K = int(K);
     s.R = int(g.kernel[1]), s.S = int(g.kernel[2]), s.P = int(g.out[1]), s.Q = int(g.out[2]);
     s.pad_h = int(g.pad[1]), s.pad_w = int(g.pad[2]), s.stride_h = int(g.stride[1]), s.stride_w = int(g.stride[2]);
     s.dilation_h = int(g.dilate[1]), s.dilation_w = int(g.dilate[2]);
-    return s;
-  }
-
-  // With kernel k's split of the reduction: float-slice kernels cut it so that the output tiles times the
-  // slices fill the GPU about twice (each slice keeping 4 tile steps of the reduction at least) and the
-  // slices stay within the workspace the problem allows.
-  static cutlass_conv::Conv2dShape Shape(const ConvProblem& pr, const Kernel& k) {
-    cutlass_conv::Conv2dShape s = Shape2D(pr.geom);
     if (!k.float_output) return s;
     long long mnk[3];
     k.gemm_size(s, mnk);
     const long long tiles = ((mnk[0] + k.tile_m - 1) / k.tile_m) * ((mnk[1] + k.tile_n - 1) / k.tile_n);
     const long long sms = cuda::CurrentDeviceInfo().sm_count;
     const size_t slice_bytes = sizeof(float) * size_t(mnk[0]) * size_t(mnk[1]);
-    const long long by_bytes = (long long)(std::min(pr.workspace_limit, kMaxSliceBytes) / std::max<size_t>(slice_bytes, 1));
-    long long split = std::min({(2 * sms + tiles - 1) / tiles, mnk[2] / (4LL * k.tile_k), by_bytes, 128LL});
+    const long long by_bytes =
+        (long long)(std::min(pr.workspace_limit, kMaxSliceBytes) / std::max<size_t>(slice_bytes, 1));
+    const long long split = std::min({(2 * sms + tiles - 1) / tiles, mnk[2] / (4LL * k.tile_k), by_bytes, 128LL});
     s.split_k = int(std::max(1LL, split));
     return s;
   }
 
-  static size_t Workspace(const Kernel& k, const cutlass_conv::Conv2dShape& s) {
+  static size_t KernelWorkspace(const Kernel& k, const cutlass_conv::Conv2dShape& s) {
     size_t bytes = k.workspace_bytes(s);
     if (k.float_output) {
       long long mnk[3];
@@ -135,18 +230,17 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     return bytes;
   }
 
-  // The first compiled kernel that can run `pass` of `pr`, or null with the reason in *why.
-  static const Kernel* Pick(const ConvProblem& pr, ConvPass pass, std::string* why) {
-    auto refuse = [why](std::string reason) -> const Kernel* {
+  // The first compiled kernel that can run `pass` of `pr`, directly or staged; kernel null with the
+  // reason in *why when none can.
+  static Plan Prepare(const ConvProblem& pr, ConvPass pass, std::string* why) {
+    auto refuse = [why](std::string reason) {
       if (why != nullptr) *why = std::move(reason);
-      return nullptr;
+      return Plan();
     };
     const ConvGeometry& g = pr.geom;
-    if (!g.channels_last) return refuse("the kernels take channels-last (NHWC) tensors");
     if (g.in[0] != 1 || g.kernel[0] != 1 || g.out[0] != 1) return refuse("3-D convolutions have no kernels here yet");
     if (g.G != 1) return refuse("grouped convolutions have no kernels here yet");
-    if (!pr.data_contiguous) return refuse("the input or its gradient has padded rows");
-    for (index_t v : {g.N, g.C, g.K, g.in[1], g.in[2], g.out[1], g.out[2]})
+    for (index_t v : {g.N, g.C + 8, g.K + 8, g.in[1], g.in[2], g.out[1], g.out[2]})
       if (v > INT_MAX) return refuse("a size does not fit CUTLASS's 32-bit problem size");
     if (cuda::CurrentDeviceInfo().major < 8) return refuse("the kernels need compute capability 8.0 or newer");
     const cutlass_conv::Math math =
@@ -156,22 +250,88 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
                               " kernel for this element type and math mode is compiled into this build";
     for (const Kernel& k : cutlass_conv::CompiledConvKernels()) {
       if (k.pass != KernelPass(pass) || k.element != kElement || k.math != math) continue;
-      if (g.C % k.alignment != 0 || g.K % k.alignment != 0) {
-        last_reason = "C = " + std::to_string(g.C) + " and K = " + std::to_string(g.K) + " must be multiples of " +
-                      std::to_string(k.alignment) + " for " + k.name;
-        continue;
-      }
-      const cutlass_conv::Conv2dShape s = Shape(pr, k);
-      if (k.float_output && Workspace(k, s) > pr.workspace_limit) {
-        last_reason = std::string(k.name) + " needs " + std::to_string(Workspace(k, s)) +
+      const index_t a = k.alignment, C = (g.C + a - 1) / a * a, K = (g.K + a - 1) / a * a;
+      Plan p;
+      p.kernel = &k;
+      p.shape = KernelShape(pr, k, C, K);
+      p.staged = !g.channels_last || C != g.C || K != g.K || !pr.data_contiguous;
+      if (k.float_output && KernelWorkspace(k, p.shape) > pr.workspace_limit) {
+        last_reason = std::string(k.name) + " needs " + std::to_string(KernelWorkspace(k, p.shape)) +
                       " bytes of workspace for its partial sums, over the limit";
         continue;
       }
-      std::string no = k.why_not(s);
-      if (no.empty()) return &k;
+      std::string no = k.why_not(p.shape);
+      if (no.empty()) return p;
       last_reason = std::string(k.name) + ": " + no;
     }
     return refuse(last_reason);
+  }
+
+  // ---- staging: the caller's tensors to and from the kernels' form ------------------------------------------
+  // (Copy for plain strided copies: assigning one Tensor to another rebinds the view, as in mshadow.)
+
+  // Activations (N, C, spatial) or (N, spatial, C) with rows `row_stride` apart, into (N, H, W, Cp)
+  // dense with channels C..Cp zero.
+  static void StageActivations(const DType* src, index_t row_stride, const ConvGeometry& g, const index_t* sp,
+                               index_t C, index_t Cp, DType* dst, Stream<gpu>* s) {
+    const index_t N = g.N, H = sp[1], W = sp[2];
+    DType* const in = const_cast<DType*>(src);
+    if (g.channels_last) {
+      Copy(Tensor<gpu, 2, DType>(dst, Shape2(N * H * W, C), Cp, s),
+           Tensor<gpu, 2, DType>(in, Shape2(N * H * W, C), row_stride, s), s);
+    } else {
+      Tensor<gpu, 4, DType>(dst, Shape4(N, H, W, C), Cp, s) =
+          expr::transpose(Tensor<gpu, 4, DType>(in, Shape4(N, C, H, W), row_stride, s), Shape4(0, 2, 3, 1));
+    }
+    if (Cp > C) Tensor<gpu, 2, DType>(dst + C, Shape2(N * H * W, Cp - C), Cp, s) = DType(0.0f);
+  }
+
+  // A staged (N, H, W, Cp) result into the caller's activations tensor, = or +=.
+  static void UnstageActivations(const DType* src, const ConvGeometry& g, const index_t* sp, index_t C, index_t Cp,
+                                 DType* dst, index_t row_stride, bool add, Stream<gpu>* s) {
+    const index_t N = g.N, H = sp[1], W = sp[2];
+    DType* const staged = const_cast<DType*>(src);
+    if (g.channels_last) {
+      Tensor<gpu, 2, DType> to(dst, Shape2(N * H * W, C), row_stride, s);
+      const Tensor<gpu, 2, DType> from(staged, Shape2(N * H * W, C), Cp, s);
+      if (add) to += from; else Copy(to, from, s);
+    } else {
+      Tensor<gpu, 4, DType> to(dst, Shape4(N, C, H, W), row_stride, s);
+      const auto from = expr::transpose(Tensor<gpu, 4, DType>(staged, Shape4(N, H, W, C), Cp, s), Shape4(0, 3, 1, 2));
+      if (add) to += from; else to = from;
+    }
+  }
+
+  // Filters (K, C, kernel) or (K, kernel, C) into (Kp, kernel, Cp) with the padding zero.
+  static void StageWeights(const DType* src, const ConvGeometry& g, index_t Kp, index_t Cp, DType* dst,
+                           Stream<gpu>* s) {
+    const index_t K = g.K, C = g.C, RS = g.KernelSize();
+    DType* const w = const_cast<DType*>(src);
+    if (g.channels_last) {
+      Copy(Tensor<gpu, 2, DType>(dst, Shape2(K * RS, C), Cp, s), Tensor<gpu, 2, DType>(w, Shape2(K * RS, C), s), s);
+    } else {
+      Tensor<gpu, 3, DType>(dst, Shape3(K, RS, C), Cp, s) =
+          expr::swapaxis<2, 1>(Tensor<gpu, 3, DType>(w, Shape3(K, C, RS), s));
+    }
+    if (Cp > C) Tensor<gpu, 2, DType>(dst + C, Shape2(K * RS, Cp - C), Cp, s) = DType(0.0f);
+    if (Kp > K) Tensor<gpu, 2, DType>(dst + K * RS * Cp, Shape2((Kp - K) * RS, Cp), s) = DType(0.0f);
+  }
+
+  // A staged (Kp, kernel, Cp) weight gradient into the caller's filters' layout, = or +=.
+  static void UnstageWeights(const DType* src, const ConvGeometry& g, index_t Kp, index_t Cp, DType* dst, bool add,
+                             Stream<gpu>* s) {
+    (void)Kp;
+    const index_t K = g.K, C = g.C, RS = g.KernelSize();
+    DType* const staged = const_cast<DType*>(src);
+    if (g.channels_last) {
+      Tensor<gpu, 2, DType> to(dst, Shape2(K * RS, C), s);
+      const Tensor<gpu, 2, DType> from(staged, Shape2(K * RS, C), Cp, s);
+      if (add) to += from; else Copy(to, from, s);
+    } else {
+      Tensor<gpu, 3, DType> to(dst, Shape3(K, C, RS), s);
+      const auto from = expr::swapaxis<2, 1>(Tensor<gpu, 3, DType>(staged, Shape3(K, RS, C), Cp, s));
+      if (add) to += from; else to = from;
+    }
   }
 };
 

@@ -15,8 +15,8 @@ const std::vector<ConvKernel>& CompiledConvKernels() {
   static const std::vector<ConvKernel> kernels = [] {
     std::vector<ConvKernel> v;
     AppendFprop16Kernels(v);
-#if !TE_CUTLASS_KERNELS_SUBSET
     AppendGrad16Kernels(v);
+#if !TE_CUTLASS_KERNELS_SUBSET
     AppendFprop32Kernels(v);
     AppendGrad32Kernels(v);
 #endif
