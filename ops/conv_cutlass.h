@@ -230,8 +230,9 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     return bytes;
   }
 
-  // The first compiled kernel that can run `pass` of `pr`, directly or staged; kernel null with the
-  // reason in *why when none can.
+  // The compiled kernel that can run `pass` of `pr` (directly or staged) with the least padded work: the
+  // implicit GEMM's M x N rounded up to its tiles (a 128-wide tile on 64 channels does twice the work);
+  // on a tie the earlier, larger tile. Kernel null with the reason in *why when none can.
   static Plan Prepare(const ConvProblem& pr, ConvPass pass, std::string* why) {
     auto refuse = [why](std::string reason) {
       if (why != nullptr) *why = std::move(reason);
@@ -248,6 +249,8 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
                                                                          : cutlass_conv::Math::kTensorOp;
     std::string last_reason = std::string("no ") + ConvPassName(pass) +
                               " kernel for this element type and math mode is compiled into this build";
+    Plan best;
+    double best_work = 0;
     for (const Kernel& k : cutlass_conv::CompiledConvKernels()) {
       if (k.pass != KernelPass(pass) || k.element != kElement || k.math != math) continue;
       const index_t a = k.alignment, C = (g.C + a - 1) / a * a, K = (g.K + a - 1) / a * a;
@@ -261,14 +264,23 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
         continue;
       }
       std::string no = k.why_not(p.shape);
-      if (no.empty()) return p;
-      last_reason = std::string(k.name) + ": " + no;
+      if (!no.empty()) {
+        last_reason = std::string(k.name) + ": " + no;
+        continue;
+      }
+      long long mnk[3];
+      k.gemm_size(p.shape, mnk);
+      const double work = double((mnk[0] + k.tile_m - 1) / k.tile_m * k.tile_m) *
+                          double((mnk[1] + k.tile_n - 1) / k.tile_n * k.tile_n);
+      if (best.kernel == nullptr || work < best_work) best = p, best_work = work;
     }
+    if (best.kernel != nullptr) return best;
     return refuse(last_reason);
   }
 
   // ---- staging: the caller's tensors to and from the kernels' form ------------------------------------------
-  // (Copy for plain strided copies: assigning one Tensor to another rebinds the view, as in mshadow.)
+  // Strided copies go through F<op::identity> (one map kernel): assigning one Tensor to another rebinds
+  // the view, as in mshadow, and Copy's cudaMemcpy2D crawls over rows of a few bytes.
 
   // Activations (N, C, spatial) or (N, spatial, C) with rows `row_stride` apart, into (N, H, W, Cp)
   // dense with channels C..Cp zero.
@@ -277,8 +289,8 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     const index_t N = g.N, H = sp[1], W = sp[2];
     DType* const in = const_cast<DType*>(src);
     if (g.channels_last) {
-      Copy(Tensor<gpu, 2, DType>(dst, Shape2(N * H * W, C), Cp, s),
-           Tensor<gpu, 2, DType>(in, Shape2(N * H * W, C), row_stride, s), s);
+      Tensor<gpu, 2, DType>(dst, Shape2(N * H * W, C), Cp, s) =
+          expr::F<op::identity>(Tensor<gpu, 2, DType>(in, Shape2(N * H * W, C), row_stride, s));
     } else {
       Tensor<gpu, 4, DType>(dst, Shape4(N, H, W, C), Cp, s) =
           expr::transpose(Tensor<gpu, 4, DType>(in, Shape4(N, C, H, W), row_stride, s), Shape4(0, 2, 3, 1));
@@ -294,7 +306,7 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     if (g.channels_last) {
       Tensor<gpu, 2, DType> to(dst, Shape2(N * H * W, C), row_stride, s);
       const Tensor<gpu, 2, DType> from(staged, Shape2(N * H * W, C), Cp, s);
-      if (add) to += from; else Copy(to, from, s);
+      if (add) to += from; else to = expr::F<op::identity>(from);
     } else {
       Tensor<gpu, 4, DType> to(dst, Shape4(N, C, H, W), row_stride, s);
       const auto from = expr::transpose(Tensor<gpu, 4, DType>(staged, Shape4(N, H, W, C), Cp, s), Shape4(0, 3, 1, 2));
@@ -308,7 +320,7 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     const index_t K = g.K, C = g.C, RS = g.KernelSize();
     DType* const w = const_cast<DType*>(src);
     if (g.channels_last) {
-      Copy(Tensor<gpu, 2, DType>(dst, Shape2(K * RS, C), Cp, s), Tensor<gpu, 2, DType>(w, Shape2(K * RS, C), s), s);
+      Tensor<gpu, 2, DType>(dst, Shape2(K * RS, C), Cp, s) = expr::F<op::identity>(Tensor<gpu, 2, DType>(w, Shape2(K * RS, C), s));
     } else {
       Tensor<gpu, 3, DType>(dst, Shape3(K, RS, C), Cp, s) =
           expr::swapaxis<2, 1>(Tensor<gpu, 3, DType>(w, Shape3(K, C, RS), s));
@@ -326,7 +338,7 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     if (g.channels_last) {
       Tensor<gpu, 2, DType> to(dst, Shape2(K * RS, C), s);
       const Tensor<gpu, 2, DType> from(staged, Shape2(K * RS, C), Cp, s);
-      if (add) to += from; else Copy(to, from, s);
+      if (add) to += from; else to = expr::F<op::identity>(from);
     } else {
       Tensor<gpu, 3, DType> to(dst, Shape3(K, C, RS), s);
       const auto from = expr::swapaxis<2, 1>(Tensor<gpu, 3, DType>(staged, Shape3(K, RS, C), Cp, s));

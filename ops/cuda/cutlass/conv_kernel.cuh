@@ -119,6 +119,19 @@ using TensorOpFprop = cutlass::conv::device::ImplicitGemmConvolution<typename cu
     TensorOpEpilogue<E, E>, cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<4>, kStages, MathOperator,
     cutlass::conv::IteratorAlgorithm::kOptimized>::Kernel>;
 
+// Forward for inputs of exactly one vector of channels per pixel (8 halves, 4 floats: an RGB stem padded
+// by staging): each K step of the tile packs several filter taps, where the optimized iterators would
+// spend a whole K step per tap on mostly padding.
+template <typename E, typename ThreadblockShape, typename WarpShape, typename InstructionShape, int kStages>
+using TensorOpFpropFixedChannels =
+    cutlass::conv::device::ImplicitGemmConvolution<typename cutlass::conv::kernel::DefaultConv2dFprop<
+        E, cutlass::layout::TensorNHWC, E, cutlass::layout::TensorNHWC, E, cutlass::layout::TensorNHWC, float,
+        cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80, ThreadblockShape, WarpShape, InstructionShape,
+        TensorOpEpilogue<E, E>, cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<4>, kStages,
+        cutlass::arch::OpMultiplyAdd, cutlass::conv::IteratorAlgorithm::kFixedChannels,
+        cutlass::conv::StrideSupport::kStrided, 128 / cutlass::sizeof_bits<E>::value,
+        128 / cutlass::sizeof_bits<E>::value>::Kernel>;
+
 // Data gradient: kUnity for stride 1 (the faster iterators), kStrided for any stride without dilation.
 template <typename E, typename ThreadblockShape, typename WarpShape, typename InstructionShape, int kStages,
           cutlass::conv::StrideSupport kStride, typename MathOperator = cutlass::arch::OpMultiplyAdd>

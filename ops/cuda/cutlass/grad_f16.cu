@@ -11,24 +11,35 @@ using cutlass::gemm::GemmShape;
 using cutlass::conv::StrideSupport;
 using Tile = GemmShape<128, 128, 64>;
 using Warp = GemmShape<64, 64, 64>;
+using NarrowTile = GemmShape<128, 64, 64>;  // for 64 input channels, which waste half of a 128-wide tile
+using NarrowWarp = GemmShape<64, 32, 64>;
 using Mma = GemmShape<16, 8, 16>;
 
+// The kernels of element type E, in the order of `names`.
 template <typename E>
-void Append(std::vector<ConvKernel>& kernels, Element element, const char* unity, const char* strided,
-            const char* wgrad) {
+void Append(std::vector<ConvKernel>& kernels, Element element, const char* const (&names)[5]) {
   kernels.push_back(MakeConvKernel<TensorOpDgrad<E, Tile, Warp, Mma, 3, StrideSupport::kUnity>>(
-      unity, Pass::kDgrad, element, Math::kTensorOp));
+      names[0], Pass::kDgrad, element, Math::kTensorOp));
+  kernels.push_back(MakeConvKernel<TensorOpDgrad<E, NarrowTile, NarrowWarp, Mma, 4, StrideSupport::kUnity>>(
+      names[1], Pass::kDgrad, element, Math::kTensorOp));
   kernels.push_back(MakeConvKernel<TensorOpDgrad<E, Tile, Warp, Mma, 3, StrideSupport::kStrided>>(
-      strided, Pass::kDgrad, element, Math::kTensorOp));
-  kernels.push_back(MakeConvKernel<TensorOpWgrad<E, Tile, Warp, Mma, 3>>(wgrad, Pass::kWgrad, element, Math::kTensorOp));
+      names[2], Pass::kDgrad, element, Math::kTensorOp));
+  kernels.push_back(MakeConvKernel<TensorOpDgrad<E, NarrowTile, NarrowWarp, Mma, 4, StrideSupport::kStrided>>(
+      names[3], Pass::kDgrad, element, Math::kTensorOp));
+  kernels.push_back(MakeConvKernel<TensorOpWgrad<E, Tile, Warp, Mma, 3>>(names[4], Pass::kWgrad, element,
+                                                                        Math::kTensorOp));
 }
 }  // namespace
 
 void AppendGrad16Kernels(std::vector<ConvKernel>& kernels) {
-  Append<cutlass::half_t>(kernels, Element::kF16, "f16_tensorop_dgrad_unity_128x128x64_3",
-                          "f16_tensorop_dgrad_strided_128x128x64_3", "f16_tensorop_wgrad_128x128x64_3");
-  Append<cutlass::bfloat16_t>(kernels, Element::kBF16, "bf16_tensorop_dgrad_unity_128x128x64_3",
-                              "bf16_tensorop_dgrad_strided_128x128x64_3", "bf16_tensorop_wgrad_128x128x64_3");
+  Append<cutlass::half_t>(kernels, Element::kF16,
+                          {"f16_tensorop_dgrad_unity_128x128x64_3", "f16_tensorop_dgrad_unity_128x64x64_4",
+                           "f16_tensorop_dgrad_strided_128x128x64_3", "f16_tensorop_dgrad_strided_128x64x64_4",
+                           "f16_tensorop_wgrad_128x128x64_3"});
+  Append<cutlass::bfloat16_t>(kernels, Element::kBF16,
+                              {"bf16_tensorop_dgrad_unity_128x128x64_3", "bf16_tensorop_dgrad_unity_128x64x64_4",
+                               "bf16_tensorop_dgrad_strided_128x128x64_3", "bf16_tensorop_dgrad_strided_128x64x64_4",
+                               "bf16_tensorop_wgrad_128x128x64_3"});
 }
 
 }  // namespace cutlass_conv
