@@ -1,5 +1,11 @@
 // base.h — the vocabulary every other header uses: index_t, device tags, the error type, checks.
 #pragma once
+// The library needs C++17 (if constexpr, inline variables, fold expressions): say so in one line rather
+// than in pages of errors.
+#if __cplusplus < 201703L && !(defined(_MSVC_LANG) && _MSVC_LANG >= 201703L)
+#error "tensorexpr needs C++17 or later: compile with -std=c++17 (or newer)"
+#endif
+#include "version.h"
 #include <cstdint>
 #include <cstddef>
 #include <sstream>
