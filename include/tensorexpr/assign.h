@@ -68,8 +68,10 @@ inline void EvalInto(Tensor<Device, dim, DType> dst, const Exp<E, DType, etype>&
 }  // namespace expr
 
 // Assign(out, req, e): kNullOp writes nothing, kWriteTo / kWriteInplace overwrite, kAddTo accumulates.
+// The name is parenthesised so that MXNet's function-like `#define Assign(out, req, exp)`, defined before
+// this header, does not expand here; callers are unaffected.
 template <typename Device, int dim, typename DType, typename E, int etype>
-inline void Assign(Tensor<Device, dim, DType> out, OpReqType req, const expr::Exp<E, DType, etype>& e) {
+inline void (Assign)(Tensor<Device, dim, DType> out, OpReqType req, const expr::Exp<E, DType, etype>& e) {
   const ReqStore store = DecodeReq(req, "Assign");
   if (!store.active) return;
   if (store.add) out += e; else out = e;

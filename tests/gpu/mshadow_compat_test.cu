@@ -1,0 +1,53 @@
+// The GPU side of <tensorexpr/mshadow.h> (tests/mshadow_compat_test.cc is the CPU suite): mshadow's
+// reduce_with_axis<Reducer, true> (the index the reducer settles on) as a GPU kernel, and Copy without a
+// stream, which returns once the data is there. Catch2 is included first, so CHECK is Catch's here (the
+// mshadow logging macros define themselves only where nothing did).
+#include <cmath>
+#include <random>
+#include "../test_util.h"
+#include <tensorexpr/mshadow.h>
+
+namespace {
+
+// out(o, i) = the first k at which a(o, k, i) reaches its maximum (or minimum), as a naive loop.
+template <bool kMax>
+int FirstExtreme(const tensorexpr::TensorContainer<tensorexpr::cpu, 3, float>& a, tensorexpr::index_t o,
+                 tensorexpr::index_t i) {
+  int best = 0;
+  for (tensorexpr::index_t k = 1; k < a.shape_[1]; ++k) {
+    const float v = a[o][k][i], b = a[o][best][i];
+    if (kMax ? v > b : v < b) best = int(k);
+  }
+  return best;
+}
+
+}  // namespace
+
+TEST_CASE("mshadow on the GPU: reduce_with_axis<Reducer, true> gives the argmax / argmin, Copy waits",
+          "[gpu][mshadow]") {
+  if (!te_test::HaveGPU()) {
+    WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");
+    return;
+  }
+  namespace ms = mshadow;
+  using tensorexpr::index_t;
+  const index_t O = 3, K = 37, I = 5;
+  tensorexpr::TensorContainer<tensorexpr::cpu, 3, float> h(tensorexpr::Shape3(O, K, I));
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> small(-4, 4);  // few values: many ties, the first one must win
+  for (index_t n = 0; n < h.shape_.Size(); ++n) h.dptr_[n] = float(small(rng));
+  ms::TensorContainer<ms::gpu, 3, float> d(h.shape_);
+  ms::Copy(d.view(), h.view());  // waits: h may change right after
+  ms::TensorContainer<ms::gpu, 2, float> argmax(tensorexpr::Shape2(O, I)), argmin(tensorexpr::Shape2(O, I));
+  argmax = ms::expr::reduce_with_axis<ms::red::maximum, true>(d.view(), 1);
+  argmin = ms::expr::reduce_with_axis<ms::red::minimum, true>(d.view(), 1);
+  tensorexpr::TensorContainer<tensorexpr::cpu, 2, float> got_max(argmax.shape_), got_min(argmin.shape_);
+  ms::Copy(got_max.view(), argmax.view());
+  ms::Copy(got_min.view(), argmin.view());
+  for (index_t o = 0; o < O; ++o)
+    for (index_t i = 0; i < I; ++i) {
+      INFO("o " << o << " i " << i);
+      CHECK(got_max[o][i] == float(FirstExtreme<true>(h, o, i)));
+      CHECK(got_min[o][i] == float(FirstExtreme<false>(h, o, i)));
+    }
+}
