@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs the build into a temporary root (meson install --destdir, nothing rebuilt) and builds programs
+# against it as other projects would: pkg-config with g++ -std=c++17 and -std=c++20, CMake's
+# find_package(tensorexpr), and nvcc with `pkg-config tensorexpr-cuda` when the CUDA backend was built.
+# Each program runs and checks its result. Usage: check.sh <build dir> <source dir of tests/consumers>
+set -euo pipefail
+build=$1 here=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+meson install -C "$build" --destdir "$work/root" --no-rebuild --quiet >/dev/null
+read -r prefix libdir < <(meson introspect "$build" --buildoptions |
+  python3 -c 'import json, sys; o = {x["name"]: x["value"] for x in json.load(sys.stdin)}; print(o["prefix"], o["libdir"])')
+root=$work/root$prefix
+# Our .pc files name the configured prefix: point them at the temporary root (openblas's stay as they are).
+sed -i "s|^prefix=.*|prefix=$root|" "$root/$libdir"/pkgconfig/tensorexpr*.pc
+export PKG_CONFIG_PATH=$root/$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+for std in c++17 c++20; do
+  # shellcheck disable=SC2046
+  g++ -std=$std -O1 "$here/app.cpp" $(pkg-config --cflags --libs tensorexpr-ops) -o "$work/app_$std"
+  "$work/app_$std"
+  echo "pkg-config consumer ($std): ok"
+done
+if command -v cmake >/dev/null; then
+  cmake -S "$here/cmake" -B "$work/cmake-build" -DCMAKE_PREFIX_PATH="$root" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$work/cmake-build" >/dev/null
+  "$work/cmake-build/app"
+  echo "CMake consumer: ok"
+else
+  echo "CMake consumer: skipped (no cmake)"
+fi
+if pkg-config --exists tensorexpr-cuda && command -v nvcc >/dev/null; then
+  # shellcheck disable=SC2046
+  nvcc -std=c++17 --expt-relaxed-constexpr "$here/app.cu" $(pkg-config --cflags --libs tensorexpr-cuda) -o "$work/app_cu"
+  "$work/app_cu"
+  echo "nvcc consumer: ok"
+fi
