@@ -15,6 +15,9 @@
 namespace tensorexpr {
 
 struct IndexDiv {
+  // The GNU 128-bit integer for the host's high half of a product; __extension__ keeps -Wpedantic quiet.
+  __extension__ typedef unsigned __int128 uint128;
+
   uint64_t magic_;
   int shift1_, shift2_;
   index_t divisor_;
@@ -25,7 +28,7 @@ struct IndexDiv {
     if (d < 1) d = 1;
     int l = 0;
     while ((uint64_t(1) << l) < static_cast<uint64_t>(d)) ++l;
-    const unsigned __int128 num = static_cast<unsigned __int128>((uint64_t(1) << l) - static_cast<uint64_t>(d)) << 64;
+    const uint128 num = static_cast<uint128>((uint64_t(1) << l) - static_cast<uint64_t>(d)) << 64;
     IndexDiv r;
     r.magic_ = static_cast<uint64_t>(num / static_cast<uint64_t>(d)) + 1;
     r.shift1_ = l < 1 ? l : 1;
@@ -40,7 +43,7 @@ struct IndexDiv {
 #if defined(__CUDA_ARCH__)
     const uint64_t t = __umul64hi(magic_, u);
 #else
-    const uint64_t t = static_cast<uint64_t>((static_cast<unsigned __int128>(magic_) * u) >> 64);
+    const uint64_t t = static_cast<uint64_t>((static_cast<uint128>(magic_) * u) >> 64);
 #endif
     return static_cast<index_t>((t + ((u - t) >> shift1_)) >> shift2_);
   }

@@ -11,7 +11,7 @@ struct Shape {
   static constexpr int kDimension = ndim;
   static constexpr int kSubdim = ndim > 0 ? ndim - 1 : 0;
   // ndim == 0 still gets one slot so the type stays an aggregate usable in kernels.
-  index_t shape_[ndim > 0 ? ndim : 1] = {};
+  index_t shape_[static_cast<size_t>(ndim > 0 ? ndim : 1)] = {};
 
   TE_XINLINE index_t& operator[](int i) { return shape_[i]; }
   TE_XINLINE const index_t& operator[](int i) const { return shape_[i]; }

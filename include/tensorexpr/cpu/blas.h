@@ -8,7 +8,16 @@
 #include <string>
 #include <type_traits>
 #include <vector>
-#include <cblas.h>  // OpenBLAS's: also declares openblas_set_num_threads
+// OpenBLAS's header (it also declares openblas_set_num_threads) uses C99's _Complex, which clang flags under
+// -Wpedantic in a C++ program that includes us: not ours to fix, so not ours to show.
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wc99-extensions"
+#endif
+#include <cblas.h>
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#endif
 #include <climits>
 #include "../expr/dot.h"
 #include "../tensor_container.h"

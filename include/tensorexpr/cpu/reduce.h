@@ -173,14 +173,14 @@ inline void SimdLaneSteps(A (&lanes)[kLanes], index_t n, const Value& value) {
   using V = typename S::V;
   constexpr int kWidth = static_cast<int>(sizeof(V) / sizeof(A)), kVecs = kLanes / kWidth;
   constexpr bool kMax = std::is_same<Reducer, red::maximum>::value;
-  V acc[kVecs];
+  V acc[static_cast<size_t>(kVecs)];
   for (int j = 0; j < kVecs; ++j) acc[j] = S::Load(lanes + j * kWidth);
   V nan = S::Unordered(acc[0], acc[0]);  // a lane may come in as NaN (from a short run's scalar steps)
   for (int j = 1; j < kVecs; ++j) nan = S::Or(nan, S::Unordered(acc[j], acc[j]));
   for (index_t t = 0; t < n; t += kLanes) {
     A step[kLanes];  // the compiler turns this round trip into vector loads when value() reads memory
     for (int i = 0; i < kLanes; ++i) step[i] = value(t + i);
-    V v[kVecs];
+    V v[static_cast<size_t>(kVecs)];
     for (int j = 0; j < kVecs; ++j) {
       v[j] = S::Load(step + j * kWidth);
       acc[j] = kMax ? S::Max(acc[j], v[j]) : S::Min(acc[j], v[j]);
@@ -252,7 +252,8 @@ inline void RunKeepMiddle(const Reader& src, const expr::ReduceLayout& l, expr::
     });
     return;
   }
-  std::vector<A> partial(static_cast<size_t>(outputs * chunks));  // [output][chunk]
+  std::vector<A> storage(static_cast<size_t>(outputs * chunks));
+  A* const partial = storage.data();  // [output][chunk]
   ParallelFor(outputs * chunks, chunk_len, [&](index_t begin, index_t end) {
     for (index_t t = begin; t < end; ++t) {
       const index_t k = t / chunks, c = t - k * chunks;
@@ -295,7 +296,8 @@ inline void RunReduceMiddle(const Reader& src, const expr::ReduceLayout& l, expr
   const index_t base_tasks = l.n0 * tiles, len = l.n1, outputs = l.num_outputs();
   const index_t chunks = NumChunks(base_tasks, len, std::min(kTile, per_group), outputs * len);
   const index_t chunk_len = (len + chunks - 1) / chunks;
-  std::vector<A> partial(chunks > 1 ? static_cast<size_t>(chunks * outputs) : 0);  // [chunk][output]
+  std::vector<A> storage(chunks > 1 ? static_cast<size_t>(chunks * outputs) : 0);
+  A* const partial = storage.data();  // [chunk][output]
   ParallelFor(base_tasks * chunks, chunk_len * std::min(kTile, per_group), [&](index_t begin, index_t end) {
     A acc[kTile];
     for (index_t t = begin; t < end; ++t) {
@@ -307,7 +309,7 @@ inline void RunReduceMiddle(const Reader& src, const expr::ReduceLayout& l, expr
       if (chunks == 1) {
         for (index_t o = 0; o < o_end - o_begin; ++o) Saver::Save(out.At(f0 + o), static_cast<DType>(acc[o]));
       } else {
-        std::copy(acc, acc + (o_end - o_begin), partial.data() + c * outputs + f0);
+        std::copy(acc, acc + (o_end - o_begin), partial + c * outputs + f0);
       }
     }
   });

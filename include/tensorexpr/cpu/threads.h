@@ -86,7 +86,7 @@ void RunBlock(const void* body, index_t begin, index_t end) {
 // Runs fn over [0, n) on `nthreads` threads (> 1) in shares of `share` items and blocks of `block`.
 inline void RunShares(index_t n, int nthreads, index_t share, index_t block, BlockFn fn, const void* body) {
 #ifdef _OPENMP
-  std::unique_ptr<BlockCounter[]> taken(new BlockCounter[nthreads]);
+  std::unique_ptr<BlockCounter[]> taken(new BlockCounter[static_cast<size_t>(nthreads)]);
   std::exception_ptr error;
   std::atomic<bool> failed{false};
 #pragma omp parallel num_threads(nthreads)
@@ -96,7 +96,7 @@ inline void RunShares(index_t n, int nthreads, index_t share, index_t block, Blo
     for (int k = 0; k < nthreads && !failed.load(std::memory_order_relaxed); ++k) {
       const index_t owner = (t + k) % nthreads, lo = owner * share, hi = std::min(n, lo + share);
       while (!failed.load(std::memory_order_relaxed)) {
-        const index_t begin = lo + taken[owner].next.fetch_add(1, std::memory_order_relaxed) * block;
+        const index_t begin = lo + taken[static_cast<size_t>(owner)].next.fetch_add(1, std::memory_order_relaxed) * block;
         if (begin >= hi) break;
         try {
           fn(body, begin, std::min(hi, begin + block));

@@ -118,7 +118,8 @@ inline void RunTransposeTiles(const Tensor<cpu, dim, DType>& dst, const expr::Tr
   // keep it from evicting the source blocks; for outputs too large to stay in cache anyway, and aligned.
   constexpr uintptr_t kVecBytes = kW * sizeof(DType);
   const bool stream = kTiled && dst.shape_.Size() * index_t(sizeof(DType)) >= cpu_transpose::kStreamBytes &&
-                      reinterpret_cast<uintptr_t>(dst.dptr_) % kVecBytes == 0 && dst.stride_ * sizeof(DType) % kVecBytes == 0;
+                      reinterpret_cast<uintptr_t>(dst.dptr_) % kVecBytes == 0 &&
+                      static_cast<uintptr_t>(dst.stride_) * sizeof(DType) % kVecBytes == 0;
   const StreamThreadScope threads(dst.stream_);
   const index_t c_blocks = (t.c + kBlockC - 1) / kBlockC;
   DType* const out = dst.dptr_;

@@ -68,7 +68,7 @@ struct is_exp : std::is_base_of<ExpBase, typename std::decay<T>::type> {};
 // N lanes of T, aligned so that one load moves all of them (16 bytes for 4 floats).
 template <typename T, int N>
 struct alignas(sizeof(T) * N) VecN {
-  T v[N];
+  T v[static_cast<size_t>(N)];
 };
 
 // The device shared by two operands (scalars fit either).

@@ -20,10 +20,10 @@ namespace expr {
 template <int max_lead>
 struct AxisGather {
   static constexpr int kMaxLead = max_lead;
-  IndexDiv extent_[kMaxLead];  // extents of the leading output dimensions kept after dropping and merging,
+  IndexDiv extent_[static_cast<size_t>(kMaxLead)];  // extents of the leading output dimensions kept after dropping and merging,
                                // innermost first (unused slots: 1)
-  index_t to_row_[kMaxLead];   // source rows one step along each of them moves
-  index_t to_col_[kMaxLead];   // source columns one step along each of them moves
+  index_t to_row_[static_cast<size_t>(kMaxLead)];   // source rows one step along each of them moves
+  index_t to_col_[static_cast<size_t>(kMaxLead)];   // source columns one step along each of them moves
   bool last_stays_last_;       // the output's last dimension is the source's: x moves one column
   index_t last_to_row_;        // otherwise it is a leading source dimension: x moves this many rows
   // The source (row, column) of output (y, 0). Straight-line code on purpose, with no test of how many
@@ -89,16 +89,16 @@ struct TransposeAxesExp : public Exp<TransposeAxesExp<SrcExp, DType, dim>, DType
 
   TransposeAxesExp(const SrcExp& src, const Shape<dim>& axes, const char* opname) : src_(src), axes_(axes) {
     const Shape<dim> s = src_.shape();
-    bool seen[dim] = {};
+    bool seen[static_cast<size_t>(dim)] = {};
     for (int i = 0; i < dim; ++i) {
       const bool ok = 0 <= axes[i] && axes[i] < dim && !seen[axes[i]];
       TE_CHECK(ok, opname, ": axes ", axes, " is not a permutation of the ", dim, " dimensions of source shape ", s);
       seen[axes[i]] = true;
     }
-    for (int i = 0; i < dim; ++i) shape_[i] = s[axes[i]];
+    for (int i = 0; i < dim; ++i) shape_[i] = s[static_cast<int>(axes[i])];
     // One step along source dimension j in its (row, column) view: the last dimension moves one column,
     // a leading one moves as many rows as the leading dimensions inside it hold.
-    index_t src_row_step[dim];
+    index_t src_row_step[static_cast<size_t>(dim)];
     src_row_step[dim - 1] = 0;
     index_t rows = 1;
     for (int j = dim - 2; j >= 0; --j) {
@@ -109,11 +109,12 @@ struct TransposeAxesExp : public Exp<TransposeAxesExp<SrcExp, DType, dim>, DType
     auto step_col = [&](int j) { return j == dim - 1 ? index_t(1) : index_t(0); };
     Gather& g = gather_;
     g.last_stays_last_ = axes[dim - 1] == dim - 1;
-    g.last_to_row_ = step_row(axes[dim - 1]);
+    g.last_to_row_ = step_row(static_cast<int>(axes[dim - 1]));
     index_t extents[Gather::kMaxLead] = {};
     int n = 0;
     for (int i = dim - 2; i >= 0; --i) {
-      const index_t extent = shape_[i], row = step_row(axes[i]), col = step_col(axes[i]);
+      const int axis = static_cast<int>(axes[i]);
+      const index_t extent = shape_[i], row = step_row(axis), col = step_col(axis);
       if (extent == 1) continue;  // its index is always 0
       if (n > 0 && row == g.to_row_[n - 1] * extents[n - 1] && col == g.to_col_[n - 1] * extents[n - 1]) {
         extents[n - 1] *= extent;  // it continues the kept dimension inside it, in the source too: one index

@@ -197,9 +197,11 @@ inline ConvShapes InferConvShapes(const ConvolutionParam& p, const std::vector<i
 
 inline ConvCost InferConvCost(const ConvolutionParam& p, const std::vector<index_t>& data_shape, size_t dtype_bytes) {
   const ConvGeometry g = MakeConvGeometry(p, data_shape);
-  const double outputs = double(g.N) * g.K * g.OutSize();
-  const double macs = outputs * double(g.Cg()) * g.KernelSize();
-  const double x = double(g.N) * g.C * g.InSize(), w = double(g.K) * g.Cg() * g.KernelSize();
+  // Sizes as doubles (a product of int64 sizes can pass 2^53; a cost estimate does not mind the rounding).
+  const double outputs = double(g.N) * double(g.K) * double(g.OutSize());
+  const double macs = outputs * double(g.Cg()) * double(g.KernelSize());
+  const double x = double(g.N) * double(g.C) * double(g.InSize());
+  const double w = double(g.K) * double(g.Cg()) * double(g.KernelSize());
   const double b = p.no_bias ? 0.0 : double(g.K);
   ConvCost c;
   c.forward_flops = 2 * macs + (p.no_bias ? 0.0 : outputs);
