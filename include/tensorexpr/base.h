@@ -44,6 +44,17 @@ struct gpu {
   static const char* name() { return "gpu"; }
 };
 
+// Whether this translation unit is compiled by nvcc, where GPU tensors can be filled and evaluated
+// (namespace-scope const: each translation unit has its own).
+#if defined(__CUDACC__)
+constexpr bool kCompiledForCuda = true;
+#else
+constexpr bool kCompiledForCuda = false;
+#endif
+#define TE_GPU_NEEDS_NVCC_MESSAGE                                                                         \
+  "GPU tensors are filled and evaluated by CUDA kernels: compile this file with nvcc (a .cu file that " \
+  "includes <tensorexpr/cuda/tensorexpr_cuda.cuh>)"
+
 // The only exception type the library throws for user-facing errors.
 class Error : public std::runtime_error {
  public:

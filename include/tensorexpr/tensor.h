@@ -177,6 +177,7 @@ struct Tensor : public expr::Exp<Tensor<Device, dim, DType>, DType, expr::type::
  private:
   template <typename Saver, typename E, typename D2, int etype>
   Tensor& Store(const expr::Exp<E, D2, etype>& e) {
+    static_assert(kCompiledForCuda || !std::is_same<Device, gpu>::value, TE_GPU_NEEDS_NVCC_MESSAGE);
     static_assert(std::is_same<D2, DType>::value,
                   "the right-hand side has a different dtype than the tensor it is assigned to; convert it with tcast<T>(e)");
     CheckUsable("assigning to a tensor");

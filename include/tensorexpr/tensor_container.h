@@ -23,6 +23,8 @@ inline Tensor<Device, dim, DType> NewTensor(const Shape<dim>& shape, DType initv
 // Copies are deep; assigning an expression resizes to the expression's shape first.
 template <typename Device, int dim, typename DType = float>
 class TensorContainer : public Tensor<Device, dim, DType> {
+  static_assert(kCompiledForCuda || !std::is_same<Device, gpu>::value, TE_GPU_NEEDS_NVCC_MESSAGE);
+
  public:
   using Base = Tensor<Device, dim, DType>;
 
