@@ -55,64 +55,16 @@ inline A CombineLanes(const A (&lanes)[kLanes]) {
   return a;
 }
 
-// Maximum and minimum of float and double, through integers. The ordered compares of the NaN rule
-// (red.h) may trap, so under the default -ftrapping-math compilers keep them scalar, and the loop runs
-// at a fraction of memory bandwidth. Integer compares never trap: a float's bits with the magnitude bits
-// flipped when the sign is set (Key) order as the float does, and NaN is a test on the bits. The result is
-// the same value (a NaN becomes the canonical quiet NaN; of -0 and +0 either may be kept). The portable
-// path: x86 takes SimdLaneSteps below.
-template <typename A>
-struct FloatKey {
-  using K = std::conditional_t<sizeof(A) == 4, int32_t, int64_t>;
-  using U = std::make_unsigned_t<K>;
-  static constexpr U kMagnitude = ~U(0) >> 1;                                   // all but the sign bit
-  static constexpr U kInf = sizeof(A) == 4 ? U(0x7F800000u) : U(0x7FF0000000000000ull);  // +inf's bits
-  static K Bits(A a) {
-    K b;
-    std::memcpy(&b, &a, sizeof(b));
-    return b;
-  }
-  static K Key(K bits) { return bits ^ static_cast<K>(static_cast<U>(bits >> (8 * sizeof(K) - 1)) >> 1); }
-  static A FromKey(K key) {
-    const K bits = Key(key);  // the flip is its own inverse: the sign bit, which selects it, is kept
-    A a;
-    std::memcpy(&a, &bits, sizeof(a));
-    return a;
-  }
-  static K IsNaN(K bits) { return (static_cast<U>(bits) & kMagnitude) > kInf ? 1 : 0; }
-};
-
-template <typename Reducer, typename A, typename Value>
-inline void KeyLaneSteps(A (&lanes)[kLanes], index_t n, const Value& value) {
-  using F = FloatKey<A>;
-  using K = typename F::K;
-  constexpr bool kMax = std::is_same<Reducer, red::maximum>::value;
-  K key[kLanes], nan[kLanes];
-  for (int i = 0; i < kLanes; ++i) {
-    const K b = F::Bits(lanes[i]);
-    key[i] = F::Key(b);
-    nan[i] = F::IsNaN(b);
-  }
-  for (index_t t = 0; t < n; t += kLanes) {
-    for (int i = 0; i < kLanes; ++i) {
-      const K b = F::Bits(value(t + i)), k = F::Key(b);
-      key[i] = (kMax ? k > key[i] : k < key[i]) ? k : key[i];
-      nan[i] |= F::IsNaN(b);
-    }
-  }
-  for (int i = 0; i < kLanes; ++i) lanes[i] = nan[i] ? std::numeric_limits<A>::quiet_NaN() : F::FromKey(key[i]);
-}
-
-#if defined(__SSE2__)
-// Maximum and minimum of float and double on x86, with the vector instructions themselves (intrinsics are
-// not held back by -ftrapping-math). The integer keys above vectorise too, but GCC spreads their 8 lanes
-// over 4 iterations: a shuffle transpose of every load and 16 live vectors, which spill (0.4 of memcpy).
-// maxps / minps compare as the NaN rule does, one instruction per vector, but return their second
-// operand when either is NaN, so a NaN would be dropped by the next value: an unordered test of each
-// value keeps a NaN flag per lane beside them. The result is the same value (a NaN becomes the
-// canonical quiet NaN; of -0 and +0 either may be kept), in a fixed order for a given shape.
+// Maximum and minimum of float and double on x86, with the vector instructions themselves. The ordered
+// compares of the NaN rule (red.h) may trap, so under the default -ftrapping-math compilers keep the plain
+// loop scalar (0.4 of memcpy); intrinsics are not held back. maxps / minps compare as the NaN rule does,
+// one instruction per vector, but return their second operand when either is NaN, so a NaN would be
+// dropped by the next value: an unordered test of each value keeps a NaN flag per lane beside them. The
+// result is the same value (a NaN becomes the canonical quiet NaN; of -0 and +0 either may be kept), in a
+// fixed order for a given shape. Other targets keep the plain loop.
 template <typename A>
 struct SimdMaxMin;
+#if defined(__SSE2__)
 #if defined(__AVX__)
 template <>
 struct SimdMaxMin<float> {
@@ -164,7 +116,7 @@ template <typename A>
 constexpr bool kSimdMaxMin = std::is_same<A, float>::value || std::is_same<A, double>::value;
 #else
 template <typename A>
-constexpr bool kSimdMaxMin = false;  // the integer keys instead
+constexpr bool kSimdMaxMin = false;  // elsewhere the plain loop of LaneSteps
 #endif
 
 template <typename Reducer, typename A, typename Value>
@@ -197,15 +149,10 @@ inline void SimdLaneSteps(A (&lanes)[kLanes], index_t n, const Value& value) {
 // lanes[i] combined with value(t + i) for t = 0, kLanes, ... below n (a multiple of kLanes).
 template <typename Reducer, typename A, typename Value>
 inline void LaneSteps(A (&lanes)[kLanes], index_t n, const Value& value) {
-  constexpr bool kKeyed = std::is_floating_point<A>::value && (std::is_same<Reducer, red::maximum>::value ||
-                                                               std::is_same<Reducer, red::minimum>::value);
-  if constexpr (kKeyed) {
-    if (n == 0) return;  // short runs skip the lanes' round trip through vectors or keys
-    if constexpr (kSimdMaxMin<A>) {
-      SimdLaneSteps<Reducer>(lanes, n, value);
-    } else {
-      KeyLaneSteps<Reducer>(lanes, n, value);
-    }
+  constexpr bool kVectorMaxMin = kSimdMaxMin<A> && (std::is_same<Reducer, red::maximum>::value ||
+                                                    std::is_same<Reducer, red::minimum>::value);
+  if constexpr (kVectorMaxMin) {
+    if (n > 0) SimdLaneSteps<Reducer>(lanes, n, value);  // short runs skip the lanes' round trip
   } else {
     for (index_t t = 0; t < n; t += kLanes)
       for (int i = 0; i < kLanes; ++i) Reducer::Reduce(lanes[i], value(t + i));
