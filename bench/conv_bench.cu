@@ -35,13 +35,11 @@
 #include <tensorexpr/cuda/tensorexpr_cuda.cuh>
 #include <tensorexpr/ops/conv_select.h>
 #include <tensorexpr/ops/convolution.h>
+#include "conv_layers.h"
 
 namespace {
 using namespace tensorexpr;
-
-struct Layer {
-  index_t C, H, K, R, stride, pad;
-};
+using namespace conv_layers;
 
 struct Timing {
   double fwd_ms = -1, bwd_ms = -1;
@@ -139,37 +137,6 @@ int ParseArgs(int argc, char** argv, Options* o) {
     }
   }
   return -1;
-}
-
-bool FileExists(const std::string& p) {
-  struct stat st;
-  return stat(p.c_str(), &st) == 0;
-}
-
-// The first of the candidate locations that exists (an environment variable overrides them all).
-std::string FindFile(const char* env, const std::string& name) {
-  if (const char* e = std::getenv(env)) return e;
-#ifdef TE_BENCH_SOURCE_DIR
-  if (FileExists(std::string(TE_BENCH_SOURCE_DIR) + "/" + name)) return std::string(TE_BENCH_SOURCE_DIR) + "/" + name;
-#endif
-  for (const std::string& dir : {std::string("bench/"), std::string("./"), std::string("../bench/")})
-    if (FileExists(dir + name)) return dir + name;
-  return "bench/" + name;
-}
-
-std::vector<Layer> ReadLayers(const std::string& path) {
-  FILE* f = std::fopen(path.c_str(), "r");
-  TE_CHECK(f != nullptr, "conv_bench: cannot open the layer list ", path);
-  std::vector<Layer> layers;
-  char line[512];
-  while (std::fgets(line, sizeof(line), f)) {
-    if (char* hash = std::strchr(line, '#')) *hash = '\0';
-    long long c, h, k, r, s, p;
-    if (std::sscanf(line, "%lld %lld %lld %lld %lld %lld", &c, &h, &k, &r, &s, &p) == 6)
-      layers.push_back({c, h, k, r, s, p});
-  }
-  std::fclose(f);
-  return layers;
 }
 
 // Data of n images, c channels and `extent` in every spatial dimension, in the layout's order.
@@ -310,18 +277,6 @@ struct OursResult {
   std::string skipped3d;  // why the 3-D case did not run, when it did not
 };
 
-ops::ConvolutionParam LayerParam(const Layer& L, const Options& o) {
-  ops::ConvolutionParam p;
-  p.kernel = {L.R, L.R};
-  p.stride = {L.stride, L.stride};
-  p.pad = {L.pad, L.pad};
-  p.num_filter = L.K;
-  p.no_bias = true;
-  p.workspace = o.workspace_mb;
-  p.layout = o.layout;
-  return p;
-}
-
 ops::ConvolutionParam Conv3dParam(const Options& o) {
   ops::ConvolutionParam p;
   p.kernel = {7, 7, 7};
@@ -340,7 +295,7 @@ OursResult MeasureOurs(const Options& o, const std::vector<Layer>& layers) {
   stream->set_tf32(o.precision == Precision::kTf32);
   for (size_t i = 0; i < layers.size(); ++i) {
     const Layer& L = layers[i];
-    const ops::ConvolutionParam p = LayerParam(L, o);
+    const ops::ConvolutionParam p = LayerParam(L, o.workspace_mb, o.layout);
     const Shape<4> xshape = DataShape<4>(o.layout, o.n, L.C, L.H);
     ChosenAlgorithms chosen;
     Timing t;

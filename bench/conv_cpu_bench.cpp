@@ -35,13 +35,11 @@
 #include <cblas.h>  // OpenBLAS's: openblas_get_config, openblas_get_parallel
 #include <tensorexpr/tensorexpr.h>
 #include <tensorexpr/ops/convolution.h>
+#include "conv_layers.h"
 
 namespace {
 using namespace tensorexpr;
-
-struct Layer {
-  index_t C, H, K, R, stride, pad;
-};
+using namespace conv_layers;
 
 // The subset of bench/resnet50_layers.txt that peers-h200.md measured on the CPU.
 const std::vector<Layer> kLayers = {
@@ -51,22 +49,6 @@ struct Timing {
   double fwd_ms = -1, bwd_ms = -1;
   double bwd_data_ms = -1, bwd_weight_ms = -1;  // only with --split
 };
-
-bool FileExists(const std::string& p) {
-  struct stat st;
-  return stat(p.c_str(), &st) == 0;
-}
-
-// The first of the candidate locations that exists (an environment variable overrides them all).
-std::string FindFile(const char* env, const std::string& name) {
-  if (const char* e = std::getenv(env)) return e;
-#ifdef TE_BENCH_SOURCE_DIR
-  if (FileExists(std::string(TE_BENCH_SOURCE_DIR) + "/" + name)) return std::string(TE_BENCH_SOURCE_DIR) + "/" + name;
-#endif
-  for (const std::string& dir : {std::string("bench/"), std::string("./"), std::string("../bench/")})
-    if (FileExists(dir + name)) return dir + name;
-  return "bench/" + name;
-}
 
 // Values in [-1, 1) from a hash of the index (deterministic, the same hash as conv_bench.cu's GPU fill).
 float HashValue(index_t i, uint32_t seed) {
@@ -196,21 +178,10 @@ struct Checker {
   }
 };
 
-ops::ConvolutionParam ParamFor(const Layer& L, double workspace_mb) {
-  ops::ConvolutionParam p;
-  p.kernel = {L.R, L.R};
-  p.stride = {L.stride, L.stride};
-  p.pad = {L.pad, L.pad};
-  p.num_filter = L.K;
-  p.no_bias = true;
-  p.workspace = workspace_mb;
-  return p;
-}
-
 // Times one layer, forward and backward (data + weight), fp32, no bias; then checks samples of what the
 // last timed calls wrote. Returns false when the check fails.
 bool TimeLayer(const Layer& L, index_t n, double workspace_mb, int warmup, int reps, bool split, Timing* t) {
-  const ops::ConvolutionParam p = ParamFor(L, workspace_mb);
+  const ops::ConvolutionParam p = LayerParam(L, workspace_mb);
   const Shape<4> xshape = Shape4(n, L.C, L.H, L.H);
   const ops::ConvShapes shapes = ops::InferConvShapes(p, {n, L.C, L.H, L.H});
   const Shape<4> yshape = Shape4(shapes.out[0], shapes.out[1], shapes.out[2], shapes.out[3]);
@@ -330,7 +301,7 @@ bool RunAtThreads(int threads, const std::vector<int>& layers, index_t n, double
   }
   for (const int i : layers) {
     const Layer& L = kLayers[i];
-    const ops::ConvCost cost = ops::InferConvCost(ParamFor(L, workspace_mb), {n, L.C, L.H, L.H}, 4);
+    const ops::ConvCost cost = ops::InferConvCost(LayerParam(L, workspace_mb), {n, L.C, L.H, L.H}, 4);
     fwd_gflop.push_back(cost.forward_flops / 1e9);
     bwd_gflop.push_back((cost.backward_data_flops + cost.backward_weight_flops) / 1e9);
     Timing t;
