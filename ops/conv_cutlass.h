@@ -10,12 +10,17 @@
 // two passes over each tensor it touches, at memory bandwidth); the padded channels cost MMA work, so
 // the heuristic recommends staging only while the padding at most triples it.
 //
+// The forward fuses the epilogue act(convolution + bias + residual) (ConvEpilogue) into its kernels'
+// store where one of them computes it: the bias needs K unpadded, the residual an unstaged output, and
+// an output the req adds to only takes a bias (adding act(...) is not what those kernels compute).
+//
 // The weight gradient reduces over every image and output position, a long reduction with a small
 // result: its kernels write float partials of `split` slices of that reduction into the workspace, and
 // the slices are summed in order (sum_rows, deterministic).
 #pragma once
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <string>
 #include <type_traits>
 #include <tensorexpr/cuda/tensorexpr_cuda.cuh>
@@ -45,6 +50,14 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     const Plan p = Prepare(pr, pass, nullptr);
     if (p.kernel == nullptr || p.kernel->math != cutlass_conv::Math::kTensorOp) return false;
     return double(p.shape.C) * p.shape.K <= 3.0 * double(pr.geom.C) * double(pr.geom.K);
+  }
+  bool FusesEpilogue(const ConvProblem& pr, const ConvEpilogue<DType>& ep, ReqStore store) const override {
+    const Plan p = Prepare(pr, ConvPass::kForward, nullptr, KernelEpilogue(ep));
+    if (p.kernel == nullptr) return false;
+    auto aligned = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
+    if (ep.bias != nullptr && (p.shape.K != pr.geom.K || !aligned(ep.bias))) return false;
+    if (ep.residual != nullptr && (p.staged || store.add || !aligned(ep.residual))) return false;
+    return !store.add || p.staged || ep.activation == ConvActivation::kIdentity;
   }
   size_t WorkspaceBytes(const ConvProblem& pr, const ConvStores& stores) const override {
     const Staging st = Layout(pr, stores);
@@ -76,17 +89,24 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
       const cutlass_conv::Conv2dShape& s = p.shape;
       cutlass_conv::ConvOperands o;
       switch (pass) {
-        case ConvPass::kForward:
-          o.a = x, o.b = w;
+        case ConvPass::kForward: {
+          // The epilogue's kernel, when there is one, runs on the staging laid out for the plain one.
+          const Plan fp = t.epilogue.active ? Prepare(pr, pass, nullptr, KernelEpilogue(t.epilogue)) : p;
+          TE_CHECK(fp.kernel != nullptr && fp.shape.C == s.C && fp.shape.K == s.K &&
+                       KernelWorkspace(*fp.kernel, fp.shape) <= st.total - st.kernel,
+                   "cutlass_implicit_gemm: no forward kernel for the epilogue it agreed to fuse");
+          o.a = x, o.b = w, o.bias = t.epilogue.bias;
           if (st.staged) {
             o.c = at(st.out);
-            p.kernel->run(s, o, kernel_ws, cs);
+            fp.kernel->run(fp.shape, o, kernel_ws, cs);
             UnstageActivations(at(st.out), g, g.out, g.K, s.K, t.out, OutRowStride(g), stores.out.add, stream);
           } else {
             o.c = t.out, o.beta = stores.out.beta();
-            p.kernel->run(s, o, kernel_ws, cs);
+            if (t.epilogue.residual != nullptr) o.source = t.epilogue.residual, o.beta = 1.0f;
+            fp.kernel->run(fp.shape, o, kernel_ws, cs);
           }
           break;
+        }
         case ConvPass::kBackwardData:
           o.a = dy, o.b = w;
           if (st.staged) {
@@ -190,6 +210,11 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     return st;
   }
 
+  static cutlass_conv::Epilogue KernelEpilogue(const ConvEpilogue<DType>& ep) {
+    if (!ep.active) return cutlass_conv::Epilogue::kLinear;
+    return ep.activation == ConvActivation::kRelu ? cutlass_conv::Epilogue::kBiasRelu : cutlass_conv::Epilogue::kBias;
+  }
+
   static cutlass_conv::Pass KernelPass(ConvPass pass) {
     return pass == ConvPass::kForward        ? cutlass_conv::Pass::kFprop
            : pass == ConvPass::kBackwardData ? cutlass_conv::Pass::kDgrad
@@ -233,7 +258,8 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
   // The compiled kernel that can run `pass` of `pr` (directly or staged) with the least padded work: the
   // implicit GEMM's M x N rounded up to its tiles (a 128-wide tile on 64 channels does twice the work);
   // on a tie the earlier, larger tile. Kernel null with the reason in *why when none can.
-  static Plan Prepare(const ConvProblem& pr, ConvPass pass, std::string* why) {
+  static Plan Prepare(const ConvProblem& pr, ConvPass pass, std::string* why,
+                      cutlass_conv::Epilogue epilogue = cutlass_conv::Epilogue::kLinear) {
     auto refuse = [why](std::string reason) {
       if (why != nullptr) *why = std::move(reason);
       return Plan();
@@ -252,7 +278,7 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     Plan best;
     double best_work = 0;
     for (const Kernel& k : cutlass_conv::CompiledConvKernels()) {
-      if (k.pass != KernelPass(pass) || k.element != kElement || k.math != math) continue;
+      if (k.pass != KernelPass(pass) || k.element != kElement || k.math != math || k.epilogue != epilogue) continue;
       const index_t a = k.alignment, C = (g.C + a - 1) / a * a, K = (g.K + a - 1) / a * a;
       Plan p;
       p.kernel = &k;

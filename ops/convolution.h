@@ -116,40 +116,52 @@ void RunConvPasses(const std::string& forced, const ConvProblem& problem, const 
 
 }  // namespace detail
 
+namespace detail {
+
+// The forward: checks, the problem, the algorithm and its run. With an active epilogue the algorithm
+// stores it when FusesEpilogue says it can; when it cannot, an epilogue that is only the bias is added
+// in a pass of its own, and any other is not run at all unless fused (only_fused: returns false).
 template <typename Device, int ddim, int wdim, typename DType>
-void ConvolutionForward(const ConvolutionParam& p, const Tensor<Device, ddim, DType>& data,
-                        const Tensor<Device, wdim, DType>& weight, const Tensor<Device, 1, DType>& bias, OpReqType req,
-                        const Tensor<Device, ddim, DType>& out) {
-  static_assert(detail::check_conv_dims<wdim, ddim>::value, "");
+bool RunConvForward(const ConvolutionParam& p, const Tensor<Device, ddim, DType>& data,
+                    const Tensor<Device, wdim, DType>& weight, const ConvEpilogue<DType>& epilogue, OpReqType req,
+                    const Tensor<Device, ddim, DType>& out, bool only_fused) {
+  static_assert(check_conv_dims<wdim, ddim>::value, "");
   TE_CHECK(size_t(wdim - 2) == p.kernel.size(), "Convolution: the weight has ", wdim - 2,
-           " spatial dimensions but the kernel ", detail::VecStr(p.kernel), " has ", p.kernel.size());
-  const std::vector<index_t> dshape = detail::ShapeVec(data.shape_);
+           " spatial dimensions but the kernel ", VecStr(p.kernel), " has ", p.kernel.size());
+  const std::vector<index_t> dshape = ShapeVec(data.shape_);
   const ConvGeometry g = MakeConvGeometry(p, dshape);
   const ConvShapes shapes = InferConvShapes(p, dshape);
-  detail::CheckTensor(weight, shapes.weight, "weight", true);
-  detail::CheckTensor(out, shapes.out, "output", true);
-  if (!p.no_bias) detail::CheckTensor(bias, shapes.bias, "bias", true);
+  CheckTensor(weight, shapes.weight, "weight", true);
+  CheckTensor(out, shapes.out, "output", true);
   // Unbatched data runs as its exact batched view (1, C, spatial...): one instance of the passes.
   if constexpr (ddim == wdim - 1) {
-    ConvolutionForward(p, detail::WithBatch(data), weight, bias, req, detail::WithBatch(out));
+    return RunConvForward(p, WithBatch(data), weight, epilogue, req, WithBatch(out), only_fused);
   } else {
     const ReqStore store = DecodeReq(req, "Convolution forward");
-    if (!store.active) return;
+    if (!store.active) return true;
     Stream<Device>* s = out.stream_;
     const StreamThreadScope threads(s);  // the algorithms' loops keep to the stream's thread budget
     const index_t P = g.OutSize();
-    if (g.N * g.K * P == 0) return;
+    if (g.N * g.K * P == 0) return true;
     ConvTensors<DType> t;
     t.data = data.dptr_;
     t.data_stride = data.stride_;
     t.weight = weight.dptr_;
     t.out = out.dptr_;
-    ConvStores stores;
-    stores.out = store;
     const ConvProblem problem = MakeConvProblem<Device, DType>(g, s, data.CheckContiguous(), p.workspace);
-    detail::RunConvPasses(p.algorithm, problem, t, stores, detail::ConvSpans{detail::SpanOf(out), 0}, s);
-    if (!p.no_bias) {
-      // y (N, K, P), or (N, P, K) channels last, += b laid along the channel dimension.
+    const ConvAlgorithm<Device, DType>* a = SelectConvAlgorithm<Device, DType>(
+        problem, ConvPass::kForward, p.algorithm, [&](const ConvAlgorithm<Device, DType>& trial) {
+          return TimeConvTrial(trial, problem, ConvPass::kForward, t, ConvSpans{SpanOf(out), 0}, s);
+        });
+    const bool fused = epilogue.active && a->FusesEpilogue(problem, epilogue, store);
+    if (only_fused && !fused) return false;
+    if (fused) t.epilogue = epilogue;
+    const ConvStores stores = ConvStores::Only(ConvPass::kForward, store);
+    const size_t bytes = a->WorkspaceBytes(problem, stores);
+    a->Run(problem, t, stores, bytes > 0 ? GetWorkspaceBytes<Device>(bytes, s) : nullptr, s);
+    if (epilogue.active && !fused) {
+      // The bias alone: y (N, K, P), or (N, P, K) channels last, += b laid along the channel dimension.
+      const Tensor<Device, 1, DType> bias(const_cast<DType*>(epilogue.bias), Shape1(g.K), s);
       if (g.channels_last) {
         Tensor<Device, 2, DType> y2(out.dptr_, Shape2(g.N * P, g.K), s);
         y2 += expr::broadcast<1>(bias, y2.shape_);
@@ -158,7 +170,32 @@ void ConvolutionForward(const ConvolutionParam& p, const Tensor<Device, ddim, DT
         y3 += expr::broadcast<1>(bias, y3.shape_);
       }
     }
+    return true;
   }
+}
+
+}  // namespace detail
+
+template <typename Device, int ddim, int wdim, typename DType>
+void ConvolutionForward(const ConvolutionParam& p, const Tensor<Device, ddim, DType>& data,
+                        const Tensor<Device, wdim, DType>& weight, const Tensor<Device, 1, DType>& bias, OpReqType req,
+                        const Tensor<Device, ddim, DType>& out) {
+  ConvEpilogue<DType> epilogue;
+  if (!p.no_bias) {
+    detail::CheckTensor(bias, InferConvShapes(p, detail::ShapeVec(data.shape_)).bias, "bias", true);
+    epilogue.active = true;
+    epilogue.bias = bias.dptr_;
+  }
+  detail::RunConvForward(p, data, weight, epilogue, req, out, false);
+}
+
+template <typename Device, int ddim, int wdim, typename DType>
+bool ConvolutionForwardFused(const ConvolutionParam& p, const Tensor<Device, ddim, DType>& data,
+                             const Tensor<Device, wdim, DType>& weight, const ConvEpilogue<DType>& epilogue,
+                             OpReqType req, const Tensor<Device, ddim, DType>& out) {
+  TE_CHECK(p.no_bias, "ConvolutionForwardFused: the bias belongs in the epilogue; no_bias must be set");
+  TE_CHECK(epilogue.active, "ConvolutionForwardFused: the epilogue is not active");
+  return detail::RunConvForward(p, data, weight, epilogue, req, out, true);
 }
 
 template <typename Device, int ddim, int wdim, typename DType>
@@ -229,6 +266,9 @@ void ConvolutionBackward(const ConvolutionParam& p, const Tensor<Device, ddim, D
   template void ConvolutionForward<Device, ddim, wdim, DType>( \
       const ConvolutionParam&, const Tensor<Device, ddim, DType>&, const Tensor<Device, wdim, DType>&, \
       const Tensor<Device, 1, DType>&, OpReqType, const Tensor<Device, ddim, DType>&); \
+  template bool ConvolutionForwardFused<Device, ddim, wdim, DType>( \
+      const ConvolutionParam&, const Tensor<Device, ddim, DType>&, const Tensor<Device, wdim, DType>&, \
+      const ConvEpilogue<DType>&, OpReqType, const Tensor<Device, ddim, DType>&); \
   template void ConvolutionBackward<Device, ddim, wdim, DType>( \
       const ConvolutionParam&, const Tensor<Device, ddim, DType>&, const Tensor<Device, ddim, DType>&, \
       const Tensor<Device, wdim, DType>&, OpReqType, const Tensor<Device, ddim, DType>&, OpReqType, \

@@ -850,21 +850,7 @@ TE_DEVICE_TEST_CASE("convolution shape and cost inference", "[conv]") {
   CHECK(s_big.out == Vec{1, 8, 250, 250, 250});
 }
 
-namespace {
-// Requires that `f` throws tensorexpr::Error whose message contains every one of `parts`.
-template <typename F>
-void RequireError(F f, std::vector<std::string> parts) {
-  try {
-    f();
-  } catch (const tensorexpr::Error& e) {
-    const std::string msg = e.what();
-    INFO("message: " << msg);
-    for (const std::string& part : parts) CHECK(msg.find(part) != std::string::npos);
-    return;
-  }
-  FAIL("no tensorexpr::Error thrown; expected one mentioning " << parts[0]);
-}
-}  // namespace
+using te_test::RequireError;
 
 TE_DEVICE_TEST_CASE("convolution rejects bad parameters with useful messages", "[conv][error]") {
   auto base = [] {

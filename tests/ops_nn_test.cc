@@ -81,20 +81,7 @@ TensorContainer<cpu, dim, DType> Random(const Shape<dim>& s, double lo = -1, dou
   FillRandom(t.view(), lo, hi);
   return t;
 }
-// Messages must name what is wrong.
-template <typename F>
-void RequireError(F f, const std::vector<std::string>& needles) {
-  try {
-    f();
-    FAIL("expected tensorexpr::Error");
-  } catch (const tensorexpr::Error& e) {
-    const std::string msg = e.what();
-    for (const auto& n : needles) {
-      INFO("message: " << msg << "\nmissing: " << n);
-      CHECK(msg.find(n) != std::string::npos);
-    }
-  }
-}
+using te_test::RequireError;
 const OpReqType kAllReqs[] = {kNullOp, kWriteTo, kWriteInplace, kAddTo};
 
 // ---- Activation ---------------------------------------------------------------------------------------

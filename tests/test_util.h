@@ -166,6 +166,21 @@ std::vector<bool> Index64Modes() {
   return {false, true};
 }
 
+// Requires that `f` throws tensorexpr::Error whose message contains every one of `parts`: messages must
+// name what is wrong.
+template <typename F>
+void RequireError(F f, const std::vector<std::string>& parts) {
+  try {
+    f();
+  } catch (const tensorexpr::Error& e) {
+    const std::string msg = e.what();
+    INFO("message: " << msg);
+    for (const std::string& part : parts) CHECK(msg.find(part) != std::string::npos);
+    return;
+  }
+  FAIL("no tensorexpr::Error thrown; expected one mentioning " << parts[0]);
+}
+
 inline bool HaveGPU() {
 #if defined(__CUDACC__)
   int n = 0;

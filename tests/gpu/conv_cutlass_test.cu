@@ -7,6 +7,7 @@
 #include <cmath>
 #include <string>
 #include <vector>
+#include <tensorexpr/ops/conv_epilogue.h>
 #include <tensorexpr/ops/convolution.h>
 #include "../test_util.h"
 
@@ -200,6 +201,81 @@ std::vector<Conv2d> StagedShapes() {
   return v;
 }
 
+
+// The fused forward epilogue act(conv + bias + residual) (ops::ConvEpilogue) through the CUTLASS kernels'
+// store, with every req and each part on or off: the result is checked against float64 when the entry
+// point says it fused, and the output is checked untouched when it says it did not. Half problems the
+// kernels take as they are must fuse the whole form; the plain forward with a bias and the expression
+// API must give the same values whichever way they run.
+template <typename DType>
+void CheckFusedEpilogue(const Conv2d& c, Stream<gpu>* stream, double tol) {
+  const bool first = c.layout == ops::Layout::kNCHW;
+  TensorContainer<cpu, 4, DType> xh(Shape4(c.N, c.H, c.W, c.C)), wh(Shape4(c.K, c.R, c.S, c.C)),
+      rh(Shape4(c.N, c.P(), c.Q(), c.K)), oh(rh.shape_);
+  TensorContainer<cpu, 1, DType> bh(Shape1(c.K));
+  for (Tensor<cpu, 4, DType> t : {xh.view(), wh.view(), rh.view(), oh.view()}) FillRandom(t);
+  FillRandom(bh.view());
+  const Reference ref(c, Values(xh), Values(wh), std::vector<double>(size_t(rh.shape_.Size()), 0.0));
+  const std::vector<double> res = Values(rh), out0 = Values(oh);
+  auto upload = [&](const TensorContainer<cpu, 4, DType>& h) {
+    const TensorContainer<cpu, 4, DType> laid = first ? Permuted(h, true) : Permuted(Permuted(h, true), false);
+    TensorContainer<gpu, 4, DType> d(laid.shape_);
+    d.set_stream(stream);
+    Copy(d.view(), laid.view(), stream);
+    return d;
+  };
+  TensorContainer<gpu, 4, DType> x = upload(xh), w = upload(wh), r = upload(rh), out = upload(oh);
+  TensorContainer<gpu, 1, DType> bias(Shape1(c.K));
+  bias.set_stream(stream);
+  Copy(bias.view(), bh.view(), stream);
+  const ops::ConvolutionParam param = c.Param(kCutlass);
+  INFO("N " << c.N << " H " << c.H << " W " << c.W << " C " << c.C << " K " << c.K << " kernel " << c.R << "x" << c.S
+            << " stride " << c.stride << " " << ops::LayoutName(c.layout) << " dtype " << DataType<DType>::name()
+            << (UsesTF32(stream) ? " (TF32)" : ""));
+  auto expected = [&](bool relu, bool with_bias, bool with_residual, bool add) {
+    std::vector<double> e(ref.y.size());
+    for (size_t i = 0; i < e.size(); ++i) {
+      double v = ref.y[i] + (with_bias ? double(static_cast<float>(bh.dptr_[i % size_t(c.K)])) : 0.0) +
+                 (with_residual ? res[i] : 0.0);
+      if (relu) v = v > 0 ? v : 0.0;
+      e[i] = add ? out0[i] + v : v;
+    }
+    return e;
+  };
+  for (const bool relu : {false, true})
+    for (const bool with_residual : {false, true})
+      for (const OpReqType req : {kWriteTo, kAddTo}) {
+        INFO((relu ? "relu" : "identity") << (with_residual ? " with residual" : "") << " req " << OpReqName(req));
+        Copy(out.view(), upload(oh).view(), stream);
+        ops::ConvEpilogue<DType> e;
+        e.active = true;
+        e.activation = relu ? ops::ConvActivation::kRelu : ops::ConvActivation::kIdentity;
+        e.bias = bias.dptr_;
+        e.residual = with_residual ? r.dptr_ : nullptr;
+        const bool fused = ops::ConvolutionForwardFused(param, x.view(), w.view(), e, req, out.view());
+        const bool whole_form = std::is_same<DType, half_t>::value && !first && c.C % 8 == 0 && c.K % 8 == 0;
+        if (whole_form && req == kWriteTo) CHECK(fused);
+        CheckAgainst(fused ? "fused" : "untouched", out.view(), c.layout,
+                     fused ? expected(relu, true, with_residual, req == kAddTo) : out0, 1.0, tol);
+      }
+  // The plain forward with a bias, and the expression API, whichever way they run.
+  ops::ConvolutionParam with_bias = param;
+  with_bias.no_bias = false;
+  ops::ConvolutionForward(with_bias, x.view(), w.view(), bias.view(), kWriteTo, out.view());
+  CheckAgainst("forward with bias", out.view(), c.layout, expected(false, true, false, false), 1.0, tol);
+  ops::ConvolutionForward(with_bias, x.view(), w.view(), bias.view(), kAddTo, out.view());
+  CheckAgainst("forward with bias, added", out.view(), c.layout, expected(false, true, false, false), 2.0, tol);
+  const auto y = ops::conv_output(out.view());
+  if (first) {
+    ops::ConvolutionForward(param, x.view(), w.view(), kWriteTo, out.view(),
+                            expr::F<op::relu>(y + expr::broadcast<1>(bias.view(), out.shape_) + r.view()));
+  } else {
+    ops::ConvolutionForward(param, x.view(), w.view(), kWriteTo, out.view(),
+                            expr::F<op::relu>(r.view() + y + expr::broadcast<3>(bias.view(), out.shape_)));
+  }
+  CheckAgainst("epilogue expression", out.view(), c.layout, expected(true, true, true, false), 1.0, tol);
+}
+
 }  // namespace
 
 TEST_CASE("CUTLASS implicit GEMM in half and bf16 matches float64, forward and backward, direct and staged",
@@ -287,5 +363,24 @@ TEST_CASE("CUTLASS implicit GEMM refuses what its kernels cannot take, and says 
                     Catch::Contains("CUTLASS cannot implement it"));
   Conv2d by_choice = dilated_strided;
   CheckConv<half_t>(by_choice, "", s, 1e-2);
+  DeleteStream(s);
+}
+
+TEST_CASE("CUTLASS fused epilogue: bias, residual and relu in the kernels' store, every req, direct and staged",
+          "[gpu][conv][cutlass][epilogue]") {
+  TE_REQUIRE_CUTLASS(half_t);
+  Stream<gpu>* s = NewStream<gpu>(false);
+  std::vector<Conv2d> shapes = AlignedShapes();
+  for (const Conv2d& c : StagedShapes()) shapes.push_back(c);
+  for (const Conv2d& c : shapes) {
+    CheckFusedEpilogue<half_t>(c, s, 1e-2);
+    CheckFusedEpilogue<bf16_t>(c, s, 2e-2);
+  }
+  if (HaveCutlass<float>()) {
+    s->set_tf32(true);
+    for (const Conv2d& c : shapes) CheckFusedEpilogue<float>(c, s, 2e-3);
+    s->set_tf32(false);
+    CheckFusedEpilogue<float>(shapes[0], s, 1e-5);
+  }
   DeleteStream(s);
 }

@@ -11,6 +11,21 @@
 namespace tensorexpr {
 namespace ops {
 
+// The activation a fusable forward epilogue applies last.
+enum class ConvActivation { kIdentity, kRelu };
+
+// A forward epilogue in the form an algorithm may fuse into its store of the output:
+//   out (req) act(convolution + bias[k] + residual)
+// with the bias laid along the channel dimension and the residual shaped like the output, dense; either
+// may be null. <tensorexpr/ops/conv_epilogue.h> recognises this form in an epilogue expression.
+template <typename DType>
+struct ConvEpilogue {
+  bool active = false;
+  ConvActivation activation = ConvActivation::kIdentity;
+  const DType* bias = nullptr;      // K values
+  const DType* residual = nullptr;  // like the output
+};
+
 // The tensors of one convolution, NC(D)(H)W, dense except that the input and its gradient may have
 // padded rows of the last dimension (row strides data_stride / data_grad_stride). Pointers a run does
 // not touch may be null.
@@ -24,6 +39,7 @@ struct ConvTensors {
   DType* data_grad = nullptr;
   index_t data_grad_stride = 0;
   DType* weight_grad = nullptr;
+  ConvEpilogue<DType> epilogue;  // active only for an algorithm whose FusesEpilogue said yes
 };
 
 // What one Run is asked to store: the forward output, or the data and / or weight gradient.
@@ -68,6 +84,9 @@ class ConvAlgorithm {
   virtual bool Recommended(const ConvProblem&, ConvPass) const { return true; }
   // Bytes of workspace Run needs for the passes `stores` asks for.
   virtual size_t WorkspaceBytes(const ConvProblem& problem, const ConvStores& stores) const = 0;
+  // Whether Run, given tensors.epilogue = `epilogue`, applies it in its store of the forward output (per
+  // `store`). When not, the operator stores the plain convolution and applies the epilogue after.
+  virtual bool FusesEpilogue(const ConvProblem&, const ConvEpilogue<DType>&, ReqStore) const { return false; }
   // false when results may differ from run to run (atomics, timing-dependent splits): such algorithms
   // are left out while the selection is deterministic (the default).
   virtual bool Deterministic() const { return true; }

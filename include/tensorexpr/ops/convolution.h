@@ -6,8 +6,8 @@
 // The operator is the boundary: it checks the tensors against the parameters, decodes each req once into
 // a ReqStore, describes the work as a ConvProblem, lets <tensorexpr/ops/conv_select.h> pick an algorithm per pass
 // (im2col_gemm, pointwise_gemm, cpu_per_image, or one registered by the user), gives it workspace from
-// the stream (tensorexpr/workspace.h) and adds the bias (a broadcast) and its gradient (a reduction)
-// itself. When data and weight gradients go to the same algorithm it computes both in one Run.
+// the stream (tensorexpr/workspace.h) and adds the bias (a broadcast, unless the algorithm fuses it into
+// its store) and its gradient (a reduction) itself. When data and weight gradients go to the same algorithm it computes both in one Run.
 //
 // Declarations: the library tensorexpr_ops (tensorexpr_ops_cuda for the GPU) holds them for float, double,
 // half_t and bf16_t and 1-, 2- and 3-D data; ops/convolution.h is the template implementation.
@@ -39,6 +39,15 @@ template <typename Device, int ddim, int wdim, typename DType>
 void ConvolutionForward(const ConvolutionParam& p, const Tensor<Device, ddim, DType>& data,
                         const Tensor<Device, wdim, DType>& weight, const Tensor<Device, 1, DType>& bias, OpReqType req,
                         const Tensor<Device, ddim, DType>& out);
+
+// out (req) act(conv(x, W) + bias + residual) as `epilogue` describes (conv_algorithm.h), fused into the
+// store of the algorithm chosen for the forward; returns false, having run nothing, when that algorithm
+// does not fuse it. p.no_bias must be set. <tensorexpr/ops/conv_epilogue.h> builds on this: any
+// elementwise expression as the epilogue, fused where it can be.
+template <typename Device, int ddim, int wdim, typename DType>
+bool ConvolutionForwardFused(const ConvolutionParam& p, const Tensor<Device, ddim, DType>& data,
+                             const Tensor<Device, wdim, DType>& weight, const ConvEpilogue<DType>& epilogue,
+                             OpReqType req, const Tensor<Device, ddim, DType>& out);
 
 // Gradients of y = conv(x, W) + b given dY (out_grad). Each of data_grad, weight_grad, bias_grad is
 // stored as its req says; kNullOp skips its work. data and data_grad may have padded rows; out_grad,

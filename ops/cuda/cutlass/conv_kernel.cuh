@@ -9,9 +9,12 @@
 #include <cutlass/conv/device/implicit_gemm_convolution.h>
 #include <cutlass/conv/kernel/default_conv2d_dgrad.h>
 #include <cutlass/conv/kernel/default_conv2d_fprop.h>
+#include <cutlass/conv/kernel/default_conv2d_fprop_with_broadcast.h>
 #include <cutlass/conv/kernel/default_conv2d_wgrad.h>
 #include <cutlass/cutlass.h>
+#include <cutlass/epilogue/thread/activation.h>
 #include <cutlass/epilogue/thread/linear_combination.h>
+#include <cutlass/epilogue/thread/linear_combination_bias_elementwise.h>
 #include <cutlass/gemm/threadblock/threadblock_swizzle.h>
 #include <cutlass/layout/tensor.h>
 #include <tensorexpr/base.h>
@@ -21,10 +24,17 @@ namespace tensorexpr {
 namespace ops {
 namespace cutlass_conv {
 
+// Whether an operator's arguments carry a broadcast vector (the kernels with a bias epilogue).
+template <typename Arguments, typename = void>
+struct has_broadcast_vector : std::false_type {};
+template <typename Arguments>
+struct has_broadcast_vector<Arguments, decltype(void(&Arguments::ptr_Vector))> : std::true_type {};
+
 template <typename Operator>
 struct CutlassConv {
   using Arguments = typename Operator::Arguments;
   static constexpr cutlass::conv::Operator kOperator = Operator::kConvolutionalOperator;
+  static constexpr bool kHasBias = has_broadcast_vector<Arguments>::value;
 
   static cutlass::conv::Conv2dProblemSize ProblemSize(const Conv2dShape& s) {
     return cutlass::conv::Conv2dProblemSize(s.N, s.H, s.W, s.C, s.K, s.R, s.S, s.P, s.Q, s.pad_h, s.pad_w, s.stride_h,
@@ -33,7 +43,8 @@ struct CutlassConv {
   }
 
   // A, B and C of the implicit GEMM (conv_kernels.h), each packed; slices of a split reduction go to
-  // consecutive copies of C (CUTLASS's parallel split-K).
+  // consecutive copies of C (CUTLASS's parallel split-K). The bias, where the kernel has one, is one
+  // vector for every row of the output (a row step of 0).
   static Arguments MakeArguments(const Conv2dShape& s, const ConvOperands& o) {
     using ElementA = typename Operator::ElementA;
     using ElementB = typename Operator::ElementB;
@@ -49,9 +60,15 @@ struct CutlassConv {
     auto* a = static_cast<ElementA*>(const_cast<void*>(o.a));
     auto* b = static_cast<ElementB*>(const_cast<void*>(o.b));
     auto* c = static_cast<ElementC*>(o.c);
+    auto* source = o.source != nullptr ? static_cast<ElementC*>(const_cast<void*>(o.source)) : c;
     const auto mode = s.split_k > 1 ? cutlass::conv::SplitKMode::kParallel : cutlass::conv::SplitKMode::kSerial;
-    return Arguments(p, {a, LayoutA::packed(extent_a)}, {b, LayoutB::packed(extent_b)},
-                     {c, LayoutC::packed(extent_c)}, {c, LayoutC::packed(extent_c)}, {1.0f, o.beta}, mode);
+    Arguments args(p, {a, LayoutA::packed(extent_a)}, {b, LayoutB::packed(extent_b)},
+                   {source, LayoutC::packed(extent_c)}, {c, LayoutC::packed(extent_c)}, {1.0f, o.beta}, mode);
+    if constexpr (kHasBias) {
+      args.ptr_Vector = const_cast<void*>(o.bias);
+      args.ldr = 0;
+    }
+    return args;
   }
 
   static void GemmSize(const Conv2dShape& s, long long mnk[3]) {
@@ -81,18 +98,22 @@ struct CutlassConv {
 
 // The ConvKernel of `Operator`, with its name and what it needs.
 template <typename Operator>
-ConvKernel MakeConvKernel(const char* name, Pass pass, Element element, Math math) {
+ConvKernel MakeConvKernel(const char* name, Pass pass, Element element, Math math,
+                          Epilogue epilogue = Epilogue::kLinear) {
   // The weight gradient's kernels write float slices (ConvOperands); the others store the element type.
   const bool float_output = pass == Pass::kWgrad;
   if (float_output && !std::is_same<typename Operator::ElementC, float>::value)
     Fail("CUTLASS kernel ", name, ": a weight-gradient kernel must store float slices");
   using Adapter = CutlassConv<Operator>;
+  if (Adapter::kHasBias != (epilogue != Epilogue::kLinear))
+    Fail("CUTLASS kernel ", name, ": the epilogue named does not match the operator's");
   constexpr int alignment_a = Operator::UnderlyingKernel::Mma::IteratorA::AccessType::kElements;
   constexpr int alignment_c = Operator::UnderlyingKernel::Epilogue::OutputTileIterator::kElementsPerAccess;
   return ConvKernel{name,
                     pass,
                     element,
                     math,
+                    epilogue,
                     alignment_a > alignment_c ? alignment_a : alignment_c,
                     float_output,
                     Operator::ThreadblockShape::kM,
@@ -118,6 +139,23 @@ using TensorOpFprop = cutlass::conv::device::ImplicitGemmConvolution<typename cu
     cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80, ThreadblockShape, WarpShape, InstructionShape,
     TensorOpEpilogue<E, E>, cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<4>, kStages, MathOperator,
     cutlass::conv::IteratorAlgorithm::kOptimized>::Kernel>;
+
+// Forward with the bias epilogues (conv_kernels.h): act(acc + bias + beta * C) in float, stored once; the
+// bias is read in the element type. Act is cutlass::epilogue::thread::Identity<float> or ReLu<float>.
+template <typename E, typename Act>
+using BiasEpilogue =
+    cutlass::epilogue::thread::LinearCombinationBiasElementwise<E, float, float, E, E, 128 / cutlass::sizeof_bits<E>::value,
+                                                                Act, cutlass::plus<float>, /*StoreT=*/false, E>;
+
+template <typename E, typename Act, typename ThreadblockShape, typename WarpShape, typename InstructionShape,
+          int kStages, cutlass::conv::IteratorAlgorithm kIterators = cutlass::conv::IteratorAlgorithm::kOptimized>
+using TensorOpFpropBias =
+    cutlass::conv::device::ImplicitGemmConvolution<typename cutlass::conv::kernel::DefaultConv2dFpropWithBroadcast<
+        E, cutlass::layout::TensorNHWC, E, cutlass::layout::TensorNHWC, E, cutlass::layout::TensorNHWC, float,
+        cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80, ThreadblockShape, WarpShape, InstructionShape,
+        BiasEpilogue<E, Act>, cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<4>, kStages,
+        cutlass::arch::OpMultiplyAdd, kIterators, cutlass::conv::StrideSupport::kStrided,
+        128 / cutlass::sizeof_bits<E>::value, 128 / cutlass::sizeof_bits<E>::value>::Kernel>;
 
 // Forward for inputs of exactly one vector of channels per pixel (8 halves, 4 floats: an RGB stem padded
 // by staging): each K step of the tile packs several filter taps, where the optimized iterators would

@@ -1,5 +1,5 @@
-// ops/cuda/cutlass/conv_kernels.cu — the list of the kernel units' kernels (TE_CUTLASS_KERNELS_SUBSET: the
-// units the Meson option cutlass_kernels=subset builds).
+// ops/cuda/cutlass/conv_kernels.cu — the list of the kernel units' kernels (TE_CUTLASS_KERNELS_SUBSET: only
+// the units the Meson option cutlass_kernels=subset builds).
 #include "conv_kernels.h"
 
 namespace tensorexpr {
@@ -8,6 +8,9 @@ namespace cutlass_conv {
 
 void AppendFprop16Kernels(std::vector<ConvKernel>& kernels);
 void AppendFprop32Kernels(std::vector<ConvKernel>& kernels);
+void AppendFpropBiasF16Kernels(std::vector<ConvKernel>& kernels);
+void AppendFpropBiasBF16Kernels(std::vector<ConvKernel>& kernels);
+void AppendFpropBias32Kernels(std::vector<ConvKernel>& kernels);
 void AppendGrad16Kernels(std::vector<ConvKernel>& kernels);
 void AppendGrad32Kernels(std::vector<ConvKernel>& kernels);
 
@@ -16,9 +19,12 @@ const std::vector<ConvKernel>& CompiledConvKernels() {
     std::vector<ConvKernel> v;
     AppendFprop16Kernels(v);
     AppendGrad16Kernels(v);
+    AppendFpropBiasF16Kernels(v);
 #if !TE_CUTLASS_KERNELS_SUBSET
     AppendFprop32Kernels(v);
     AppendGrad32Kernels(v);
+    AppendFpropBiasBF16Kernels(v);
+    AppendFpropBias32Kernels(v);
 #endif
     return v;
   }();

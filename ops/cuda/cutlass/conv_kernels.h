@@ -18,6 +18,13 @@ enum class Element { kF16, kBF16, kF32 };
 // or strict fp32 FMAs on the CUDA cores (SIMT).
 enum class Math { kTensorOp, kSimt };
 enum class Pass { kFprop, kDgrad, kWgrad };
+// What the epilogue computes from the accumulators before the store, per output element (n, p, q, k):
+//   kLinear    D = acc + beta * C
+//   kBias      D = acc + bias[k] + beta * C
+//   kBiasRelu  D = max(acc + bias[k] + beta * C, 0)
+// in float, rounded to the element type once. With C another tensor (ConvOperands::source) the last two
+// are a convolution's bias, residual add and activation in its one store.
+enum class Epilogue { kLinear, kBias, kBiasRelu };
 
 // A 2-D convolution, channels last: activations (N, H, W, C), filters (K, R, S, C), output (N, P, Q, K).
 // pad_h / pad_w are the padding before; the padding after is whatever P and Q leave. split_k > 1 cuts
@@ -28,7 +35,8 @@ struct Conv2dShape {
   int split_k = 1;
 };
 
-// The implicit GEMM's operands, C (=) A * B, beta 0 writing C and 1 adding to what it holds:
+// The implicit GEMM's operands, C (=) A * B, beta 0 writing C and 1 adding what `source` holds (C itself
+// when source is null):
 //   fprop  A = activations, B = filters,     C = output
 //   dgrad  A = output grad, B = filters,     C = activations grad
 //   wgrad  A = output grad, B = activations, C = filter grad partials: split_k float slices, one after
@@ -38,6 +46,8 @@ struct ConvOperands {
   const void* b = nullptr;
   void* c = nullptr;
   float beta = 0.0f;
+  const void* source = nullptr;  // read where beta != 0, laid out like C; null: C
+  const void* bias = nullptr;    // K elements for the kBias* epilogues, 16-byte aligned; null: zeros
 };
 
 struct ConvKernel {
@@ -45,6 +55,7 @@ struct ConvKernel {
   Pass pass;
   Element element;
   Math math;
+  Epilogue epilogue;
   int alignment;      // elements per vector access: C and K must be multiples of it
   bool float_output;  // C is float slices of a split reduction (the wgrad kernels)
   int tile_m, tile_n, tile_k;  // the thread block's tile of the implicit GEMM

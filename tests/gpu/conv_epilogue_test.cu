@@ -1,0 +1,1 @@
+#include "../conv_epilogue_test.cc"
