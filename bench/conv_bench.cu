@@ -11,6 +11,10 @@
 //   nchw   data (N,C,H,W), weight (K,C,R,S), out (N,K,P,Q) (the default)
 //   nhwc   data (N,H,W,C), weight (K,R,S,C), out (N,P,Q,K); the peer's tensors are torch.channels_last,
 //          which is how cuDNN runs NHWC.
+// --epilogue times the forward with its bias and relu instead of forward and backward: ours fused into the
+// convolution (<tensorexpr/ops/conv_epilogue.h>: relu(conv + broadcast(bias))) against cuDNN's convolution
+// followed by PyTorch's bias add and relu, and, in the second pair of columns, each side's convolution
+// alone (our fused / our plain is the epilogue's cost). No 3-D case then.
 // The peer (bench/conv_peer.py: F.conv2d / conv3d and aten.convolution_backward, cudnn.benchmark=True) runs
 // after ours, as a separate process, on the same GPU; its lines are parsed and each row prints ours / peer
 // as a time ratio (below 1: we are faster). --svg writes those ratios as a bar chart, --csv the table.
@@ -18,7 +22,8 @@
 // the median is reported. Nothing checks the results: tests/ does that.
 //
 // Usage: conv_bench [--dtype fp32|tf32|fp16|bf16] [--layout nchw|nhwc] [--n 32] [--reps 20]
-//                   [--workspace-mb 2048] [--layers path] [--no-3d] [--no-peer] [--svg path] [--csv path]
+//                   [--workspace-mb 2048] [--layers path] [--no-3d] [--no-peer] [--epilogue] [--svg path]
+//                   [--csv path]
 // Run from the repository root or from bench/ (or set TE_PEER_SCRIPT / TE_CONV_LAYERS to the files).
 // TE_LOG=conv still prints the whole selection log to stderr.
 #include <algorithm>
@@ -33,6 +38,7 @@
 #include <vector>
 #include <sys/stat.h>
 #include <tensorexpr/cuda/tensorexpr_cuda.cuh>
+#include <tensorexpr/ops/conv_epilogue.h>
 #include <tensorexpr/ops/conv_select.h>
 #include <tensorexpr/ops/convolution.h>
 #include "conv_layers.h"
@@ -93,7 +99,7 @@ struct Options {
   index_t n = 32;
   int reps = 20;
   double workspace_mb = 2048;
-  bool do3d = true, do_peer = true;
+  bool do3d = true, do_peer = true, epilogue = false;
   Precision precision = Precision::kFp32;
   ops::Layout layout = ops::Layout::kNCHW;
   std::string layers_path, svg_path, csv_path;
@@ -102,9 +108,11 @@ struct Options {
 void PrintUsage(FILE* to, const char* argv0) {
   std::fprintf(to,
                "usage: %s [--dtype fp32|tf32|fp16|bf16] [--layout nchw|nhwc] [--n 32] [--reps 20]\n"
-               "          [--workspace-mb 2048] [--layers path] [--no-3d] [--no-peer] [--svg path] [--csv path]\n"
+               "          [--workspace-mb 2048] [--layers path] [--no-3d] [--no-peer] [--epilogue] [--svg path]\n"
+               "          [--csv path]\n"
                "  --dtype      fp32: float, TF32 off (default); tf32: float on TF32 tensor cores; fp16, bf16\n"
                "  --layout     nchw (default) or nhwc (channels last; the peer uses torch.channels_last)\n"
+               "  --epilogue   conv + bias + relu (ours fused) and the convolution alone, instead of forward and backward\n"
                "  --svg path   a bar chart of the per-layer ratios (ours / peer), forward and backward\n"
                "  --csv path   the per-layer table: times, ratios and the algorithms chosen\n",
                argv0);
@@ -125,6 +133,7 @@ int ParseArgs(int argc, char** argv, Options* o) {
     else if (a == "--csv" && has_value) o->csv_path = argv[++i];
     else if (a == "--no-3d") o->do3d = false;
     else if (a == "--no-peer") o->do_peer = false;
+    else if (a == "--epilogue") o->epilogue = true, o->do3d = false;
     else if (a == "--help" || a == "-h") {
       PrintUsage(stdout, argv[0]);
       return 0;
@@ -198,19 +207,42 @@ double MedianMs(cudaStream_t s, int warmup, int reps, const std::function<void()
   return times.size() % 2 ? times[m] : 0.5 * (times[m - 1] + times[m]);
 }
 
-// Times one convolution, forward and backward (data + weight), no bias.
+// Times one convolution, forward and backward (data + weight), no bias; with `epilogue`, forward with
+// relu(conv + bias) as its epilogue (fwd_ms) and forward alone (bwd_ms).
 template <typename DType, int dim>
-Timing TimeConv(Stream<gpu>* stream, const ops::ConvolutionParam& p, const Shape<dim>& xshape, int warmup, int reps) {
+Timing TimeConv(Stream<gpu>* stream, const ops::ConvolutionParam& p, const Shape<dim>& xshape, int warmup, int reps,
+                bool epilogue = false) {
   const ops::ConvShapes shapes = ops::InferConvShapes(p, Dims(xshape));
   Shape<dim> yshape, wshape;
   for (int i = 0; i < dim; ++i) yshape[i] = shapes.out[i], wshape[i] = shapes.weight[i];
   TensorContainer<gpu, dim, DType> x, w, y, dy, dx, dw;
-  TensorContainer<gpu, 1, DType> b;  // unused: no_bias
+  TensorContainer<gpu, 1, DType> b;  // the epilogue's bias; unused otherwise (no_bias)
   for (auto* t : {&x, &w, &y, &dy, &dx, &dw}) t->set_stream(stream);
+  b.set_stream(stream);
   x.Resize(xshape), dx.Resize(xshape), y.Resize(yshape), dy.Resize(yshape), w.Resize(wshape), dw.Resize(wshape);
   FillHash(x.view(), 1u), FillHash(w.view(), 2u), FillHash(dy.view(), 3u);
   const cudaStream_t s = stream->stream();
   Timing t;
+  if constexpr (dim == 4) {
+    if (epilogue) {
+      b.Resize(Shape1(p.num_filter));
+      FillHash(b.view(), 4u);
+      const auto conv = ops::conv_output(y.view());
+      const bool last = p.layout == ops::Layout::kNHWC;
+      t.fwd_ms = MedianMs(s, warmup, reps, [&] {
+        if (last) {
+          ops::ConvolutionForward(p, x.view(), w.view(), kWriteTo, y.view(),
+                                  expr::F<op::relu>(conv + expr::broadcast<3>(b.view(), y.shape_)));
+        } else {
+          ops::ConvolutionForward(p, x.view(), w.view(), kWriteTo, y.view(),
+                                  expr::F<op::relu>(conv + expr::broadcast<1>(b.view(), y.shape_)));
+        }
+      });
+      t.bwd_ms = MedianMs(s, warmup, reps, [&] { ops::ConvolutionForward(p, x.view(), w.view(), b.view(), kWriteTo, y.view()); });
+      stream->Wait();
+      return t;
+    }
+  }
   t.fwd_ms = MedianMs(s, warmup, reps, [&] { ops::ConvolutionForward(p, x.view(), w.view(), b.view(), kWriteTo, y.view()); });
   t.bwd_ms = MedianMs(s, warmup, reps, [&] {
     ops::ConvolutionBackward(p, dy.view(), x.view(), w.view(), kWriteTo, dx.view(), kWriteTo, dw.view(), kNullOp, b.view());
@@ -301,7 +333,7 @@ OursResult MeasureOurs(const Options& o, const std::vector<Layer>& layers) {
     Timing t;
     {
       ChoiceRecorder recorder(&chosen);
-      t = TimeConv<DType>(stream, p, xshape, 3, o.reps);
+      t = TimeConv<DType>(stream, p, xshape, 3, o.reps, o.epilogue);
     }
     const double gflop = ops::InferConvCost(p, Dims(xshape), sizeof(DType)).forward_flops / 1e9;
     r.gflop_total += gflop;
@@ -354,7 +386,8 @@ PeerResult RunPeer(const std::string& script, const Options& o) {
   PeerResult r;
   const std::string cmd = "python3 " + script + " --layers " + o.layers_path + " --n " + std::to_string(o.n) +
                           " --reps " + std::to_string(o.reps) + " --dtype " + PrecisionFlag(o.precision) +
-                          " --layout " + LowerCase(ops::LayoutName(o.layout)) + (o.do3d ? "" : " --no-3d") + " 2>&1";
+                          " --layout " + LowerCase(ops::LayoutName(o.layout)) + (o.do3d ? "" : " --no-3d") +
+                          (o.epilogue ? " --epilogue" : "") + " 2>&1";
   std::printf("peer: %s\n", cmd.c_str());
   std::fflush(stdout);
   FILE* p = popen(cmd.c_str(), "r");
@@ -438,7 +471,8 @@ std::string XmlEscape(const std::string& s) {
 // A self-contained SVG bar chart of ours / peer per group, forward and backward side by side. The axis is
 // log2, so the bars grow from the 1.0 line up (ours slower) or down (ours faster) and 2x either way is the
 // same height. Returns false when the file cannot be written.
-bool WriteRatioSvg(const std::string& path, const std::string& title, const std::vector<ChartGroup>& groups) {
+bool WriteRatioSvg(const std::string& path, const std::string& title, const std::vector<ChartGroup>& groups,
+                   bool epilogue) {
   // The axis spans whole powers of two, at least 0.5 to 2, with room past the longest bars for their values.
   double lo = 1, hi = 1;
   for (const ChartGroup& g : groups)
@@ -450,7 +484,8 @@ bool WriteRatioSvg(const std::string& path, const std::string& title, const std:
   const double plot_w = group_w * groups.size(), width = std::max(720.0, left + plot_w + 30), height = top + plot_h + bottom;
   auto y_of = [&](double ratio) { return top + plot_h * (yhi - std::log2(ratio)) / (yhi - ylo); };
   const char* colors[2] = {"#4878d0", "#ee854a"};
-  const char* legend[2] = {"forward", "backward (data + weight)"};
+  const char* legend[2] = {epilogue ? "conv + bias + relu (ours fused)" : "forward",
+                           epilogue ? "convolution alone" : "backward (data + weight)"};
 
   FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) return false;
@@ -535,14 +570,16 @@ int main(int argc, char** argv) {
     if (o.do_peer) peer = RunPeer(FindFile("TE_PEER_SCRIPT", "conv_peer.py"), o);
     if (o.do_peer && !peer.ok) std::printf("peer not measured (see its output above)\n");
 
-    std::printf("\n%-44s %9s %9s %6s   %9s %9s %6s   %s\n", "layer (C H K R stride pad)", "fwd ours", "peer", "ratio",
-                "bwd ours", "peer", "ratio", "algorithm: forward / data-grad / weight-grad");
+    std::printf("\n%-44s %9s %9s %6s   %9s %9s %6s   %s\n", "layer (C H K R stride pad)",
+                o.epilogue ? "fused" : "fwd ours", "peer", "ratio", o.epilogue ? "conv ours" : "bwd ours", "peer", "ratio",
+                o.epilogue ? "algorithm: forward" : "algorithm: forward / data-grad / weight-grad");
     std::vector<ChartGroup> groups;
     Timing sum;
     sum.fwd_ms = sum.bwd_ms = 0;
     for (size_t i = 0; i < layers.size(); ++i) {
       const Timing pt = peer.layers.count(int(i)) ? peer.layers[int(i)] : Timing();
-      PrintRow(LayerName(i, layers[i]), ours.layers[i], pt, AlgorithmsText(ours.chosen[i]));
+      PrintRow(LayerName(i, layers[i]), ours.layers[i], pt,
+               o.epilogue ? ours.chosen[i].forward : AlgorithmsText(ours.chosen[i]));
       groups.push_back({LayerName(i, layers[i]), ours.layers[i], pt});
       sum.fwd_ms += ours.layers[i].fwd_ms;
       sum.bwd_ms += ours.layers[i].bwd_ms;
@@ -559,12 +596,19 @@ int main(int argc, char** argv) {
       chosen.push_back(ours.chosen3d);
     }
     std::printf("ratio = our time / peer time (below 1: ours is faster)\n");
+    if (o.epilogue) {
+      double worst = 0;
+      for (const Timing& t : ours.layers) worst = std::max(worst, RatioOf(t.fwd_ms, t.bwd_ms));
+      std::printf("epilogue cost: ours fused / ours convolution alone = %.3f over the layers (worst layer %.3f)\n",
+                  RatioOf(sum.fwd_ms, sum.bwd_ms), worst);
+    }
 
     const std::string title = std::string("conv_bench: ours / cuDNN, ") + PrecisionFlag(o.precision) + " " +
-                              ops::LayoutName(o.layout) + ", N=" + std::to_string(o.n) + ", " + prop.name;
+                              ops::LayoutName(o.layout) + (o.epilogue ? " epilogue" : "") + ", N=" +
+                              std::to_string(o.n) + ", " + prop.name;
     if (!o.svg_path.empty()) {
       if (!o.do_peer || !peer.ok) std::printf("chart %s: no peer times, so no ratios to draw (empty chart)\n", o.svg_path.c_str());
-      std::printf(WriteRatioSvg(o.svg_path, title, groups) ? "wrote %s\n" : "could not write %s\n", o.svg_path.c_str());
+      std::printf(WriteRatioSvg(o.svg_path, title, groups, o.epilogue) ? "wrote %s\n" : "could not write %s\n", o.svg_path.c_str());
     }
     if (!o.csv_path.empty())
       std::printf(WriteCsv(o.csv_path, groups, chosen) ? "wrote %s\n" : "could not write %s\n", o.csv_path.c_str());

@@ -9,6 +9,8 @@ of --reps after --warmup.
             fp16   torch.float16;  bf16  torch.bfloat16
     --layout nchw  contiguous tensors (the default); nhwc: input, weight and output gradient in
                    torch.channels_last (channels_last_3d for the 3-D case), which is how cuDNN runs NHWC.
+--epilogue: the first time is conv + bias + relu as PyTorch runs it (cuDNN's convolution, then the bias
+add and the relu as in-place elementwise kernels), the second the convolution alone (no 3-D case).
 Forward is torch.nn.functional.conv2d (conv3d for the 3-D case); backward is the data and weight gradients
 together (aten.convolution_backward with output_mask [True, True, False], what autograd calls; the
 torch.nn.grad.conv*_input / conv*_weight pair when that op is missing). cudnn.benchmark=True, so cuDNN
@@ -83,17 +85,22 @@ def uniform(torch, shape, dtype, fmt):
     return t.to(dtype=dtype, memory_format=fmt)
 
 
-def time_conv(torch, F, x_shape, w_shape, stride, pad, dtype, fmt, warmup, reps):
-    """Median forward and backward milliseconds of one convolution."""
+def time_conv(torch, F, x_shape, w_shape, stride, pad, dtype, fmt, warmup, reps, epilogue=False):
+    """Median forward and backward milliseconds of one convolution; with epilogue, of conv + bias + relu and
+    of the convolution alone."""
     dims = len(x_shape) - 2
     conv = F.conv2d if dims == 2 else F.conv3d
     x = uniform(torch, x_shape, dtype, fmt)
     w = uniform(torch, w_shape, dtype, fmt)
     y = conv(x, w, None, stride, pad)
+    plain = median_ms(torch, lambda: conv(x, w, None, stride, pad), warmup, reps)
+    if epilogue:
+        b = uniform(torch, (1, w_shape[0]) + (1,) * dims, dtype, torch.contiguous_format)
+        fused = median_ms(torch, lambda: conv(x, w, None, stride, pad).add_(b).relu_(), warmup, reps)
+        return fused, plain
     dy = uniform(torch, tuple(y.shape), dtype, fmt)
-    fwd = median_ms(torch, lambda: conv(x, w, None, stride, pad), warmup, reps)
     bwd = median_ms(torch, backward_fn(torch, x, w, dy, stride, pad, dims), warmup, reps)
-    return fwd, bwd
+    return plain, bwd
 
 
 def main():
@@ -108,6 +115,8 @@ def main():
     parser.add_argument("--layout", choices=["nchw", "nhwc"], default="nchw",
                         help="nhwc: tensors in torch.channels_last")
     parser.add_argument("--no-3d", action="store_true", help="skip the 3-D case")
+    parser.add_argument("--epilogue", action="store_true",
+                        help="time conv + bias + relu, and the convolution alone, instead of forward and backward")
     parser.add_argument("--reps-3d", type=int, default=5)
     args = parser.parse_args()
 
@@ -127,18 +136,19 @@ def main():
     dtype = element_type(torch, args.dtype)
     print(f"peer_conv_info torch {torch.__version__} cudnn {torch.backends.cudnn.version()} "
           f"{torch.cuda.get_device_name()} {str(dtype).replace('torch.', '')} tf32={'on' if tf32 else 'off'} "
-          f"{args.layout} cudnn.benchmark=True")
+          f"{args.layout} cudnn.benchmark=True{' epilogue' if args.epilogue else ''}")
 
     fmt2d = memory_format(torch, args.layout, 2)
     total_f = total_b = 0.0
     for i, (c, h, k, r, s, p) in enumerate(read_layers(args.layers)):
-        fwd, bwd = time_conv(torch, F, (args.n, c, h, h), (k, c, r, r), s, p, dtype, fmt2d, args.warmup, args.reps)
+        fwd, bwd = time_conv(torch, F, (args.n, c, h, h), (k, c, r, r), s, p, dtype, fmt2d, args.warmup, args.reps,
+                             args.epilogue)
         total_f += fwd
         total_b += bwd
         print(f"peer_conv_layer {i} {c} {h} {k} {r} {s} {p} fwd_ms {fwd:.6f} bwd_ms {bwd:.6f}", flush=True)
     print(f"peer_conv_total fwd_ms {total_f:.6f} bwd_ms {total_b:.6f}", flush=True)
 
-    if not args.no_3d:
+    if not args.no_3d and not args.epilogue:
         # Some cuDNN versions have no 3-D kernel for every type and layout: say so instead of failing the run.
         try:
             fwd, bwd = time_conv(torch, F, (1, 1, 256, 256, 256), (8, 1, 7, 7, 7), 1, 0, dtype,
