@@ -54,6 +54,10 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
   bool FusesEpilogue(const ConvProblem& pr, const ConvEpilogue<DType>& ep, ReqStore store) const override {
     const Plan p = Prepare(pr, ConvPass::kForward, nullptr, KernelEpilogue(ep));
     if (p.kernel == nullptr) return false;
+    // A stem's fixed-channels kernel does several times less work than any fused one can (conv_kernel.cuh):
+    // it and a pass over the output are faster.
+    const Plan plain = Prepare(pr, ConvPass::kForward, nullptr);
+    if (plain.kernel != nullptr && plain.kernel->fixed_channels && !p.kernel->fixed_channels) return false;
     auto aligned = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
     if (ep.bias != nullptr && (p.shape.K != pr.geom.K || !aligned(ep.bias))) return false;
     if (ep.residual != nullptr && (p.staged || store.add || !aligned(ep.residual))) return false;

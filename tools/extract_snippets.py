@@ -21,6 +21,7 @@ lines = [
 if lang == "cu":
     lines.append("#include <tensorexpr/cuda/tensorexpr_cuda.cuh>")
 lines.append("#include <tensorexpr/ops/convolution.h>")
+lines.append("#include <tensorexpr/ops/conv_epilogue.h>")
 lines += [
     "#include <cstdio>",
     "using namespace tensorexpr;",

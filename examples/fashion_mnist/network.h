@@ -17,6 +17,7 @@
 #include <tensorexpr/random.h>
 #include <tensorexpr/ops/activation.h>
 #include <tensorexpr/ops/batch_norm.h>
+#include <tensorexpr/ops/conv_epilogue.h>
 #include <tensorexpr/ops/convolution.h>
 #include <tensorexpr/ops/dropout.h>
 #include <tensorexpr/ops/fully_connected.h>
@@ -267,19 +268,28 @@ class ConvNet {
   Shape<4> ConvWeightShape(int layer) const { return layer == 0 ? Shape4(kC1, 1, 5, 5) : Shape4(kC2, kC1, 5, 5); }
   index_t Channels(int layer) const { return layer == 0 ? kC1 : kC2; }
 
-  // conv [-> bn] -> relu -> pool. conv_out keeps the convolution's output (batch norm's input); act the
-  // relu's output (the pool's input, and what relu's backward reads).
+  // conv [-> bn] -> relu -> pool. conv_out keeps the convolution's output (batch norm's input; without
+  // batch norm the relu is the convolution's epilogue and conv_out is not used); act the relu's output
+  // (the pool's input, and what relu's backward reads).
   void ConvBlock(int layer, bool train, const Tensor<Device, 4, float>& in, TensorContainer<Device, 4, float>* conv_out,
                  TensorContainer<Device, 4, float>* act, TensorContainer<Device, 4, float>* pooled) {
     const ops::ConvolutionParam& cp = layer == 0 ? conv1_ : conv2_;
     const index_t C = Channels(layer);
     const Tensor<Device, 1, float> bias = cfg_.batch_norm ? Tensor<Device, 1, float>() : Value(layer == 0 ? b_conv1_ : b_conv2_, Shape1(C));
     const Names& n = kNames[layer];
-    Timed(n.conv, "fwd", [&] {
-      ops::ConvolutionForward(cp, in, Value(layer == 0 ? w_conv1_ : w_conv2_, ConvWeightShape(layer)), bias, kWriteTo,
-                              conv_out->view());
-    });
-    if (cfg_.batch_norm) {
+    const Tensor<Device, 4, float> weight = Value(layer == 0 ? w_conv1_ : w_conv2_, ConvWeightShape(layer));
+    if (!cfg_.batch_norm) {
+      // conv + bias + relu as one operator: the bias and the relu ride in the convolution's store where its
+      // algorithm can take them, else in one elementwise pass (tensorexpr/ops/conv_epilogue.h).
+      ops::ConvolutionParam no_bias = cp;
+      no_bias.no_bias = true;
+      const auto y = ops::conv_output(act->view());
+      Timed(n.conv, "fwd", [&] {
+        ops::ConvolutionForward(no_bias, in, weight, kWriteTo, act->view(),
+                                expr::F<op::relu>(y + expr::broadcast<1>(bias, act->shape_)));
+      });
+    } else {
+      Timed(n.conv, "fwd", [&] { ops::ConvolutionForward(cp, in, weight, bias, kWriteTo, conv_out->view()); });
       Timed(n.bn, "fwd", [&] {
         ops::BatchNormForward(bn_, train, conv_out->view(), Value(layer == 0 ? gamma1_ : gamma2_, Shape1(C)),
                               Value(layer == 0 ? beta1_ : beta2_, Shape1(C)), moving_mean_[layer].view(),
@@ -287,8 +297,6 @@ class ConvNet {
                               save_inv_std_[layer].view());
       });
       Timed(n.relu, "fwd", [&] { ops::ActivationForward(relu_, act->view(), kWriteInplace, act->view()); });
-    } else {
-      Timed(n.relu, "fwd", [&] { ops::ActivationForward(relu_, conv_out->view(), kWriteTo, act->view()); });
     }
     Timed(n.pool, "fwd", [&] { ops::PoolingForward(pool_, act->view(), kWriteTo, pooled->view()); });
   }

@@ -114,6 +114,7 @@ ConvKernel MakeConvKernel(const char* name, Pass pass, Element element, Math mat
                     element,
                     math,
                     epilogue,
+                    Operator::kIteratorAlgorithm == cutlass::conv::IteratorAlgorithm::kFixedChannels,
                     alignment_a > alignment_c ? alignment_a : alignment_c,
                     float_output,
                     Operator::ThreadblockShape::kM,
@@ -147,15 +148,16 @@ using BiasEpilogue =
     cutlass::epilogue::thread::LinearCombinationBiasElementwise<E, float, float, E, E, 128 / cutlass::sizeof_bits<E>::value,
                                                                 Act, cutlass::plus<float>, /*StoreT=*/false, E>;
 
+// (CUTLASS's fused-epilogue kernel counts its K steps as the optimized iterators do, so it has no
+// fixed-channels form: conv_cutlass.h leaves the stem's epilogue to a pass of its own.)
 template <typename E, typename Act, typename ThreadblockShape, typename WarpShape, typename InstructionShape,
-          int kStages, cutlass::conv::IteratorAlgorithm kIterators = cutlass::conv::IteratorAlgorithm::kOptimized>
+          int kStages>
 using TensorOpFpropBias =
     cutlass::conv::device::ImplicitGemmConvolution<typename cutlass::conv::kernel::DefaultConv2dFpropWithBroadcast<
         E, cutlass::layout::TensorNHWC, E, cutlass::layout::TensorNHWC, E, cutlass::layout::TensorNHWC, float,
         cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80, ThreadblockShape, WarpShape, InstructionShape,
         BiasEpilogue<E, Act>, cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<4>, kStages,
-        cutlass::arch::OpMultiplyAdd, kIterators, cutlass::conv::StrideSupport::kStrided,
-        128 / cutlass::sizeof_bits<E>::value, 128 / cutlass::sizeof_bits<E>::value>::Kernel>;
+        cutlass::arch::OpMultiplyAdd, cutlass::conv::IteratorAlgorithm::kOptimized>::Kernel>;
 
 // Forward for inputs of exactly one vector of channels per pixel (8 halves, 4 floats: an RGB stem padded
 // by staging): each K step of the tile packs several filter taps, where the optimized iterators would

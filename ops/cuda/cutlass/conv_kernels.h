@@ -56,6 +56,7 @@ struct ConvKernel {
   Element element;
   Math math;
   Epilogue epilogue;
+  bool fixed_channels;  // its K steps pack several filter taps: inputs of exactly `alignment` channels
   int alignment;      // elements per vector access: C and K must be multiples of it
   bool float_output;  // C is float slices of a split reduction (the wgrad kernels)
   int tile_m, tile_n, tile_k;  // the thread block's tile of the implicit GEMM

@@ -15,15 +15,7 @@ void AppendFpropBiasBF16Kernels(std::vector<ConvKernel>& kernels) {
   using Mma = GemmShape<16, 8, 16>;
   using Identity = cutlass::epilogue::thread::Identity<float>;
   using Relu = cutlass::epilogue::thread::ReLu<float>;
-  constexpr auto kFixedChannels = cutlass::conv::IteratorAlgorithm::kFixedChannels;
   using cutlass::bfloat16_t;
-  kernels.push_back(
-      MakeConvKernel<TensorOpFpropBias<bfloat16_t, Identity, NarrowTile, NarrowWarp, Mma, 3, kFixedChannels>>(
-          "bf16_tensorop_fprop_bias_fixed_channels_128x64x64_3", Pass::kFprop, Element::kBF16, Math::kTensorOp,
-          Epilogue::kBias));
-  kernels.push_back(MakeConvKernel<TensorOpFpropBias<bfloat16_t, Relu, NarrowTile, NarrowWarp, Mma, 3, kFixedChannels>>(
-      "bf16_tensorop_fprop_bias_relu_fixed_channels_128x64x64_3", Pass::kFprop, Element::kBF16, Math::kTensorOp,
-      Epilogue::kBiasRelu));
   kernels.push_back(MakeConvKernel<TensorOpFpropBias<bfloat16_t, Identity, Tile, Warp, Mma, 3>>(
       "bf16_tensorop_fprop_bias_128x128x64_3", Pass::kFprop, Element::kBF16, Math::kTensorOp, Epilogue::kBias));
   kernels.push_back(MakeConvKernel<TensorOpFpropBias<bfloat16_t, Identity, NarrowTile, NarrowWarp, Mma, 4>>(

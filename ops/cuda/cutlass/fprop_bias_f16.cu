@@ -16,14 +16,6 @@ void AppendFpropBiasF16Kernels(std::vector<ConvKernel>& kernels) {
   using Identity = cutlass::epilogue::thread::Identity<float>;
   using Relu = cutlass::epilogue::thread::ReLu<float>;
   using cutlass::half_t;
-  constexpr auto kFixedChannels = cutlass::conv::IteratorAlgorithm::kFixedChannels;
-  // Listed first, as in fprop_f16.cu: the stem's kernels (8 channels).
-  kernels.push_back(MakeConvKernel<TensorOpFpropBias<half_t, Identity, NarrowTile, NarrowWarp, Mma, 3, kFixedChannels>>(
-      "f16_tensorop_fprop_bias_fixed_channels_128x64x64_3", Pass::kFprop, Element::kF16, Math::kTensorOp,
-      Epilogue::kBias));
-  kernels.push_back(MakeConvKernel<TensorOpFpropBias<half_t, Relu, NarrowTile, NarrowWarp, Mma, 3, kFixedChannels>>(
-      "f16_tensorop_fprop_bias_relu_fixed_channels_128x64x64_3", Pass::kFprop, Element::kF16, Math::kTensorOp,
-      Epilogue::kBiasRelu));
   kernels.push_back(MakeConvKernel<TensorOpFpropBias<half_t, Identity, Tile, Warp, Mma, 3>>(
       "f16_tensorop_fprop_bias_128x128x64_3", Pass::kFprop, Element::kF16, Math::kTensorOp, Epilogue::kBias));
   kernels.push_back(MakeConvKernel<TensorOpFpropBias<half_t, Identity, NarrowTile, NarrowWarp, Mma, 4>>(

@@ -13,16 +13,6 @@ void AppendFpropBias32Kernels(std::vector<ConvKernel>& kernels) {
   using Mma = GemmShape<16, 8, 8>;
   using Identity = cutlass::epilogue::thread::Identity<float>;
   using Relu = cutlass::epilogue::thread::ReLu<float>;
-  constexpr auto kFixedChannels = cutlass::conv::IteratorAlgorithm::kFixedChannels;
-  using NarrowTile = GemmShape<128, 64, 32>;
-  using NarrowWarp = GemmShape<64, 32, 32>;
-  // Listed first, as in fprop_f32.cu: the stem's kernels (4 channels).
-  kernels.push_back(MakeConvKernel<TensorOpFpropBias<float, Identity, NarrowTile, NarrowWarp, Mma, 3, kFixedChannels>>(
-      "tf32_tensorop_fprop_bias_fixed_channels_128x64x32_3", Pass::kFprop, Element::kF32, Math::kTensorOp,
-      Epilogue::kBias));
-  kernels.push_back(MakeConvKernel<TensorOpFpropBias<float, Relu, NarrowTile, NarrowWarp, Mma, 3, kFixedChannels>>(
-      "tf32_tensorop_fprop_bias_relu_fixed_channels_128x64x32_3", Pass::kFprop, Element::kF32, Math::kTensorOp,
-      Epilogue::kBiasRelu));
   kernels.push_back(MakeConvKernel<TensorOpFpropBias<float, Identity, Tile, Warp, Mma, 3>>(
       "tf32_tensorop_fprop_bias_128x128x32_3", Pass::kFprop, Element::kF32, Math::kTensorOp, Epilogue::kBias));
   kernels.push_back(MakeConvKernel<TensorOpFpropBias<float, Relu, Tile, Warp, Mma, 3>>(
