@@ -109,6 +109,17 @@ TensorContainer<cpu, 4, DType> Permuted(const TensorContainer<cpu, 4, DType>& t,
   return r;
 }
 
+// A device copy of a channels-last host tensor, permuted to channels first when `first` (a fresh copy
+// of the host tensor otherwise).
+template <typename DType>
+TensorContainer<gpu, 4, DType> Upload(const TensorContainer<cpu, 4, DType>& h, bool first, Stream<gpu>* stream) {
+  const TensorContainer<cpu, 4, DType> laid = first ? Permuted(h, true) : Permuted(Permuted(h, true), false);
+  TensorContainer<gpu, 4, DType> d(laid.shape_);
+  d.set_stream(stream);
+  Copy(d.view(), laid.view(), stream);
+  return d;
+}
+
 // Checks a device result (in `layout`) against `times` x the float64 reference (channels last) within
 // tol times the reference's scale (its largest magnitude).
 template <typename DType>
@@ -140,13 +151,7 @@ void CheckConv(const Conv2d& c, const std::string& algorithm, Stream<gpu>* strea
   FillRandom(dyh.view());
   const Reference ref(c, Values(xh), Values(wh), Values(dyh));
 
-  auto upload = [&](const TensorContainer<cpu, 4, DType>& h) {
-    const TensorContainer<cpu, 4, DType> laid = first ? Permuted(h, true) : Permuted(Permuted(h, true), false);
-    TensorContainer<gpu, 4, DType> d(laid.shape_);
-    d.set_stream(stream);
-    Copy(d.view(), laid.view(), stream);
-    return d;
-  };
+  auto upload = [&](const TensorContainer<cpu, 4, DType>& h) { return Upload(h, first, stream); };
   TensorContainer<gpu, 4, DType> x = upload(xh), w = upload(wh), dy = upload(dyh);
   TensorContainer<gpu, 4, DType> y(dy.shape_), dx(x.shape_), dw(w.shape_);
   TensorContainer<gpu, 1, DType> bias(Shape1(c.K)), dbias(Shape1(c.K));
@@ -217,13 +222,7 @@ void CheckFusedEpilogue(const Conv2d& c, Stream<gpu>* stream, double tol) {
   FillRandom(bh.view());
   const Reference ref(c, Values(xh), Values(wh), std::vector<double>(size_t(rh.shape_.Size()), 0.0));
   const std::vector<double> res = Values(rh), out0 = Values(oh);
-  auto upload = [&](const TensorContainer<cpu, 4, DType>& h) {
-    const TensorContainer<cpu, 4, DType> laid = first ? Permuted(h, true) : Permuted(Permuted(h, true), false);
-    TensorContainer<gpu, 4, DType> d(laid.shape_);
-    d.set_stream(stream);
-    Copy(d.view(), laid.view(), stream);
-    return d;
-  };
+  auto upload = [&](const TensorContainer<cpu, 4, DType>& h) { return Upload(h, first, stream); };
   TensorContainer<gpu, 4, DType> x = upload(xh), w = upload(wh), r = upload(rh), out = upload(oh);
   TensorContainer<gpu, 1, DType> bias(Shape1(c.K));
   bias.set_stream(stream);

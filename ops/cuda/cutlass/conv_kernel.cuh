@@ -5,6 +5,7 @@
 #pragma once
 #include <string>
 #include <type_traits>
+#include <vector>
 #include <cutlass/conv/conv2d_problem_size.h>
 #include <cutlass/conv/device/implicit_gemm_convolution.h>
 #include <cutlass/conv/kernel/default_conv2d_dgrad.h>
@@ -158,6 +159,28 @@ using TensorOpFpropBias =
         cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80, ThreadblockShape, WarpShape, InstructionShape,
         BiasEpilogue<E, Act>, cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<4>, kStages,
         cutlass::arch::OpMultiplyAdd, cutlass::conv::IteratorAlgorithm::kOptimized>::Kernel>;
+
+// The bias-epilogue forward kernels for a 16-bit element type E on the tiles of fprop_f16.cu: names
+// {bias 128x128, bias 128x64, bias_relu 128x128, bias_relu 128x64}.
+template <typename E>
+void AppendFpropBias16(std::vector<ConvKernel>& kernels, Element element, const char* const (&names)[4]) {
+  using cutlass::gemm::GemmShape;
+  using Tile = GemmShape<128, 128, 64>;
+  using Warp = GemmShape<64, 64, 64>;
+  using NarrowTile = GemmShape<128, 64, 64>;  // for 64 output channels, which waste half of a 128-wide tile
+  using NarrowWarp = GemmShape<64, 32, 64>;
+  using Mma = GemmShape<16, 8, 16>;
+  using Identity = cutlass::epilogue::thread::Identity<float>;
+  using Relu = cutlass::epilogue::thread::ReLu<float>;
+  kernels.push_back(MakeConvKernel<TensorOpFpropBias<E, Identity, Tile, Warp, Mma, 3>>(
+      names[0], Pass::kFprop, element, Math::kTensorOp, Epilogue::kBias));
+  kernels.push_back(MakeConvKernel<TensorOpFpropBias<E, Identity, NarrowTile, NarrowWarp, Mma, 4>>(
+      names[1], Pass::kFprop, element, Math::kTensorOp, Epilogue::kBias));
+  kernels.push_back(MakeConvKernel<TensorOpFpropBias<E, Relu, Tile, Warp, Mma, 3>>(
+      names[2], Pass::kFprop, element, Math::kTensorOp, Epilogue::kBiasRelu));
+  kernels.push_back(MakeConvKernel<TensorOpFpropBias<E, Relu, NarrowTile, NarrowWarp, Mma, 4>>(
+      names[3], Pass::kFprop, element, Math::kTensorOp, Epilogue::kBiasRelu));
+}
 
 // Forward for inputs of exactly one vector of channels per pixel (8 halves, 4 floats: an RGB stem padded
 // by staging): each K step of the tile packs several filter taps, where the optimized iterators would

@@ -7,25 +7,10 @@ namespace ops {
 namespace cutlass_conv {
 
 void AppendFpropBiasF16Kernels(std::vector<ConvKernel>& kernels) {
-  using cutlass::gemm::GemmShape;
-  using Tile = GemmShape<128, 128, 64>;
-  using Warp = GemmShape<64, 64, 64>;
-  using NarrowTile = GemmShape<128, 64, 64>;
-  using NarrowWarp = GemmShape<64, 32, 64>;
-  using Mma = GemmShape<16, 8, 16>;
-  using Identity = cutlass::epilogue::thread::Identity<float>;
-  using Relu = cutlass::epilogue::thread::ReLu<float>;
-  using cutlass::half_t;
-  kernels.push_back(MakeConvKernel<TensorOpFpropBias<half_t, Identity, Tile, Warp, Mma, 3>>(
-      "f16_tensorop_fprop_bias_128x128x64_3", Pass::kFprop, Element::kF16, Math::kTensorOp, Epilogue::kBias));
-  kernels.push_back(MakeConvKernel<TensorOpFpropBias<half_t, Identity, NarrowTile, NarrowWarp, Mma, 4>>(
-      "f16_tensorop_fprop_bias_128x64x64_4", Pass::kFprop, Element::kF16, Math::kTensorOp, Epilogue::kBias));
-  kernels.push_back(MakeConvKernel<TensorOpFpropBias<half_t, Relu, Tile, Warp, Mma, 3>>(
-      "f16_tensorop_fprop_bias_relu_128x128x64_3", Pass::kFprop, Element::kF16, Math::kTensorOp,
-      Epilogue::kBiasRelu));
-  kernels.push_back(MakeConvKernel<TensorOpFpropBias<half_t, Relu, NarrowTile, NarrowWarp, Mma, 4>>(
-      "f16_tensorop_fprop_bias_relu_128x64x64_4", Pass::kFprop, Element::kF16, Math::kTensorOp,
-      Epilogue::kBiasRelu));
+  static const char* const names[4] = {"f16_tensorop_fprop_bias_128x128x64_3", "f16_tensorop_fprop_bias_128x64x64_4",
+                                       "f16_tensorop_fprop_bias_relu_128x128x64_3",
+                                       "f16_tensorop_fprop_bias_relu_128x64x64_4"};
+  AppendFpropBias16<cutlass::half_t>(kernels, Element::kF16, names);
 }
 
 }  // namespace cutlass_conv
