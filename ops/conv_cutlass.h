@@ -3,12 +3,13 @@
 // loaded, so there is no column buffer; the products run on tensor cores (half, bf16, or float as TF32
 // when the stream allows it) or, for strict float, on the CUDA cores.
 //
-// The kernels read and write channels-last tensors whose C and K are multiples of their vector width.
-// Other problems are staged: the inputs are copied into the workspace in that form (transposed from
-// channels first, channels zero-padded up to the width), the kernels write staged outputs, and those are
-// stored back into the caller's tensors with the req's store. A staged problem pays for the copies (about
-// two passes over each tensor it touches, at memory bandwidth); the padded channels cost MMA work, so
-// the heuristic recommends staging only while the padding at most triples it.
+// The kernels read and write channels-last tensors whose C and K are multiples of their vector width,
+// starting on 16-byte boundaries. Other problems are staged: the inputs are copied into the workspace in
+// that form (transposed from channels first, channels zero-padded up to the width), the kernels write
+// staged outputs, and those are stored back into the caller's tensors with the req's store. A staged
+// problem pays for the copies (about two passes over each tensor it touches, at memory bandwidth); the
+// padded channels cost MMA work, so the heuristic recommends staging only while the padding at most
+// triples it.
 //
 // The forward fuses the epilogue act(convolution + bias + residual) (ConvEpilogue) into its kernels'
 // store where one of them computes it: the bias needs K unpadded, the residual an unstaged output, and
@@ -287,7 +288,7 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
       Plan p;
       p.kernel = &k;
       p.shape = KernelShape(pr, k, C, K);
-      p.staged = !g.channels_last || C != g.C || K != g.K || !pr.data_contiguous;
+      p.staged = !g.channels_last || C != g.C || K != g.K || !pr.data_contiguous || !pr.vector_aligned;
       if (k.float_output && KernelWorkspace(k, p.shape) > pr.workspace_limit) {
         last_reason = std::string(k.name) + " needs " + std::to_string(KernelWorkspace(k, p.shape)) +
                       " bytes of workspace for its partial sums, over the limit";

@@ -5,6 +5,7 @@
 #pragma once
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <vector>
 #include <tensorexpr/tensorexpr.h>
@@ -62,6 +63,13 @@ index_t SpanOf(const Tensor<Device, dim, DType>& t) {
 struct ConvSpans {
   index_t out = 0, data_grad = 0;
 };
+
+// Whether every pointer starts on a 16-byte boundary (null ones do): algorithms that load vectors from
+// the caller's tensors directly need it (ConvProblem::vector_aligned).
+template <typename... T>
+bool VectorAligned(const T*... pointers) {
+  return ((reinterpret_cast<uintptr_t>(pointers) % 16 == 0) && ...);
+}
 
 template <typename Device, typename DType>
 double TimeConvTrial(const ConvAlgorithm<Device, DType>& a, const ConvProblem& problem, ConvPass pass,
@@ -148,7 +156,8 @@ bool RunConvForward(const ConvolutionParam& p, const Tensor<Device, ddim, DType>
     t.data_stride = data.stride_;
     t.weight = weight.dptr_;
     t.out = out.dptr_;
-    const ConvProblem problem = MakeConvProblem<Device, DType>(g, s, data.CheckContiguous(), p.workspace);
+    const ConvProblem problem = MakeConvProblem<Device, DType>(
+        g, s, data.CheckContiguous(), p.workspace, VectorAligned(data.dptr_, weight.dptr_, out.dptr_));
     const ConvAlgorithm<Device, DType>* a = SelectConvAlgorithm<Device, DType>(
         problem, ConvPass::kForward, p.algorithm, [&](const ConvAlgorithm<Device, DType>& trial) {
           return TimeConvTrial(trial, problem, ConvPass::kForward, t, ConvSpans{SpanOf(out), 0}, s);
@@ -255,7 +264,8 @@ void ConvolutionBackward(const ConvolutionParam& p, const Tensor<Device, ddim, D
     t.data_grad_stride = data_grad.stride_;
     t.weight_grad = stores.weight_grad.active ? weight_grad.dptr_ : nullptr;
     const bool contiguous = data.CheckContiguous() && (!stores.data_grad.active || data_grad.CheckContiguous());
-    const ConvProblem problem = MakeConvProblem<Device, DType>(g, s, contiguous, p.workspace);
+    const ConvProblem problem = MakeConvProblem<Device, DType>(
+        g, s, contiguous, p.workspace, detail::VectorAligned(t.data, t.weight, t.out_grad, t.data_grad, t.weight_grad));
     detail::RunConvPasses(p.algorithm, problem, t, stores, detail::ConvSpans{0, detail::SpanOf(data_grad)}, s);
   }
 }

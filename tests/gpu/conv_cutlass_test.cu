@@ -384,3 +384,48 @@ TEST_CASE("CUTLASS fused epilogue: bias, residual and relu in the kernels' store
   }
   DeleteStream(s);
 }
+
+TEST_CASE("CUTLASS implicit GEMM on tensors that do not start on a 16-byte boundary: staged, the same values",
+          "[gpu][conv][cutlass]") {
+  TE_REQUIRE_CUTLASS(half_t);
+  Stream<gpu>* s = NewStream<gpu>(false);
+  const Conv2d c{2, 9, 9, 16, 24, 3, 3, 1, 1, 1, 1};
+  const ops::ConvolutionParam param = c.Param(kCutlass);
+  TensorContainer<cpu, 4, half_t> xh(Shape4(c.N, c.H, c.W, c.C)), wh(Shape4(c.K, c.R, c.S, c.C)),
+      dyh(Shape4(c.N, c.P(), c.Q(), c.K));
+  for (Tensor<cpu, 4, half_t> t : {xh.view(), wh.view(), dyh.view()}) FillRandom(t);
+  // Every tensor twice: in a fresh allocation, and one element into a buffer one element longer.
+  struct Pair {
+    TensorContainer<gpu, 4, half_t> aligned;
+    TensorContainer<gpu, 1, half_t> buffer;
+    Tensor<gpu, 4, half_t> shifted;
+  };
+  auto pair = [&](const Shape<4>& shape, const TensorContainer<cpu, 4, half_t>* from) {
+    Pair p;
+    p.aligned.set_stream(s);
+    p.aligned.Resize(shape);
+    p.buffer.set_stream(s);
+    p.buffer.Resize(Shape1(shape.Size() + 1));
+    p.shifted = Tensor<gpu, 4, half_t>(p.buffer.dptr_ + 1, shape, s);
+    if (from != nullptr) {
+      Copy(p.aligned.view(), from->view(), s);
+      Copy(p.shifted, from->view(), s);
+    }
+    return p;
+  };
+  Pair x = pair(xh.shape_, &xh), w = pair(wh.shape_, &wh), dy = pair(dyh.shape_, &dyh);
+  Pair y = pair(dyh.shape_, nullptr), dx = pair(xh.shape_, nullptr), dw = pair(wh.shape_, nullptr);
+  TensorContainer<gpu, 1, half_t> b(Shape1(c.K));
+  for (bool shifted : {false, true}) {
+    auto v = [shifted](Pair& p) { return shifted ? p.shifted : p.aligned.view(); };
+    ops::ConvolutionForward(param, v(x), v(w), b.view(), kWriteTo, v(y));
+    ops::ConvolutionBackward(param, v(dy), v(x), v(w), kWriteTo, v(dx), kWriteTo, v(dw), kNullOp, b.view());
+  }
+  for (Pair* p : {&y, &dx, &dw}) {
+    const auto a = ToHost(p->aligned.view()), b2 = ToHost(p->shifted);
+    index_t differ = 0;
+    for (index_t i = 0; i < a.shape_.Size(); ++i) differ += static_cast<float>(a.dptr_[i]) != static_cast<float>(b2.dptr_[i]);
+    CHECK(differ == 0);
+  }
+  DeleteStream(s);
+}

@@ -37,6 +37,7 @@ struct ConvProblem {
   int threads = 1;               // CPU threads a run may use (1 on the GPU)
   ConvMath math = ConvMath::kStrict;
   bool data_contiguous = true;   // the input (and its gradient) have no padded rows
+  bool vector_aligned = true;    // every tensor of the call starts on a 16-byte boundary (vector accesses)
   size_t workspace_limit = 0;    // bytes of workspace an algorithm may take (ConvolutionParam::workspace)
 
   // Whether two problems are the same (what Key compares, without building it).
@@ -48,7 +49,8 @@ struct ConvProblem {
         return false;
     return a.channels_last == b.channels_last && a.N == b.N && a.C == b.C && a.K == b.K && a.G == b.G && dtype_bytes == o.dtype_bytes &&
            std::strcmp(dtype, o.dtype) == 0 && std::strcmp(device, o.device) == 0 && threads == o.threads &&
-           math == o.math && data_contiguous == o.data_contiguous && workspace_limit == o.workspace_limit;
+           math == o.math && data_contiguous == o.data_contiguous && vector_aligned == o.vector_aligned &&
+           workspace_limit == o.workspace_limit;
   }
 
   // One line with everything above: the key of the choice cache (no tabs or newlines).
@@ -64,7 +66,7 @@ struct ConvProblem {
            " N" + std::to_string(g.N) + " C" + std::to_string(g.C) + " K" + std::to_string(g.K) + " G" +
            std::to_string(g.G) + " in" + triple(g.in) + " k" + triple(g.kernel) + " s" + triple(g.stride) + " d" +
            triple(g.dilate) + " p" + triple(g.pad) + " q" + triple(g.pad_end) +
-           (data_contiguous ? " dense" : " strided") + " ws" + std::to_string(workspace_limit) + " threads" +
+           (data_contiguous ? " dense" : " strided") + (vector_aligned ? "" : " unaligned") + " ws" + std::to_string(workspace_limit) + " threads" +
            std::to_string(threads) + " @ " + dev;
   }
 };
@@ -78,7 +80,7 @@ inline size_t WorkspaceLimitBytes(double workspace_mb) {
 // The problem of geometry g for DType on the device of `stream`.
 template <typename Device, typename DType>
 ConvProblem MakeConvProblem(const ConvGeometry& g, Stream<Device>* stream, bool data_contiguous,
-                            double workspace_mb) {
+                            double workspace_mb, bool vector_aligned = true) {
   ConvProblem p;
   p.geom = g;
   p.dtype = DataType<DType>::name();
@@ -87,6 +89,7 @@ ConvProblem MakeConvProblem(const ConvGeometry& g, Stream<Device>* stream, bool 
   p.threads = ThreadBudget(stream);
   p.math = std::is_same<DType, float>::value && UsesTF32(stream) ? ConvMath::kTF32 : ConvMath::kStrict;
   p.data_contiguous = data_contiguous;
+  p.vector_aligned = vector_aligned;
   p.workspace_limit = WorkspaceLimitBytes(workspace_mb);
   return p;
 }
