@@ -90,28 +90,27 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     void* const kernel_ws = ws + st.kernel;
     for (ConvPass pass : kPasses) {
       if (!stores.Wants(pass)) continue;
-      const Plan p = Prepare(pr, pass, nullptr);
+      // The forward's epilogue kernel, when there is one, runs on the staging laid out for the plain one.
+      const Plan p = Prepare(pr, pass, nullptr,
+                             pass == ConvPass::kForward ? KernelEpilogue(t.epilogue) : cutlass_conv::Epilogue::kLinear);
+      TE_CHECK(p.kernel != nullptr && p.shape.C == st.any.shape.C && p.shape.K == st.any.shape.K &&
+                   KernelWorkspace(*p.kernel, p.shape) <= st.total - st.kernel,
+               "cutlass_implicit_gemm: no ", ConvPassName(pass), " kernel for the layout it planned");
       const cutlass_conv::Conv2dShape& s = p.shape;
       cutlass_conv::ConvOperands o;
       switch (pass) {
-        case ConvPass::kForward: {
-          // The epilogue's kernel, when there is one, runs on the staging laid out for the plain one.
-          const Plan fp = t.epilogue.active ? Prepare(pr, pass, nullptr, KernelEpilogue(t.epilogue)) : p;
-          TE_CHECK(fp.kernel != nullptr && fp.shape.C == s.C && fp.shape.K == s.K &&
-                       KernelWorkspace(*fp.kernel, fp.shape) <= st.total - st.kernel,
-                   "cutlass_implicit_gemm: no forward kernel for the epilogue it agreed to fuse");
+        case ConvPass::kForward:
           o.a = x, o.b = w, o.bias = t.epilogue.bias;
           if (st.staged) {
             o.c = at(st.out);
-            fp.kernel->run(fp.shape, o, kernel_ws, cs);
+            p.kernel->run(s, o, kernel_ws, cs);
             UnstageActivations(at(st.out), g, g.out, g.K, s.K, t.out, OutRowStride(g), stores.out.add, stream);
           } else {
             o.c = t.out, o.beta = stores.out.beta();
             if (t.epilogue.residual != nullptr) o.source = t.epilogue.residual, o.beta = 1.0f;
-            fp.kernel->run(fp.shape, o, kernel_ws, cs);
+            p.kernel->run(s, o, kernel_ws, cs);
           }
           break;
-        }
         case ConvPass::kBackwardData:
           o.a = dy, o.b = w;
           if (st.staged) {

@@ -160,16 +160,25 @@ using TensorOpFpropBias =
         BiasEpilogue<E, Act>, cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<4>, kStages,
         cutlass::arch::OpMultiplyAdd, cutlass::conv::IteratorAlgorithm::kOptimized>::Kernel>;
 
-// The bias-epilogue forward kernels for a 16-bit element type E on the tiles of fprop_f16.cu: names
+// The tiles of the 16-bit (half, bf16) kernels: a 128 x 128 thread-block tile, and a narrow one for 64
+// channels on the tile's N side, which would waste half of a 128-wide tile.
+struct Tiles16 {
+  using Tile = cutlass::gemm::GemmShape<128, 128, 64>;
+  using Warp = cutlass::gemm::GemmShape<64, 64, 64>;
+  using NarrowTile = cutlass::gemm::GemmShape<128, 64, 64>;
+  using NarrowWarp = cutlass::gemm::GemmShape<64, 32, 64>;
+  using Mma = cutlass::gemm::GemmShape<16, 8, 16>;
+};
+
+// The bias-epilogue forward kernels for a 16-bit element type E on Tiles16: names
 // {bias 128x128, bias 128x64, bias_relu 128x128, bias_relu 128x64}.
 template <typename E>
 void AppendFpropBias16(std::vector<ConvKernel>& kernels, Element element, const char* const (&names)[4]) {
-  using cutlass::gemm::GemmShape;
-  using Tile = GemmShape<128, 128, 64>;
-  using Warp = GemmShape<64, 64, 64>;
-  using NarrowTile = GemmShape<128, 64, 64>;  // for 64 output channels, which waste half of a 128-wide tile
-  using NarrowWarp = GemmShape<64, 32, 64>;
-  using Mma = GemmShape<16, 8, 16>;
+  using Tile = Tiles16::Tile;
+  using Warp = Tiles16::Warp;
+  using NarrowTile = Tiles16::NarrowTile;
+  using NarrowWarp = Tiles16::NarrowWarp;
+  using Mma = Tiles16::Mma;
   using Identity = cutlass::epilogue::thread::Identity<float>;
   using Relu = cutlass::epilogue::thread::ReLu<float>;
   kernels.push_back(MakeConvKernel<TensorOpFpropBias<E, Identity, Tile, Warp, Mma, 3>>(

@@ -6,12 +6,11 @@ namespace ops {
 namespace cutlass_conv {
 
 void AppendFprop16Kernels(std::vector<ConvKernel>& kernels) {
-  using cutlass::gemm::GemmShape;
-  using Tile = GemmShape<128, 128, 64>;
-  using Warp = GemmShape<64, 64, 64>;
-  using NarrowTile = GemmShape<128, 64, 64>;  // for 64 output channels, which waste half of a 128-wide tile
-  using NarrowWarp = GemmShape<64, 32, 64>;
-  using Mma = GemmShape<16, 8, 16>;
+  using Tile = Tiles16::Tile;
+  using Warp = Tiles16::Warp;
+  using NarrowTile = Tiles16::NarrowTile;
+  using NarrowWarp = Tiles16::NarrowWarp;
+  using Mma = Tiles16::Mma;
   // Listed first: where it can run (8 channels) it beats the others at equal tiles.
   kernels.push_back(MakeConvKernel<TensorOpFpropFixedChannels<cutlass::half_t, NarrowTile, NarrowWarp, Mma, 3>>(
       "f16_tensorop_fprop_fixed_channels_128x64x64_3", Pass::kFprop, Element::kF16, Math::kTensorOp));

@@ -7,13 +7,12 @@ namespace ops {
 namespace cutlass_conv {
 
 namespace {
-using cutlass::gemm::GemmShape;
 using cutlass::conv::StrideSupport;
-using Tile = GemmShape<128, 128, 64>;
-using Warp = GemmShape<64, 64, 64>;
-using NarrowTile = GemmShape<128, 64, 64>;  // for 64 input channels, which waste half of a 128-wide tile
-using NarrowWarp = GemmShape<64, 32, 64>;
-using Mma = GemmShape<16, 8, 16>;
+using Tile = Tiles16::Tile;
+using Warp = Tiles16::Warp;
+using NarrowTile = Tiles16::NarrowTile;
+using NarrowWarp = Tiles16::NarrowWarp;
+using Mma = Tiles16::Mma;
 
 // The kernels of element type E, in the order of `names`.
 template <typename E>
