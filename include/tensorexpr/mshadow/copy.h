@@ -7,6 +7,7 @@
 // A function object, as reduce_with_axis is (mshadow/reduce.h): an unqualified Copy(...) then cannot reach
 // tensorexpr::Copy through the arguments' namespace.
 #pragma once
+#include <type_traits>
 #include "../tensorexpr.h"
 #if defined(__CUDACC__)
 #include "../cuda/tensorexpr_cuda.cuh"
@@ -22,27 +23,21 @@ struct SynchronousCopy {
     ::tensorexpr::Copy(dst, src, stream);
   }
 #if defined(__CUDACC__)
-  // Waits on the stream tensorexpr::Copy chose: the GPU tensor's, else the per-thread default.
-  template <int dim, typename DType>
-  void operator()(::tensorexpr::Tensor<::tensorexpr::gpu, dim, DType> dst,
-                  const ::tensorexpr::Tensor<::tensorexpr::cpu, dim, DType>& src,
+  // A GPU on either side (or both): waits on the stream tensorexpr::Copy chose when none was passed, the
+  // destination's when it is on the GPU, else the source's (the per-thread default when that is null).
+  template <typename DstDevice, typename SrcDevice, int dim, typename DType,
+            typename = std::enable_if_t<std::is_same<DstDevice, ::tensorexpr::gpu>::value ||
+                                        std::is_same<SrcDevice, ::tensorexpr::gpu>::value>>
+  void operator()(::tensorexpr::Tensor<DstDevice, dim, DType> dst,
+                  const ::tensorexpr::Tensor<SrcDevice, dim, DType>& src,
                   ::tensorexpr::Stream<::tensorexpr::gpu>* stream = nullptr) const {
     ::tensorexpr::Copy(dst, src, stream);
-    if (stream == nullptr) ::tensorexpr::WaitStream(dst.stream_);
-  }
-  template <int dim, typename DType>
-  void operator()(::tensorexpr::Tensor<::tensorexpr::cpu, dim, DType> dst,
-                  const ::tensorexpr::Tensor<::tensorexpr::gpu, dim, DType>& src,
-                  ::tensorexpr::Stream<::tensorexpr::gpu>* stream = nullptr) const {
-    ::tensorexpr::Copy(dst, src, stream);
-    if (stream == nullptr) ::tensorexpr::WaitStream(src.stream_);
-  }
-  template <int dim, typename DType>
-  void operator()(::tensorexpr::Tensor<::tensorexpr::gpu, dim, DType> dst,
-                  const ::tensorexpr::Tensor<::tensorexpr::gpu, dim, DType>& src,
-                  ::tensorexpr::Stream<::tensorexpr::gpu>* stream = nullptr) const {
-    ::tensorexpr::Copy(dst, src, stream);
-    if (stream == nullptr) ::tensorexpr::WaitStream(dst.stream_);
+    if (stream != nullptr) return;
+    if constexpr (std::is_same<DstDevice, ::tensorexpr::gpu>::value) {
+      ::tensorexpr::WaitStream(dst.stream_);
+    } else {
+      ::tensorexpr::WaitStream(src.stream_);
+    }
   }
 #endif
 };
