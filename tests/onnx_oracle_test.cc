@@ -1,0 +1,67 @@
+// onnx_oracle_test.cc — the operators against an implementation nobody here wrote: each case of
+// tools/onnx_cases.py (random configurations of one-node ONNX models, run through onnxruntime or ONNX's
+// reference evaluator; onnx_cases.h reads them) is run through our operator in float and double on the
+// device under test and compared within float's tolerance. half and bf16 are not compared here: rounding
+// the oracle's float32 inputs to them moves the results by more than the oracle tells (the float64
+// reference tests of each operator cover them). When the Python packages are missing the cases skip,
+// saying why (tools/test.sh counts them as skipped).
+#include "ops_test_util.h"
+#include "onnx_cases.h"
+#include <tensorexpr/ops/softmax.h>
+
+namespace {
+using namespace te_test;
+
+// The cases of `op`; false (after a WARN that says why) when the oracle is unavailable.
+bool OracleCases(const std::string& op, std::vector<const OnnxCase*>* cases) {
+  const OnnxCases& all = LoadOnnxCases();
+  if (!all.available) {
+    WARN(OnnxSkipMessage(all));
+    return false;
+  }
+  *cases = all.Of(op);
+  INFO("the cases file has no " << op << " case: tools/onnx_cases.py writes some for every operator tested here");
+  REQUIRE(!cases->empty());
+  return true;
+}
+
+// A host tensor of rank `dim` holding an ONNX case's tensor, rounded to DType.
+template <int dim, typename DType>
+TensorContainer<cpu, dim, DType> HostOf(const OnnxTensor& t) {
+  return FromVec<dim, DType>(t.ShapeAs<dim>(), t.values);
+}
+
+// The oracle computes in float32: ours, in float or double from the same inputs, agrees to about this.
+constexpr double kOracleTol = 1e-5;
+
+template <typename Device, typename DType>
+void SoftmaxAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
+  INFO(c.Describe() << " dtype " << DataType<DType>::name());
+  const OnnxTensor& x = c.In("X");
+  WithRank(x.rank(), [&](auto rank) {
+    constexpr int dim = decltype(rank)::value;
+    ops::SoftmaxParam p;
+    p.axis = static_cast<int>(c.Int("axis", -1));
+    auto xd = Dev<Device>(HostOf<dim, DType>(x).view(), stream);
+    TensorContainer<Device, dim, DType> yd(xd.shape_);
+    yd.set_stream(stream);
+    if (c.op == "Softmax") ops::SoftmaxForward(p, xd.view(), kWriteTo, yd.view());
+    else ops::LogSoftmaxForward(p, xd.view(), kWriteTo, yd.view());
+    // Log-softmax of inputs near 80 differs by a few float ulps of 80.
+    const double tol = c.op == "LogSoftmax" ? 2 * kOracleTol : kOracleTol;
+    CheckVec(ToHost(yd.view()).view(), c.Out().values, tol, c.op);
+  });
+}
+
+TE_DEVICE_TEST_CASE("ONNX oracle: Softmax and LogSoftmax", "[onnx][softmax]") {
+  for (const char* op : {"Softmax", "LogSoftmax"}) {
+    std::vector<const OnnxCase*> cases;
+    if (!OracleCases(op, &cases)) return;
+    for (const OnnxCase* c : cases) {
+      SoftmaxAgainstOracle<Device, float>(stream, *c);
+      SoftmaxAgainstOracle<Device, double>(stream, *c);
+    }
+  }
+}
+
+}  // namespace
