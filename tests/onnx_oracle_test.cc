@@ -64,4 +64,41 @@ TE_DEVICE_TEST_CASE("ONNX oracle: Softmax and LogSoftmax", "[onnx][softmax]") {
   }
 }
 
+// Pad: pads = (begin of each axis..., end of each axis...), mode, constant_value (default 0).
+template <typename Device, typename DType>
+void PadAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
+  INFO(c.Describe() << " dtype " << DataType<DType>::name());
+  const OnnxTensor& x = c.In("data");
+  const std::string mode_name = c.String("mode", "constant");
+  const PadMode mode = mode_name == "edge" ? PadMode::kEdge
+                     : mode_name == "reflect" ? PadMode::kReflect
+                     : mode_name == "wrap" ? PadMode::kWrap : PadMode::kConstant;
+  const OnnxTensor* value = c.FindIn("constant_value");
+  WithRank(x.rank(), [&](auto rank) {
+    constexpr int dim = decltype(rank)::value;
+    const std::vector<double>& pads = c.In("pads").values;
+    REQUIRE(pads.size() == 2 * dim);
+    Shape<dim> begin, end;
+    for (int d = 0; d < dim; ++d) {
+      begin[d] = static_cast<index_t>(pads[size_t(d)]);
+      end[d] = static_cast<index_t>(pads[size_t(d + dim)]);
+    }
+    auto xd = Dev<Device>(HostOf<dim, DType>(x).view(), stream);
+    TensorContainer<Device, dim, DType> yd(c.Out().ShapeAs<dim>());
+    yd.set_stream(stream);
+    yd = expr::pad(xd.view(), begin, end, mode, DType(value ? value->values[0] : 0.0));
+    // Pad moves values: exact, to the file's 9 significant digits.
+    CheckVec(ToHost(yd.view()).view(), c.Out().values, 1e-8, "Pad");
+  });
+}
+
+TE_DEVICE_TEST_CASE("ONNX oracle: Pad in every mode", "[onnx][pad]") {
+  std::vector<const OnnxCase*> cases;
+  if (!OracleCases("Pad", &cases)) return;
+  for (const OnnxCase* c : cases) {
+    PadAgainstOracle<Device, float>(stream, *c);
+    PadAgainstOracle<Device, double>(stream, *c);
+  }
+}
+
 }  // namespace
