@@ -101,4 +101,34 @@ TE_DEVICE_TEST_CASE("ONNX oracle: Pad in every mode", "[onnx][pad]") {
   }
 }
 
+// MatMul of 2-D matrices (dot) and of 3-D batches, a batch of 1 broadcasting (batch_dot).
+template <typename Device, typename DType>
+void MatMulAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
+  INFO(c.Describe() << " dtype " << DataType<DType>::name());
+  const OnnxTensor &a = c.In("A"), &b = c.In("B");
+  REQUIRE(a.rank() == b.rank());
+  WithRank(a.rank(), [&](auto rank) {
+    constexpr int dim = decltype(rank)::value;
+    if constexpr (dim == 2 || dim == 3) {
+      auto ad = Dev<Device>(HostOf<dim, DType>(a).view(), stream), bd = Dev<Device>(HostOf<dim, DType>(b).view(), stream);
+      TensorContainer<Device, dim, DType> yd(c.Out().ShapeAs<dim>());
+      yd.set_stream(stream);
+      if constexpr (dim == 2) yd = expr::dot(ad.view(), bd.view());
+      else yd = expr::batch_dot(ad.view(), bd.view());
+      CheckVec(ToHost(yd.view()).view(), c.Out().values, kOracleTol, "MatMul");
+    } else {
+      FAIL("MatMul cases are 2-D or 3-D");
+    }
+  });
+}
+
+TE_DEVICE_TEST_CASE("ONNX oracle: MatMul as dot and broadcasting batch_dot", "[onnx][dot]") {
+  std::vector<const OnnxCase*> cases;
+  if (!OracleCases("MatMul", &cases)) return;
+  for (const OnnxCase* c : cases) {
+    MatMulAgainstOracle<Device, float>(stream, *c);
+    MatMulAgainstOracle<Device, double>(stream, *c);
+  }
+}
+
 }  // namespace

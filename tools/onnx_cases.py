@@ -141,7 +141,20 @@ def pad_cases(rng, np, F):
         yield "Pad", inputs, [("output", F)], {"mode": mode}
 
 
-GENERATORS = [softmax_cases, pad_cases]
+def matmul_cases(rng, np, F):
+    """2-D products and 3-D batches, either side's batch 1 (broadcast) now and then: dot and batch_dot."""
+    for i in range(24):
+        m, k, n = (int(v) for v in rng.integers(1, 9, size=3))
+        if i % 3 == 0:
+            a, b = (m, k), (k, n)
+        else:
+            batch = int(rng.integers(1, 5))
+            a, b = (1 if i % 3 == 1 and i % 2 else batch, m, k), (1 if i % 3 == 2 and i % 2 else batch, k, n)
+        yield ("MatMul", [("A", rng.standard_normal(a).astype(np.float32)),
+                          ("B", rng.standard_normal(b).astype(np.float32))], [("Y", F)], {})
+
+
+GENERATORS = [softmax_cases, pad_cases, matmul_cases]
 
 
 # ---- writing ---------------------------------------------------------------------------------------------
