@@ -200,4 +200,15 @@ void WithRank(int rank, Fn&& fn) {
   }
   FAIL("rank " << rank << " is not one the operators take (1 to 5)");
 }
+// Calls fn(std::integral_constant<int, axis>{}) for an axis of a rank-dim tensor (negative counts from the
+// end, as in ONNX) known only at run time.
+template <int dim, typename Fn>
+void WithAxis(int axis, Fn&& fn) {
+  if (axis < 0) axis += dim;
+  REQUIRE((0 <= axis && axis < dim));
+  WithRank(axis + 1, [&](auto a1) {
+    constexpr int a = decltype(a1)::value - 1;
+    if constexpr (a < dim) fn(std::integral_constant<int, a>{});
+  });
+}
 }  // namespace te_test

@@ -154,7 +154,35 @@ def matmul_cases(rng, np, F):
                           ("B", rng.standard_normal(b).astype(np.float32))], [("Y", F)], {})
 
 
-GENERATORS = [softmax_cases, pad_cases, matmul_cases]
+def slice_cases(rng, np, F):
+    """One axis, a step of -3..3 (not 0), starts / ends anywhere, negative and past the ends included."""
+    for i in range(32):
+        rank = int(rng.integers(1, 5))
+        shape = random_shape(rng, rank, 1, 7)
+        axis = int(rng.integers(-rank, rank))
+        n = shape[axis]
+        step = int(rng.choice([-3, -2, -1, 1, 2, 3]))
+        start, end = (int(v) for v in rng.integers(-n - 2, n + 3, size=2))
+        x = rng.standard_normal(shape).astype(np.float32)
+        i64 = lambda v: np.array([v], dtype=np.int64)
+        yield ("Slice", [("data", x), ("starts", i64(start)), ("ends", i64(end)), ("axes", i64(axis)),
+                         ("steps", i64(step))], [("output", F)], {})
+
+
+def concat_cases(rng, np, F):
+    for i in range(16):
+        rank = int(rng.integers(1, 5))
+        shape = random_shape(rng, rank, 1, 5)
+        axis = int(rng.integers(-rank, rank))
+        inputs = []
+        for k in range(int(rng.integers(2, 5))):
+            s = list(shape)
+            s[axis] = int(rng.integers(0 if k else 1, 4))
+            inputs.append(("x%d" % k, rng.standard_normal(s).astype(np.float32)))
+        yield "Concat", inputs, [("concat_result", F)], {"axis": axis}
+
+
+GENERATORS = [softmax_cases, pad_cases, matmul_cases, slice_cases, concat_cases]
 
 
 # ---- writing ---------------------------------------------------------------------------------------------
