@@ -200,4 +200,31 @@ TE_DEVICE_TEST_CASE("ONNX oracle: Slice with steps and Concat of N operands", "[
   }
 }
 
+// ReduceMean with keepdims = 1; no axes (or an empty list) reduces every axis.
+template <typename Device, typename DType>
+void ReduceMeanAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
+  INFO(c.Describe() << " dtype " << DataType<DType>::name());
+  const OnnxTensor& x = c.In("data");
+  std::vector<int> axes;
+  if (const OnnxTensor* a = c.FindIn("axes"))
+    for (double v : a->values) axes.push_back(static_cast<int>(v));
+  WithRank(x.rank(), [&](auto rank) {
+    constexpr int dim = decltype(rank)::value;
+    auto xd = Dev<Device>(HostOf<dim, DType>(x).view(), stream);
+    TensorContainer<Device, dim, DType> yd(c.Out().ShapeAs<dim>());
+    yd.set_stream(stream);
+    yd = expr::mean(xd.view(), axes);
+    CheckVec(ToHost(yd.view()).view(), c.Out().values, kOracleTol, "ReduceMean");
+  });
+}
+
+TE_DEVICE_TEST_CASE("ONNX oracle: ReduceMean over several axes", "[onnx][reduce_axes]") {
+  std::vector<const OnnxCase*> cases;
+  if (!OracleCases("ReduceMean", &cases)) return;
+  for (const OnnxCase* c : cases) {
+    ReduceMeanAgainstOracle<Device, float>(stream, *c);
+    ReduceMeanAgainstOracle<Device, double>(stream, *c);
+  }
+}
+
 }  // namespace

@@ -182,7 +182,21 @@ def concat_cases(rng, np, F):
         yield "Concat", inputs, [("concat_result", F)], {"axis": axis}
 
 
-GENERATORS = [softmax_cases, pad_cases, matmul_cases, slice_cases, concat_cases]
+def reduce_mean_cases(rng, np, F):
+    """keepdims = 1 over a random subset of the axes (negative ones too); no axes input: every axis."""
+    for i in range(20):
+        rank = int(rng.integers(1, 6))
+        shape = random_shape(rng, rank, 1, 6)
+        axes = [int(d if rng.integers(2) else d - rank) for d in range(rank) if rng.integers(2)]
+        rng.shuffle(axes)
+        x = rng.standard_normal(shape).astype(np.float32)
+        inputs = [("data", x)]
+        if axes or i % 2:
+            inputs.append(("axes", np.array(axes, dtype=np.int64)))
+        yield "ReduceMean", inputs, [("reduced", F)], {"keepdims": 1}
+
+
+GENERATORS = [softmax_cases, pad_cases, matmul_cases, slice_cases, concat_cases, reduce_mean_cases]
 
 
 # ---- writing ---------------------------------------------------------------------------------------------
