@@ -7,6 +7,7 @@
 // saying why (tools/test.sh counts them as skipped).
 #include "ops_test_util.h"
 #include "onnx_cases.h"
+#include <tensorexpr/ops/leaky_relu.h>
 #include <tensorexpr/ops/softmax.h>
 
 namespace {
@@ -224,6 +225,38 @@ TE_DEVICE_TEST_CASE("ONNX oracle: ReduceMean over several axes", "[onnx][reduce_
   for (const OnnxCase* c : cases) {
     ReduceMeanAgainstOracle<Device, float>(stream, *c);
     ReduceMeanAgainstOracle<Device, double>(stream, *c);
+  }
+}
+
+// LeakyRelu (ONNX's default alpha 0.01), Elu (default 1.0) and PRelu (slope (1) or (C, 1, ...): our gamma).
+template <typename Device, typename DType>
+void LeakyAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
+  INFO(c.Describe() << " dtype " << DataType<DType>::name());
+  const OnnxTensor& x = c.In("X");
+  ops::LeakyReLUParam p;
+  p.act_type = c.op == "Elu" ? ops::LeakyReLUType::kELU
+             : c.op == "PRelu" ? ops::LeakyReLUType::kPReLU : ops::LeakyReLUType::kLeaky;
+  p.slope = c.Float("alpha", c.op == "Elu" ? 1.0 : 0.01);
+  std::vector<double> slope = c.op == "PRelu" ? c.In("slope").values : std::vector<double>{};
+  auto gd = Dev<Device>(FromVec<1, DType>(Shape1(index_t(slope.size())), slope).view(), stream);
+  WithRank(x.rank(), [&](auto rank) {
+    constexpr int dim = decltype(rank)::value;
+    auto xd = Dev<Device>(HostOf<dim, DType>(x).view(), stream);
+    TensorContainer<Device, dim, DType> yd(xd.shape_);
+    yd.set_stream(stream);
+    ops::LeakyReLUForward(p, xd.view(), gd.view(), kWriteTo, yd.view());
+    CheckVec(ToHost(yd.view()).view(), c.Out().values, kOracleTol, c.op);
+  });
+}
+
+TE_DEVICE_TEST_CASE("ONNX oracle: LeakyRelu, Elu and PRelu", "[onnx][leaky_relu]") {
+  for (const char* op : {"LeakyRelu", "Elu", "PRelu"}) {
+    std::vector<const OnnxCase*> cases;
+    if (!OracleCases(op, &cases)) return;
+    for (const OnnxCase* c : cases) {
+      LeakyAgainstOracle<Device, float>(stream, *c);
+      LeakyAgainstOracle<Device, double>(stream, *c);
+    }
   }
 }
 

@@ -196,7 +196,25 @@ def reduce_mean_cases(rng, np, F):
         yield "ReduceMean", inputs, [("reduced", F)], {"keepdims": 1}
 
 
-GENERATORS = [softmax_cases, pad_cases, matmul_cases, slice_cases, concat_cases, reduce_mean_cases]
+def leaky_cases(rng, np, F):
+    """LeakyRelu and Elu (alpha given or ONNX's default), PRelu with one slope or one per channel."""
+    for i in range(36):
+        rank = int(rng.integers(1, 6)) if i % 3 < 2 else int(rng.integers(2, 6))
+        shape = random_shape(rng, rank, 1, 6)
+        x = (rng.standard_normal(shape) * 2).astype(np.float32)
+        if i % 3 == 0:
+            attrs = {"alpha": float(rng.uniform(0.01, 1.0))} if i % 2 else {}
+            yield "LeakyRelu", [("X", x)], [("Y", F)], attrs
+        elif i % 3 == 1:
+            attrs = {"alpha": float(rng.uniform(0.1, 2.0))} if i % 2 else {}
+            yield "Elu", [("X", x)], [("Y", F)], attrs
+        else:
+            per_channel = (shape[1],) + (1,) * (rank - 2)
+            slope = rng.uniform(-0.5, 1.0, size=per_channel if i % 2 else (1,)).astype(np.float32)
+            yield "PRelu", [("X", x), ("slope", slope)], [("Y", F)], {}
+
+
+GENERATORS = [softmax_cases, pad_cases, matmul_cases, slice_cases, concat_cases, reduce_mean_cases, leaky_cases]
 
 
 # ---- writing ---------------------------------------------------------------------------------------------
