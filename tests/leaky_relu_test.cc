@@ -92,7 +92,8 @@ TE_DEVICE_TEST_CASE("LeakyReLU gradients match finite differences in double, in 
       ops::LeakyReLUForward(p, xd.view(), gd.view(), kWriteInplace, xd.view());  // in place
       return ToVec(ToHost(xd.view()).view());
     };
-    auto xd = Dev<Device>(xh.view(), stream), gd = Dev<Device>(gh.view(), stream);
+    auto xd = Dev<Device>(xh.view(), stream);
+    auto gd = Dev<Device>(gh.view(), stream);
     auto buf = Dev<Device>(dyh.view(), stream);
     TensorContainer<Device, 1, double> dg(Shape1(3));
     dg.set_stream(stream);

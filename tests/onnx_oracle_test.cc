@@ -7,6 +7,7 @@
 // saying why (tools/test.sh counts them as skipped).
 #include "ops_test_util.h"
 #include "onnx_cases.h"
+#include <tensorexpr/ops/fully_connected.h>
 #include <tensorexpr/ops/leaky_relu.h>
 #include <tensorexpr/ops/softmax.h>
 
@@ -103,12 +104,58 @@ TE_DEVICE_TEST_CASE("ONNX oracle: Pad in every mode", "[onnx][pad]") {
   }
 }
 
-// MatMul of 2-D matrices (dot) and of 3-D batches, a batch of 1 broadcasting (batch_dot).
+// FullyConnected: Gemm (A (N, D), B (K, D) with transB = 1, bias C (K)), or flatten = false: MatMul of A
+// (..., D) and B (D, K), our weight being B^T.
+template <typename Device, typename DType>
+void FullyConnectedAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
+  INFO(c.Describe() << " dtype " << DataType<DType>::name());
+  const OnnxTensor &a = c.In("A"), &b = c.In("B");
+  const bool gemm = c.op == "Gemm";
+  ops::FullyConnectedParam p;
+  p.flatten = gemm;
+  p.no_bias = !gemm;
+  p.num_hidden = gemm ? b.shape[0] : b.shape[1];
+  const index_t K = p.num_hidden, D = a.shape.back();
+  Vec w(b.values);  // (K, D)
+  if (!gemm)
+    for (index_t k = 0; k < K; ++k)
+      for (index_t d = 0; d < D; ++d) w[size_t(k * D + d)] = b.values[size_t(d * K + k)];
+  auto wd = Dev<Device>(FromVec<2, DType>(Shape2(K, D), w).view(), stream);
+  auto bd = Dev<Device>(FromVec<1, DType>(Shape1(gemm ? K : 0), gemm ? c.In("C").values : Vec{}).view(), stream);
+  WithRank(a.rank(), [&](auto rank) {
+    constexpr int dim = decltype(rank)::value;
+    if constexpr (dim >= 2) {
+      auto xd = Dev<Device>(HostOf<dim, DType>(a).view(), stream);
+      TensorContainer<Device, 2, DType> yd(ops::InferFullyConnectedShapes(p, xd.shape_).out);
+      yd.set_stream(stream);
+      ops::FullyConnectedForward(p, xd.view(), wd.view(), bd.view(), kWriteTo, yd.view());
+      CheckVec(ToHost(yd.view()).view(), c.Out().values, kOracleTol, c.op);
+    }
+  });
+}
+
+TE_DEVICE_TEST_CASE("ONNX oracle: FullyConnected as Gemm, and with flatten = false as N-D MatMul", "[onnx][fully_connected]") {
+  std::vector<const OnnxCase*> cases;
+  if (!OracleCases("Gemm", &cases)) return;
+  for (const OnnxCase* c : cases) {
+    FullyConnectedAgainstOracle<Device, float>(stream, *c);
+    FullyConnectedAgainstOracle<Device, double>(stream, *c);
+  }
+  if (!OracleCases("MatMul", &cases)) return;
+  for (const OnnxCase* c : cases) {
+    if (c->In("B").rank() != 2 || c->In("A").rank() == 2) continue;  // the N-D x 2-D ones
+    FullyConnectedAgainstOracle<Device, float>(stream, *c);
+    FullyConnectedAgainstOracle<Device, double>(stream, *c);
+  }
+}
+
+// MatMul of 2-D matrices (dot) and of 3-D batches, a batch of 1 broadcasting (batch_dot); the N-D x 2-D
+// cases are FullyConnected's (above).
 template <typename Device, typename DType>
 void MatMulAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
   INFO(c.Describe() << " dtype " << DataType<DType>::name());
   const OnnxTensor &a = c.In("A"), &b = c.In("B");
-  REQUIRE(a.rank() == b.rank());
+  if (a.rank() != b.rank()) return;
   WithRank(a.rank(), [&](auto rank) {
     constexpr int dim = decltype(rank)::value;
     if constexpr (dim == 2 || dim == 3) {

@@ -129,14 +129,16 @@ struct FcReqs {
   OpReqType fwd = kWriteTo, data = kWriteTo, weight = kWriteTo, bias = kWriteTo;
 };
 
-// data of `dim` dimensions; padded rows only for 2-D data (the flattening needs contiguous N-D data).
+// data of `dim` dimensions; padded rows only for 2-D data or without flatten (flattening N-D data needs it
+// contiguous). Without flatten, the leading positions are the rows: the same (N, D) data in row-major order.
 template <typename Device, typename DType, int dim>
-void RunFc(Stream<Device>* stream, Shape<dim> xs, index_t K, bool bias, FcReqs r, bool padded) {
+void RunFc(Stream<Device>* stream, Shape<dim> xs, index_t K, bool bias, FcReqs r, bool padded, bool flatten = true) {
   ops::FullyConnectedParam p;
   p.num_hidden = K;
   p.no_bias = !bias;
+  p.flatten = flatten;
   const auto shapes = ops::InferFullyConnectedShapes(p, xs);
-  const index_t N = xs[0], D = xs.ProdShape(1, dim);
+  const index_t N = flatten ? xs[0] : xs.ProdShape(0, dim - 1), D = flatten ? xs.ProdShape(1, dim) : xs[dim - 1];
   REQUIRE(shapes.out == Shape2(N, K));
   REQUIRE(shapes.weight == Shape2(K, D));
   REQUIRE(shapes.bias == Shape1(bias ? K : 0));
@@ -173,7 +175,8 @@ void RunFc(Stream<Device>* stream, Shape<dim> xs, index_t K, bool bias, FcReqs r
   ops::FullyConnectedForward(p, xd.view(), wd.view(), bd.view(), r.fwd, yd.view());
   ops::FullyConnectedBackward(p, dyd.view(), xd.view(), wd.view(), r.data, dxd.view(), r.weight, dwd.view(), r.bias,
                               dbd.view());
-  INFO("data " << xs << " K " << K << " bias " << bias << " padded " << padded << " reqs " << OpReqName(r.fwd) << "/"
+  INFO("data " << xs << " K " << K << " bias " << bias << " padded " << padded << " flatten " << flatten << " reqs "
+               << OpReqName(r.fwd) << "/"
                << OpReqName(r.data) << "/" << OpReqName(r.weight) << "/" << OpReqName(r.bias) << " dtype "
                << DataType<DType>::name());
   auto tol = [](index_t terms) { return Tol<DType>() * std::max(1.0, std::sqrt(double(terms))); };
@@ -199,6 +202,12 @@ TE_DEVICE_TEST_CASE("FullyConnected matches the float64 reference", "[ops_nn][fu
   RunFc<Device, float, 2>(stream, Shape2(0, 6), 4, true, FcReqs{kWriteTo, kWriteTo, kWriteTo, kWriteTo}, false);
   RunFc<Device, half_t, 2>(stream, Shape2(6, 16), 8, true, FcReqs{}, false);
   RunFc<Device, bf16_t, 3>(stream, Shape3(6, 4, 4), 8, true, FcReqs{kAddTo, kAddTo, kAddTo, kAddTo}, false);
+  // flatten = false: N-D data multiplied on its last axis, padded rows and all.
+  RunFc<Device, float, 3>(stream, Shape3(4, 5, 6), 3, true, FcReqs{}, true, false);
+  RunFc<Device, double, 4>(stream, Shape4(2, 3, 2, 7), 5, true, FcReqs{kAddTo, kWriteTo, kAddTo, kWriteTo}, true, false);
+  RunFc<Device, float, 5>(stream, Shape5(2, 1, 3, 2, 4), 2, false, FcReqs{kWriteTo, kAddTo, kWriteTo, kNullOp}, false, false);
+  RunFc<Device, half_t, 3>(stream, Shape3(3, 2, 16), 4, true, FcReqs{}, true, false);
+  RunFc<Device, float, 2>(stream, Shape2(5, 9), 3, true, FcReqs{}, true, false);  // 2-D: the same either way
 }
 
 TE_DEVICE_TEST_CASE("FullyConnected gradients match finite differences", "[ops_nn][fully_connected]") {

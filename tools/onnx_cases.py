@@ -214,7 +214,23 @@ def leaky_cases(rng, np, F):
             yield "PRelu", [("X", x), ("slope", slope)], [("Y", F)], {}
 
 
-GENERATORS = [softmax_cases, pad_cases, matmul_cases, slice_cases, concat_cases, reduce_mean_cases, leaky_cases]
+def fully_connected_cases(rng, np, F):
+    """Gemm with transB = 1 and a bias (FullyConnected), and N-D x 2-D MatMul (FullyConnected, flatten=false)."""
+    for i in range(20):
+        k, d = (int(v) for v in rng.integers(1, 9, size=2))
+        w = rng.standard_normal((k, d)).astype(np.float32)
+        if i % 2 == 0:
+            x = rng.standard_normal((int(rng.integers(1, 9)), d)).astype(np.float32)
+            bias = rng.standard_normal((k,)).astype(np.float32)
+            yield "Gemm", [("A", x), ("B", w), ("C", bias)], [("Y", F)], {"transB": 1}
+        else:
+            lead = random_shape(rng, int(rng.integers(2, 4)), 1, 4)
+            x = rng.standard_normal(lead + (d,)).astype(np.float32)
+            yield "MatMul", [("A", x), ("B", np.ascontiguousarray(w.T))], [("Y", F)], {}
+
+
+GENERATORS = [softmax_cases, pad_cases, matmul_cases, slice_cases, concat_cases, reduce_mean_cases, leaky_cases,
+              fully_connected_cases]
 
 
 # ---- writing ---------------------------------------------------------------------------------------------
