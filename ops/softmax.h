@@ -46,61 +46,69 @@ inline Tensor<Device, dim, compute_t<DType>> LogSumExp(const Tensor<Device, dim,
   return lse;
 }
 
+// Forward of softmax (kLog false) or log-softmax: out = exp(x - lse) or x - lse.
+template <bool kLog, typename Device, int dim, typename DType>
+void SoftmaxForwardPass(const char* what, const SoftmaxParam& p, const Tensor<Device, dim, DType>& data,
+                        OpReqType req, const Tensor<Device, dim, DType>& out) {
+  const int axis = CheckSoftmax(what, p, req, data.shape_, "data", out.shape_, "output");
+  if (req == kNullOp || data.shape_.Size() == 0) return;
+  using A = compute_t<DType>;
+  const auto lse = LogSumExp(data, axis, out.stream_);
+  const auto shifted = expr::tcast<A>(data) - expr::broadcast_keepdim(lse, axis, data.shape_[axis]);
+  if constexpr (kLog) {
+    Assign(out, req, expr::tcast<DType>(shifted));
+  } else {
+    Assign(out, req, expr::tcast<DType>(expr::F<op::exp>(shifted)));
+  }
+}
+
+// Backward from the forward output y: softmax dx = y * (dy - sum(dy * y)); log-softmax dx = dy - exp(y) * sum(dy).
+template <bool kLog, typename Device, int dim, typename DType>
+void SoftmaxBackwardPass(const char* what, const SoftmaxParam& p, const Tensor<Device, dim, DType>& out_grad,
+                         const Tensor<Device, dim, DType>& out, OpReqType req,
+                         const Tensor<Device, dim, DType>& in_grad) {
+  const int axis = CheckSoftmax(what, p, req, out.shape_, "output", out_grad.shape_, "output gradient");
+  CheckSoftmax(what, p, req, out.shape_, "output", in_grad.shape_, "input gradient");
+  if (req == kNullOp || out.shape_.Size() == 0) return;
+  using A = compute_t<DType>;
+  const auto y = expr::tcast<A>(out);
+  const auto dy = expr::tcast<A>(out_grad);
+  Tensor<Device, dim, A> sum = get_space_typed<Device, dim, A>(SoftmaxReducedShape(out.shape_, axis), in_grad.stream_);
+  const auto sum_all = expr::broadcast_keepdim(sum, axis, out.shape_[axis]);
+  if constexpr (kLog) {
+    sum = expr::reduce_with_axis<red::sum, true>(dy, axis);
+    Assign(in_grad, req, expr::tcast<DType>(dy - expr::F<op::exp>(y) * sum_all));
+  } else {
+    sum = expr::reduce_with_axis<red::sum, true>(dy * y, axis);
+    Assign(in_grad, req, expr::tcast<DType>(y * (dy - sum_all)));
+  }
+}
+
 }  // namespace detail
 
 template <typename Device, int dim, typename DType>
 void SoftmaxForward(const SoftmaxParam& p, const Tensor<Device, dim, DType>& data, OpReqType req,
                     const Tensor<Device, dim, DType>& out) {
-  const int axis = detail::CheckSoftmax("Softmax forward", p, req, data.shape_, "data", out.shape_, "output");
-  if (req == kNullOp || data.shape_.Size() == 0) return;
-  using A = compute_t<DType>;
-  const auto lse = detail::LogSumExp(data, axis, out.stream_);
-  Assign(out, req, expr::tcast<DType>(expr::F<op::exp>(
-                       expr::tcast<A>(data) - expr::broadcast_keepdim(lse, axis, data.shape_[axis]))));
+  detail::SoftmaxForwardPass<false>("Softmax forward", p, data, req, out);
 }
 
 template <typename Device, int dim, typename DType>
 void LogSoftmaxForward(const SoftmaxParam& p, const Tensor<Device, dim, DType>& data, OpReqType req,
                        const Tensor<Device, dim, DType>& out) {
-  const int axis = detail::CheckSoftmax("LogSoftmax forward", p, req, data.shape_, "data", out.shape_, "output");
-  if (req == kNullOp || data.shape_.Size() == 0) return;
-  using A = compute_t<DType>;
-  const auto lse = detail::LogSumExp(data, axis, out.stream_);
-  Assign(out, req, expr::tcast<DType>(expr::tcast<A>(data) - expr::broadcast_keepdim(lse, axis, data.shape_[axis])));
+  detail::SoftmaxForwardPass<true>("LogSoftmax forward", p, data, req, out);
 }
 
 template <typename Device, int dim, typename DType>
 void SoftmaxBackward(const SoftmaxParam& p, const Tensor<Device, dim, DType>& out_grad,
                      const Tensor<Device, dim, DType>& out, OpReqType req, const Tensor<Device, dim, DType>& in_grad) {
-  const int axis = detail::CheckSoftmax("Softmax backward", p, req, out.shape_, "output", out_grad.shape_,
-                                        "output gradient");
-  detail::CheckSoftmax("Softmax backward", p, req, out.shape_, "output", in_grad.shape_, "input gradient");
-  if (req == kNullOp || out.shape_.Size() == 0) return;
-  using A = compute_t<DType>;
-  const auto y = expr::tcast<A>(out);
-  const auto dy = expr::tcast<A>(out_grad);
-  Tensor<Device, dim, A> dot =
-      get_space_typed<Device, dim, A>(detail::SoftmaxReducedShape(out.shape_, axis), in_grad.stream_);
-  dot = expr::reduce_with_axis<red::sum, true>(dy * y, axis);
-  Assign(in_grad, req, expr::tcast<DType>(y * (dy - expr::broadcast_keepdim(dot, axis, out.shape_[axis]))));
+  detail::SoftmaxBackwardPass<false>("Softmax backward", p, out_grad, out, req, in_grad);
 }
 
 template <typename Device, int dim, typename DType>
 void LogSoftmaxBackward(const SoftmaxParam& p, const Tensor<Device, dim, DType>& out_grad,
                         const Tensor<Device, dim, DType>& out, OpReqType req,
                         const Tensor<Device, dim, DType>& in_grad) {
-  const int axis = detail::CheckSoftmax("LogSoftmax backward", p, req, out.shape_, "output", out_grad.shape_,
-                                        "output gradient");
-  detail::CheckSoftmax("LogSoftmax backward", p, req, out.shape_, "output", in_grad.shape_, "input gradient");
-  if (req == kNullOp || out.shape_.Size() == 0) return;
-  using A = compute_t<DType>;
-  const auto dy = expr::tcast<A>(out_grad);
-  Tensor<Device, dim, A> sum =
-      get_space_typed<Device, dim, A>(detail::SoftmaxReducedShape(out.shape_, axis), in_grad.stream_);
-  sum = expr::reduce_with_axis<red::sum, true>(dy, axis);
-  Assign(in_grad, req,
-         expr::tcast<DType>(dy - expr::F<op::exp>(expr::tcast<A>(out)) *
-                                     expr::broadcast_keepdim(sum, axis, out.shape_[axis])));
+  detail::SoftmaxBackwardPass<true>("LogSoftmax backward", p, out_grad, out, req, in_grad);
 }
 
 // Explicit instantiations for one device and dtype, ranks 1 to 5 (ops/softmax.cc).

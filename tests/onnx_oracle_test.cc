@@ -14,17 +14,28 @@
 namespace {
 using namespace te_test;
 
-// The cases of `op`; false (after a WARN that says why) when the oracle is unavailable.
-bool OracleCases(const std::string& op, std::vector<const OnnxCase*>* cases) {
+// Calls check(c, float()) and check(c, double()) for every case c of `op` that `keep` accepts; false
+// (after a WARN that says why) when the oracle is unavailable.
+template <typename Check, typename Keep>
+bool ForOracleCases(const std::string& op, Check check, Keep keep) {
   const OnnxCases& all = LoadOnnxCases();
   if (!all.available) {
     WARN(OnnxSkipMessage(all));
     return false;
   }
-  *cases = all.Of(op);
+  const std::vector<const OnnxCase*> cases = all.Of(op);
   INFO("the cases file has no " << op << " case: tools/onnx_cases.py writes some for every operator tested here");
-  REQUIRE(!cases->empty());
+  REQUIRE(!cases.empty());
+  for (const OnnxCase* c : cases) {
+    if (!keep(*c)) continue;
+    check(*c, float());
+    check(*c, double());
+  }
   return true;
+}
+template <typename Check>
+bool ForOracleCases(const std::string& op, Check check) {
+  return ForOracleCases(op, check, [](const OnnxCase&) { return true; });
 }
 
 // A host tensor of rank `dim` holding an ONNX case's tensor, rounded to DType.
@@ -58,14 +69,9 @@ void SoftmaxAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
 }
 
 TE_DEVICE_TEST_CASE("ONNX oracle: Softmax and LogSoftmax", "[onnx][softmax]") {
-  for (const char* op : {"Softmax", "LogSoftmax"}) {
-    std::vector<const OnnxCase*> cases;
-    if (!OracleCases(op, &cases)) return;
-    for (const OnnxCase* c : cases) {
-      SoftmaxAgainstOracle<Device, float>(stream, *c);
-      SoftmaxAgainstOracle<Device, double>(stream, *c);
-    }
-  }
+  for (const char* op : {"Softmax", "LogSoftmax"})
+    if (!ForOracleCases(op, [&](const OnnxCase& c, auto t) { SoftmaxAgainstOracle<Device, decltype(t)>(stream, c); }))
+      return;
 }
 
 // Pad: pads = (begin of each axis..., end of each axis...), mode, constant_value (default 0).
@@ -96,12 +102,7 @@ void PadAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
 }
 
 TE_DEVICE_TEST_CASE("ONNX oracle: Pad in every mode", "[onnx][pad]") {
-  std::vector<const OnnxCase*> cases;
-  if (!OracleCases("Pad", &cases)) return;
-  for (const OnnxCase* c : cases) {
-    PadAgainstOracle<Device, float>(stream, *c);
-    PadAgainstOracle<Device, double>(stream, *c);
-  }
+  ForOracleCases("Pad", [&](const OnnxCase& c, auto t) { PadAgainstOracle<Device, decltype(t)>(stream, c); });
 }
 
 // FullyConnected: Gemm (A (N, D), B (K, D) with transB = 1, bias C (K)), or flatten = false: MatMul of A
@@ -135,18 +136,10 @@ void FullyConnectedAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
 }
 
 TE_DEVICE_TEST_CASE("ONNX oracle: FullyConnected as Gemm, and with flatten = false as N-D MatMul", "[onnx][fully_connected]") {
-  std::vector<const OnnxCase*> cases;
-  if (!OracleCases("Gemm", &cases)) return;
-  for (const OnnxCase* c : cases) {
-    FullyConnectedAgainstOracle<Device, float>(stream, *c);
-    FullyConnectedAgainstOracle<Device, double>(stream, *c);
-  }
-  if (!OracleCases("MatMul", &cases)) return;
-  for (const OnnxCase* c : cases) {
-    if (c->In("B").rank() != 2 || c->In("A").rank() == 2) continue;  // the N-D x 2-D ones
-    FullyConnectedAgainstOracle<Device, float>(stream, *c);
-    FullyConnectedAgainstOracle<Device, double>(stream, *c);
-  }
+  auto check = [&](const OnnxCase& c, auto t) { FullyConnectedAgainstOracle<Device, decltype(t)>(stream, c); };
+  if (!ForOracleCases("Gemm", check)) return;
+  // The N-D x 2-D MatMul cases.
+  ForOracleCases("MatMul", check, [](const OnnxCase& c) { return c.In("A").rank() > 2 && c.In("B").rank() == 2; });
 }
 
 // MatMul of 2-D matrices (dot) and of 3-D batches, a batch of 1 broadcasting (batch_dot); the N-D x 2-D
@@ -155,7 +148,7 @@ template <typename Device, typename DType>
 void MatMulAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
   INFO(c.Describe() << " dtype " << DataType<DType>::name());
   const OnnxTensor &a = c.In("A"), &b = c.In("B");
-  if (a.rank() != b.rank()) return;
+  REQUIRE(a.rank() == b.rank());
   WithRank(a.rank(), [&](auto rank) {
     constexpr int dim = decltype(rank)::value;
     if constexpr (dim == 2 || dim == 3) {
@@ -172,12 +165,8 @@ void MatMulAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
 }
 
 TE_DEVICE_TEST_CASE("ONNX oracle: MatMul as dot and broadcasting batch_dot", "[onnx][dot]") {
-  std::vector<const OnnxCase*> cases;
-  if (!OracleCases("MatMul", &cases)) return;
-  for (const OnnxCase* c : cases) {
-    MatMulAgainstOracle<Device, float>(stream, *c);
-    MatMulAgainstOracle<Device, double>(stream, *c);
-  }
+  ForOracleCases("MatMul", [&](const OnnxCase& c, auto t) { MatMulAgainstOracle<Device, decltype(t)>(stream, c); },
+                 [](const OnnxCase& c) { return c.In("A").rank() == c.In("B").rank(); });
 }
 
 // Slice along one axis with a step: ONNX's starts and ends (negative ones count from the end, and both are
@@ -235,17 +224,9 @@ void ConcatAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
 }
 
 TE_DEVICE_TEST_CASE("ONNX oracle: Slice with steps and Concat of N operands", "[onnx][layout]") {
-  std::vector<const OnnxCase*> cases;
-  if (!OracleCases("Slice", &cases)) return;
-  for (const OnnxCase* c : cases) {
-    SliceAgainstOracle<Device, float>(stream, *c);
-    SliceAgainstOracle<Device, double>(stream, *c);
-  }
-  if (!OracleCases("Concat", &cases)) return;
-  for (const OnnxCase* c : cases) {
-    ConcatAgainstOracle<Device, float>(stream, *c);
-    ConcatAgainstOracle<Device, double>(stream, *c);
-  }
+  if (!ForOracleCases("Slice", [&](const OnnxCase& c, auto t) { SliceAgainstOracle<Device, decltype(t)>(stream, c); }))
+    return;
+  ForOracleCases("Concat", [&](const OnnxCase& c, auto t) { ConcatAgainstOracle<Device, decltype(t)>(stream, c); });
 }
 
 // ReduceMean with keepdims = 1; no axes (or an empty list) reduces every axis.
@@ -267,12 +248,7 @@ void ReduceMeanAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
 }
 
 TE_DEVICE_TEST_CASE("ONNX oracle: ReduceMean over several axes", "[onnx][reduce_axes]") {
-  std::vector<const OnnxCase*> cases;
-  if (!OracleCases("ReduceMean", &cases)) return;
-  for (const OnnxCase* c : cases) {
-    ReduceMeanAgainstOracle<Device, float>(stream, *c);
-    ReduceMeanAgainstOracle<Device, double>(stream, *c);
-  }
+  ForOracleCases("ReduceMean", [&](const OnnxCase& c, auto t) { ReduceMeanAgainstOracle<Device, decltype(t)>(stream, c); });
 }
 
 // LeakyRelu (ONNX's default alpha 0.01), Elu (default 1.0) and PRelu (slope (1) or (C, 1, ...): our gamma).
@@ -297,14 +273,9 @@ void LeakyAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
 }
 
 TE_DEVICE_TEST_CASE("ONNX oracle: LeakyRelu, Elu and PRelu", "[onnx][leaky_relu]") {
-  for (const char* op : {"LeakyRelu", "Elu", "PRelu"}) {
-    std::vector<const OnnxCase*> cases;
-    if (!OracleCases(op, &cases)) return;
-    for (const OnnxCase* c : cases) {
-      LeakyAgainstOracle<Device, float>(stream, *c);
-      LeakyAgainstOracle<Device, double>(stream, *c);
-    }
-  }
+  for (const char* op : {"LeakyRelu", "Elu", "PRelu"})
+    if (!ForOracleCases(op, [&](const OnnxCase& c, auto t) { LeakyAgainstOracle<Device, decltype(t)>(stream, c); }))
+      return;
 }
 
 }  // namespace

@@ -56,8 +56,7 @@ void RunPad(Stream<Device>* stream, const Shape<dim>& shape, PadMode mode, bool 
   INFO("pad " << PadModeName(mode) << " source " << shape << " begin " << begin << " end " << end << " dtype "
               << DataType<DType>::name() << (add ? " +=" : " ="));
   auto xh = Uniform<dim, DType>(shape);
-  TensorContainer<cpu, dim, double> x64(shape);
-  ForEachIndex(shape, [&](const Shape<dim>& i) { x64.dptr_[Flat(shape, i)] = At(xh.view(), i); });
+  const auto x64 = FromVec<dim, double>(shape, ToVec(xh.view()));
   auto xd = Dev<Device>(xh.view(), stream, padded_rows);
   TensorContainer<cpu, dim, DType> outh(out_shape);
   const Vec before = Prefill(outh.view(), add ? kAddTo : kWriteTo);

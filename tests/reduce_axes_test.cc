@@ -56,8 +56,7 @@ void RunReduceAxes(Stream<Device>* stream, const Shape<dim>& s, Kind k, bool add
   INFO(KindName(k) << " over axes { " << axes_text.str() << "} of " << s << " dtype " << DataType<DType>::name()
                    << (add ? " +=" : " ="));
   auto xh = Uniform<dim, DType>(s, -2, 2);
-  TensorContainer<cpu, dim, double> x64(s);
-  ForEachIndex(s, [&](const Shape<dim>& i) { x64.dptr_[Flat(s, i)] = At(xh.view(), i); });
+  const auto x64 = FromVec<dim, double>(s, ToVec(xh.view()));
   auto xd = Dev<Device>(xh.view(), stream, true);
   TensorContainer<cpu, dim, DType> oh(out);
   const Vec before = Prefill(oh.view(), add ? kAddTo : kWriteTo);

@@ -8,43 +8,39 @@
 namespace {
 using namespace te_test;
 
+// Calls row(at, K) for every softmax along `axis` of `shape`: at(k) is the flat index of its k-th element.
+template <typename Row>
+void ForEachSoftmax(const std::vector<index_t>& shape, int axis, Row row) {
+  index_t outer = 1, inner = 1;
+  for (int i = 0; i < axis; ++i) outer *= shape[size_t(i)];
+  for (size_t i = size_t(axis) + 1; i < shape.size(); ++i) inner *= shape[i];
+  const index_t K = shape[size_t(axis)];
+  for (index_t o = 0; o < outer; ++o)
+    for (index_t in = 0; in < inner; ++in) row([&](index_t k) { return size_t((o * K + k) * inner + in); }, K);
+}
+
 // Softmax (or log-softmax) of x, of shape `shape`, along `axis` (0 <= axis < rank), in double.
 Vec RefSoftmax(const Vec& x, const std::vector<index_t>& shape, int axis, bool log) {
-  index_t outer = 1, inner = 1;
-  for (int i = 0; i < axis; ++i) outer *= shape[size_t(i)];
-  for (size_t i = size_t(axis) + 1; i < shape.size(); ++i) inner *= shape[i];
-  const index_t K = shape[size_t(axis)];
   Vec y(x.size());
-  for (index_t o = 0; o < outer; ++o)
-    for (index_t in = 0; in < inner; ++in) {
-      auto at = [&](index_t k) { return size_t((o * K + k) * inner + in); };
-      double m = -INFINITY, s = 0;
-      for (index_t k = 0; k < K; ++k) m = std::max(m, x[at(k)]);
-      for (index_t k = 0; k < K; ++k) s += std::exp(x[at(k)] - m);
-      for (index_t k = 0; k < K; ++k) y[at(k)] = log ? x[at(k)] - m - std::log(s) : std::exp(x[at(k)] - m) / s;
-    }
+  ForEachSoftmax(shape, axis, [&](auto at, index_t K) {
+    double m = -INFINITY, s = 0;
+    for (index_t k = 0; k < K; ++k) m = std::max(m, x[at(k)]);
+    for (index_t k = 0; k < K; ++k) s += std::exp(x[at(k)] - m);
+    for (index_t k = 0; k < K; ++k) y[at(k)] = log ? x[at(k)] - m - std::log(s) : std::exp(x[at(k)] - m) / s;
+  });
   return y;
 }
-// The backward in double, from the definition: dx_i = sum_j dy_j dy_j/dx_i.
+// The backward in double, from the Jacobian: dx_i = sum_j dy_j d y_j / d x_i.
 Vec RefSoftmaxGrad(const Vec& x, const Vec& dy, const std::vector<index_t>& shape, int axis, bool log) {
   const Vec p = RefSoftmax(x, shape, axis, false);
-  index_t outer = 1, inner = 1;
-  for (int i = 0; i < axis; ++i) outer *= shape[size_t(i)];
-  for (size_t i = size_t(axis) + 1; i < shape.size(); ++i) inner *= shape[i];
-  const index_t K = shape[size_t(axis)];
   Vec dx(x.size());
-  for (index_t o = 0; o < outer; ++o)
-    for (index_t in = 0; in < inner; ++in) {
-      auto at = [&](index_t k) { return size_t((o * K + k) * inner + in); };
-      for (index_t i = 0; i < K; ++i) {
-        double g = 0;
-        for (index_t j = 0; j < K; ++j) {
-          const double jac = log ? (i == j) - p[at(i)] : p[at(j)] * ((i == j) - p[at(i)]);
-          g += dy[at(j)] * jac;
-        }
-        dx[at(i)] = g;
-      }
+  ForEachSoftmax(shape, axis, [&](auto at, index_t K) {
+    for (index_t i = 0; i < K; ++i) {
+      double g = 0;
+      for (index_t j = 0; j < K; ++j) g += dy[at(j)] * (log ? (i == j) - p[at(i)] : p[at(j)] * ((i == j) - p[at(i)]));
+      dx[at(i)] = g;
     }
+  });
   return dx;
 }
 
