@@ -445,18 +445,20 @@ TE_DEVICE_TEST_CASE("transpose and swapaxis of expressions, with +=", "[layout]"
 // ---- slice ---------------------------------------------------------------------------------------------
 namespace {
 template <typename Device, int dim, int sdim>
-void CheckSlice(const Shape<dim>& s, index_t begin, index_t end, Stream<Device>* stream) {
+void CheckSlice(const Shape<dim>& s, index_t begin, index_t end, Stream<Device>* stream, index_t step = 1) {
   auto a = MakeInput<Device, dim>(s, RandLayout(), stream);
   Shape<dim> want = s;
-  want[sdim] = end - begin;
+  want[sdim] = 0;  // count the indices the slice visits
+  for (index_t i = begin; step > 0 ? i < end : i > end; i += step) ++want[sdim];
   auto out = MakeOutput<Device>(want, RandInt(0, 1) == 1, stream);
   Tensor<Device, dim, float> o = out.view();
-  const auto e = slice<sdim>(a.dev, begin, end);
+  const auto e = slice<sdim>(a.dev, begin, end, step);
+  INFO("slice<" << sdim << ">(a " << s << " " << LayoutName(a.layout) << ", " << begin << ", " << end << ", "
+                << step << ")");
   REQUIRE(e.shape() == want);
   o = e;
-  INFO("slice<" << sdim << ">(a " << s << " " << LayoutName(a.layout) << ", " << begin << ", " << end << ")");
   CheckAll(ToHost(o), [&](Shape<dim> idx) {
-    idx[sdim] += begin;
+    idx[sdim] = begin + idx[sdim] * step;
     return At(a.host, idx);
   }, 0.0);
 }
@@ -473,6 +475,11 @@ TE_DEVICE_TEST_CASE("slice<sdim> matches the reference for every dimension, dims
         CheckSlice<Device, dim, sdim>(s, begin, end, stream);  // random range (possibly empty)
         CheckSlice<Device, dim, sdim>(s, 0, n, stream);        // the whole dimension
         if (n >= 3) CheckSlice<Device, dim, sdim>(s, 1, n - 1, stream);
+        // Steps: forwards from a random start, and backwards from the end or the middle through index 0.
+        const index_t step = RandInt(2, 4);
+        CheckSlice<Device, dim, sdim>(s, begin, n, stream, step);
+        if (n >= 1) CheckSlice<Device, dim, sdim>(s, n - 1, -1, stream, -1);
+        if (n >= 1) CheckSlice<Device, dim, sdim>(s, RandInt(0, n - 1), -1, stream, -step);
       }
     });
   });
@@ -541,6 +548,32 @@ TE_DEVICE_TEST_CASE("concat<cdim> matches the reference for every dimension, dim
         CheckConcat<Device, dim, cdim, true>(s, la, lb, stream);
         CheckConcat<Device, dim, cdim, true>(s, 0, lb, stream);
       }
+    });
+  });
+}
+
+TE_DEVICE_TEST_CASE("concat of four operands along each dimension", "[layout]") {
+  const index_t widths[] = {2, 1, 3, 0};  // one operand empty along the joined dimension
+  StaticFor<3>([&](auto cdim_c) {
+    constexpr int cdim = decltype(cdim_c)::value;
+    std::vector<decltype(MakeInput<Device, 3>(Shape3(1, 1, 1), Layout::kContiguous, stream))> in;
+    for (index_t w : widths) {
+      Shape<3> s = Shape3(3, 4, 5);
+      s[cdim] = w;
+      in.push_back(MakeInput<Device, 3>(s, RandLayout(), stream));
+    }
+    Shape<3> t = Shape3(3, 4, 5);
+    t[cdim] = 6;
+    TensorContainer<cpu, 3, float> init;
+    auto out = MakeOutput<Device>(t, true, stream, &init);
+    Tensor<Device, 3, float> o = out.view();
+    o += concat<cdim>(in[0].dev, in[1].dev, in[2].dev * 2.0f, in[3].dev);
+    INFO("concat<" << cdim << "> of widths 2, 1, 3, 0");
+    CheckAll(ToHost(o), [&](const Shape<3>& i) {
+      Shape<3> src = i;  // the index in the operand k that holds element i
+      size_t k = 0;
+      while (src[cdim] >= widths[k]) src[cdim] -= widths[k++];
+      return At(init.view(), i) + At(in[k].host, src) * (k == 2 ? 2.0 : 1.0);
     });
   });
 }
@@ -689,6 +722,9 @@ TE_DEVICE_TEST_CASE("layout errors name the operation, the shapes and the bad va
                       Contains("slice<1>") && Contains("[1, 4)") && Contains("(2,3,4)"));
   REQUIRE_THROWS_WITH(slice<2>(a.dev, 3, 2), Contains("[3, 2)") && Contains("(2,3,4)"));
   REQUIRE_THROWS_WITH(slice<0>(a.dev, -1, 1), Contains("[-1, 1)") && Contains("(2,3,4)"));
+  REQUIRE_THROWS_WITH(slice<1>(a.dev, 0, 2, 0), Contains("slice<1>") && Contains("step 0") && Contains("(2,3,4)"));
+  REQUIRE_THROWS_WITH(slice<2>(a.dev, 4, 0, -1), Contains("from 4 down to 0") && Contains("-1 <= end <= begin < 4"));
+  REQUIRE_THROWS_WITH(slice<2>(a.dev, 1, -2, -1), Contains("down to -2"));
   REQUIRE_THROWS_AS(concat<1>(a.dev, b.dev), tensorexpr::Error);
   REQUIRE_THROWS_WITH(concat<1>(a.dev, b.dev), Contains("concat<1>") && Contains("(2,3,4)") && Contains("(2,5,3)"));
   REQUIRE_THROWS_WITH(concat<0>(a.dev, b.dev), Contains("concat<0>") && Contains("(2,3,4)") && Contains("(2,5,3)"));

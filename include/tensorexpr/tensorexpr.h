@@ -25,6 +25,7 @@
 #include "expr/col2patch.h"
 #include "expr/pool.h"
 #include "expr/reduce.h"
+#include "expr/reduce_axes.h"
 #include "expr/dot.h"
 #include "patch.h"
 #include "gemm.h"
