@@ -4,9 +4,9 @@
 // (cpu/row_copy.h: memcpy in parallel shares; cuda/row_copy.cuh: one launch of 16-byte moves for every
 // block), where the expression map would split an index into (row, column) per element and read and
 // write element by element.
-// Taken for the plain store of tensors that do not overlap dst; any other saver or operand, and operands
-// a block cannot describe (a leading-dimension cut of a tensor with padded rows and more than one outer
-// index), take the map.
+// Taken for the plain store of tensors that do not overlap dst (a slice with step 1); any other saver,
+// step or operand, and operands a block cannot describe (a leading-dimension cut of a tensor with padded
+// rows and more than one outer index), take the map.
 #pragma once
 #include <cstdint>
 #include <type_traits>
@@ -127,7 +127,7 @@ inline void EvalInto(Tensor<Device, dim, DType> dst,
            " vs expression ", e.shape());
   RowCopies c;
   c.count = 1;
-  const bool blocks = std::is_same<Saver, sv::saveto>::value &&
+  const bool blocks = std::is_same<Saver, sv::saveto>::value && e.step_ == 1 &&
                       row_copy::CutBlock<sdim>(e.src_, e.begin_, dst, 0, e.shape_[sdim], &c.block[0]) &&
                       row_copy::Disjoint(c);
   if (blocks) {
