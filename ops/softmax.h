@@ -31,19 +31,28 @@ inline Shape<dim> SoftmaxReducedShape(Shape<dim> s, int axis) {
   return s;
 }
 
-// lse = m + log(sum_axis exp(x - m)), m = max_axis x, in compute_t<DType>, in the workspace of `s`.
+// The two halves of log-sum-exp along the axis, lse = max + log_sum: max = max_axis x and
+// log_sum = log(sum_axis exp(x - max)), in compute_t<DType>, in the workspace of `s`. Kept apart
+// because (x - max) - log_sum is exact to the ulp of small numbers, where x - lse would carry the
+// rounding of lse, which is as large as x (an ulp of 1000 is 6e-5 in float).
+template <typename Device, int dim, typename A>
+struct LogSumExpParts {
+  Tensor<Device, dim, A> max, log_sum;
+};
+
 template <typename Device, int dim, typename DType>
-inline Tensor<Device, dim, compute_t<DType>> LogSumExp(const Tensor<Device, dim, DType>& x, int axis,
-                                                       Stream<Device>* s) {
+inline LogSumExpParts<Device, dim, compute_t<DType>> LogSumExp(const Tensor<Device, dim, DType>& x, int axis,
+                                                               Stream<Device>* s) {
   using A = compute_t<DType>;
   const Shape<dim> r = SoftmaxReducedShape(x.shape_, axis);
   Tensor<Device, 1, A> both = get_space_typed<Device, 1, A>(Shape1(2 * r.Size()), s);
-  Tensor<Device, dim, A> m(both.dptr_, r, s), lse(both.dptr_ + r.Size(), r, s);
-  m = expr::reduce_with_axis<red::maximum, true>(expr::tcast<A>(x), axis);
-  lse = expr::reduce_with_axis<red::sum, true>(
-      expr::F<op::exp>(expr::tcast<A>(x) - expr::broadcast_keepdim(m, axis, x.shape_[axis])), axis);
-  lse = m + expr::F<op::log>(lse);
-  return lse;
+  LogSumExpParts<Device, dim, A> p{Tensor<Device, dim, A>(both.dptr_, r, s),
+                                   Tensor<Device, dim, A>(both.dptr_ + r.Size(), r, s)};
+  p.max = expr::reduce_with_axis<red::maximum, true>(expr::tcast<A>(x), axis);
+  p.log_sum = expr::reduce_with_axis<red::sum, true>(
+      expr::F<op::exp>(expr::tcast<A>(x) - expr::broadcast_keepdim(p.max, axis, x.shape_[axis])), axis);
+  p.log_sum = expr::F<op::log>(p.log_sum);
+  return p;
 }
 
 // Forward of softmax (kLog false) or log-softmax: out = exp(x - lse) or x - lse.
@@ -54,7 +63,9 @@ void SoftmaxForwardPass(const char* what, const SoftmaxParam& p, const Tensor<De
   if (req == kNullOp || data.shape_.Size() == 0) return;
   using A = compute_t<DType>;
   const auto lse = LogSumExp(data, axis, out.stream_);
-  const auto shifted = expr::tcast<A>(data) - expr::broadcast_keepdim(lse, axis, data.shape_[axis]);
+  const index_t n = data.shape_[axis];
+  const auto shifted = (expr::tcast<A>(data) - expr::broadcast_keepdim(lse.max, axis, n)) -
+                       expr::broadcast_keepdim(lse.log_sum, axis, n);
   if constexpr (kLog) {
     Assign(out, req, expr::tcast<DType>(shifted));
   } else {

@@ -38,7 +38,8 @@ namespace row_copy {
 // The bytes a block touches on either side, as [begin, end) addresses.
 inline bool Overlaps(const char* a, index_t a_bytes, const char* b, index_t b_bytes) {
   const auto a0 = reinterpret_cast<uintptr_t>(a), b0 = reinterpret_cast<uintptr_t>(b);
-  return a0 < b0 + static_cast<uintptr_t>(b_bytes) && b0 < a0 + static_cast<uintptr_t>(a_bytes);
+  return a_bytes > 0 && b_bytes > 0 && a0 < b0 + static_cast<uintptr_t>(b_bytes) &&
+         b0 < a0 + static_cast<uintptr_t>(a_bytes);
 }
 inline index_t Span(index_t rows, index_t pitch, index_t row_bytes) {
   return rows == 0 ? 0 : (rows - 1) * pitch + row_bytes;
@@ -94,6 +95,14 @@ inline bool Disjoint(const RowCopies& c) {
   return true;
 }
 
+// Keeps the blocks that move bytes: an empty operand may have no storage at all (a null pointer).
+inline void DropEmpty(RowCopies* c) {
+  int kept = 0;
+  for (int k = 0; k < c->count; ++k)
+    if (c->block[k].rows > 0 && c->block[k].row_bytes > 0) c->block[kept++] = c->block[k];
+  c->count = kept;
+}
+
 }  // namespace row_copy
 
 // dst <Saver> concat<cdim>(a, b) of tensors.
@@ -112,7 +121,8 @@ inline void EvalInto(Tensor<Device, dim, DType> dst,
                       row_copy::CutBlock<cdim>(e.rhs_, 0, dst, split, e.shape_[cdim] - split, &c.block[1]) &&
                       row_copy::Disjoint(c);
   if (blocks) {
-    if (dst.shape_.Size() > 0) RunRowCopies(dst.stream_, c);
+    row_copy::DropEmpty(&c);
+    if (c.count > 0) RunRowCopies(dst.stream_, c);
   } else {
     MapPlan<Saver>(dst, e);
   }
@@ -131,7 +141,8 @@ inline void EvalInto(Tensor<Device, dim, DType> dst,
                       row_copy::CutBlock<sdim>(e.src_, e.begin_, dst, 0, e.shape_[sdim], &c.block[0]) &&
                       row_copy::Disjoint(c);
   if (blocks) {
-    if (dst.shape_.Size() > 0) RunRowCopies(dst.stream_, c);
+    row_copy::DropEmpty(&c);
+    if (c.count > 0) RunRowCopies(dst.stream_, c);
   } else {
     MapPlan<Saver>(dst, e);
   }
