@@ -8,7 +8,9 @@
 //   mshadow::half::half_t, mshadow::bfloat::bf16_t, default_real_t, default_type_flag;
 // - the macros (mshadow/macros.h) and dmlc's logging macros, which throw Error (mshadow/logging.h);
 // - mshadow's meaning where tensorexpr's differs: reduce_except_dim<dimkeep, Reducer>,
-//   reduce_with_axis<Reducer, mask> (mshadow/reduce.h) and a synchronous default Copy (mshadow/copy.h).
+//   reduce_with_axis<Reducer, mask>, reduce_keepdim<Reducer, mask> (mshadow/reduce.h) and a synchronous
+//   default Copy (mshadow/copy.h);
+// - mshadow's low-level MapExp / MapReduceKeepLowest / MapReduceKeepHighDim (mshadow/map_exp.h).
 //
 // Why using-declarations, one name at a time, and not `using namespace tensorexpr`: the names whose mshadow
 // meaning differs are declared here under the same spelling; with a using-directive an unqualified call
@@ -36,6 +38,7 @@
 #include "mshadow/macros.h"
 #include "mshadow/copy.h"
 #include "mshadow/reduce.h"
+#include "mshadow/map_exp.h"
 
 namespace mshadow {
 
@@ -61,7 +64,18 @@ using ::tensorexpr::FreeSpace;
 using ::tensorexpr::NewTensor;
 using ::tensorexpr::Random;
 using ::tensorexpr::Error;
+using ::tensorexpr::SetDevice;
+using ::tensorexpr::AllocHost;
+using ::tensorexpr::FreeHost;
 // Copy: mshadow/copy.h (waits when no stream is passed).
+// MapExp, MapReduceKeepLowest, MapReduceKeepHighDim: mshadow/map_exp.h.
+
+// ---- functions on tensors ----------------------------------------------------------------------------
+using ::tensorexpr::Softmax;
+using ::tensorexpr::SoftmaxGrad;
+using ::tensorexpr::VectorDot;
+using ::tensorexpr::BatchGEMM;
+using ::tensorexpr::AddTakeGrad;
 
 // ---- element types -----------------------------------------------------------------------------------
 using ::tensorexpr::DataType;
@@ -150,6 +164,29 @@ using ::tensorexpr::expr::pool;
 using ::tensorexpr::expr::avg_pool;
 using ::tensorexpr::expr::UnPoolingExp;
 using ::tensorexpr::expr::unpool;
+using ::tensorexpr::expr::BroadcastScalarExp;
+using ::tensorexpr::expr::broadcast_scalar;
+using ::tensorexpr::expr::UpSamplingNearestExp;
+using ::tensorexpr::expr::upsampling_nearest;
+using ::tensorexpr::expr::ChannelPoolingExp;
+using ::tensorexpr::expr::chpool;
+// Indexing.
+using ::tensorexpr::expr::OneHotEncodeExp;
+using ::tensorexpr::expr::one_hot_encode;
+using ::tensorexpr::expr::MatChooseRowElementExp;
+using ::tensorexpr::expr::mat_choose_row_element;
+using ::tensorexpr::expr::MatFillRowElementExp;
+using ::tensorexpr::expr::mat_fill_row_element;
+using ::tensorexpr::expr::TakeExp;
+using ::tensorexpr::expr::take;
+using ::tensorexpr::expr::TakeGradExp;
+using ::tensorexpr::expr::take_grad;
+using ::tensorexpr::expr::MaskExp;
+using ::tensorexpr::expr::mask;
+using ::tensorexpr::expr::RangeExp;
+using ::tensorexpr::expr::range;
+using ::tensorexpr::expr::ImplicitDotExp;
+using ::tensorexpr::expr::implicit_dot;
 // Reductions.
 using ::tensorexpr::expr::ReduceExp;
 using ::tensorexpr::expr::sumall_except_dim;

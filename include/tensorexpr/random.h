@@ -4,6 +4,11 @@
 //   rnd.SampleUniform(&t, -1.0f, 1.0f);     // or rnd.SampleUniform(t, ...): a view works as well
 //   rnd.SampleGaussian(&t, 0.0f, 0.01f);
 //   rnd.Seed(7);                             // restart the sequence
+//   t = rnd.gaussian(t.shape_) * 0.1f;       // mshadow's sample expressions: a buffer the generator owns,
+//   t += rnd.uniform(t.shape_);              // valid until its next gaussian / uniform call
+//   rnd.SampleGamma(&t, alpha, beta);        // and the other samplers: SampleExponential(&t, lambda),
+//                                            // SamplePoisson(&t, lambda), SampleNegativeBinomial(&t, k, p),
+//                                            // SampleGeneralizedNegativeBinomial(&t, mu, alpha)
 //
 // The CPU generator is std::mt19937 drawn sequentially over the elements in row-major order, so a seed
 // gives the same numbers on every run, whatever the thread count. Padded rows: only the elements of the
@@ -16,6 +21,8 @@
 #include "base.h"
 #include "dtype.h"
 #include "tensor.h"
+#include "tensor_container.h"
+#include "expr/reshape.h"
 
 namespace tensorexpr {
 
@@ -76,10 +83,102 @@ class Random<cpu, DType> {
     SampleGaussian(*dst, mu, sigma);
   }
 
+  // Gamma with shape alpha and scale beta (mean alpha beta).
+  template <int dim>
+  void SampleGamma(Tensor<cpu, dim, DType> dst, Real alpha, Real beta) {
+    CheckPositive("SampleGamma", "alpha", alpha, dst.shape_);
+    CheckPositive("SampleGamma", "beta", beta, dst.shape_);
+    std::gamma_distribution<Real> dist(alpha, beta);
+    Fill(dst, dist);
+  }
+  // Exponential with rate lambda (mean 1 / lambda).
+  template <int dim>
+  void SampleExponential(Tensor<cpu, dim, DType> dst, Real lambda) {
+    CheckPositive("SampleExponential", "lambda", lambda, dst.shape_);
+    std::exponential_distribution<Real> dist(lambda);
+    Fill(dst, dist);
+  }
+  // Poisson with mean lambda (whole numbers stored in DType).
+  template <int dim>
+  void SamplePoisson(Tensor<cpu, dim, DType> dst, Real lambda) {
+    CheckPositive("SamplePoisson", "lambda", lambda, dst.shape_);
+    std::poisson_distribution<int64_t> dist(static_cast<double>(lambda));
+    Fill(dst, dist);
+  }
+  // Failures before the k-th success of trials that succeed with probability p.
+  template <int dim>
+  void SampleNegativeBinomial(Tensor<cpu, dim, DType> dst, Real k, Real p) {
+    CheckPositive("SampleNegativeBinomial", "k", k, dst.shape_);
+    TE_CHECK(p > Real(0) && p <= Real(1), "Random::SampleNegativeBinomial: p = ", p,
+             " must lie in (0, 1] for a tensor of shape ", dst.shape_);
+    // A Poisson whose mean is gamma distributed: k need not be whole (std::negative_binomial's must).
+    FillPoissonOfGamma(dst, k, (Real(1) - p) / p);
+  }
+  // Mean mu and overdispersion alpha (variance mu + alpha mu^2); alpha = 0 is a Poisson of mean mu.
+  template <int dim>
+  void SampleGeneralizedNegativeBinomial(Tensor<cpu, dim, DType> dst, Real mu, Real alpha) {
+    CheckPositive("SampleGeneralizedNegativeBinomial", "mu", mu, dst.shape_);
+    TE_CHECK(alpha >= Real(0), "Random::SampleGeneralizedNegativeBinomial: alpha = ", alpha,
+             " must be >= 0 for a tensor of shape ", dst.shape_);
+    if (alpha == Real(0)) {
+      SamplePoisson(dst, mu);
+    } else {
+      FillPoissonOfGamma(dst, Real(1) / alpha, mu * alpha);
+    }
+  }
+  template <int dim>
+  void SampleGamma(Tensor<cpu, dim, DType>* dst, Real alpha, Real beta) { SampleGamma(*dst, alpha, beta); }
+  template <int dim>
+  void SampleExponential(Tensor<cpu, dim, DType>* dst, Real lambda) { SampleExponential(*dst, lambda); }
+  template <int dim>
+  void SamplePoisson(Tensor<cpu, dim, DType>* dst, Real lambda) { SamplePoisson(*dst, lambda); }
+  template <int dim>
+  void SampleNegativeBinomial(Tensor<cpu, dim, DType>* dst, Real k, Real p) { SampleNegativeBinomial(*dst, k, p); }
+  template <int dim>
+  void SampleGeneralizedNegativeBinomial(Tensor<cpu, dim, DType>* dst, Real mu, Real alpha) {
+    SampleGeneralizedNegativeBinomial(*dst, mu, alpha);
+  }
+
+  // mshadow's sample expressions: `shape` normal (mean 0, deviation 1) or uniform [0, 1) values in a
+  // buffer of the generator's, as an expression of that shape; the next call of either reuses the buffer.
+  template <int dim>
+  expr::ReshapeExp<Tensor<cpu, 1, DType>, DType, dim> gaussian(const Shape<dim>& shape) {
+    Tensor<cpu, 1, DType> b = Buffer(shape.Size());
+    SampleGaussian(b);
+    return expr::reshape(b, shape);
+  }
+  template <int dim>
+  expr::ReshapeExp<Tensor<cpu, 1, DType>, DType, dim> uniform(const Shape<dim>& shape) {
+    Tensor<cpu, 1, DType> b = Buffer(shape.Size());
+    SampleUniform(b);
+    return expr::reshape(b, shape);
+  }
+
   // The underlying engine (for host-side sampling that must follow the same sequence).
   std::mt19937& engine() { return rng_; }
 
  private:
+  template <int dim>
+  static void CheckPositive(const char* what, const char* name, Real v, const Shape<dim>& shape) {
+    TE_CHECK(v > Real(0), "Random::", what, ": ", name, " = ", v, " must be > 0 for a tensor of shape ", shape);
+  }
+  template <int dim>
+  void FillPoissonOfGamma(const Tensor<cpu, dim, DType>& dst, Real shape, Real scale) {
+    std::gamma_distribution<double> gamma(static_cast<double>(shape), static_cast<double>(scale));
+    struct PoissonOfGamma {
+      std::gamma_distribution<double>& gamma;
+      int64_t operator()(std::mt19937& rng) const {
+        const double mean = gamma(rng);
+        return mean > 0 ? std::poisson_distribution<int64_t>(mean)(rng) : 0;
+      }
+    } dist{gamma};
+    Fill(dst, dist);
+  }
+  Tensor<cpu, 1, DType> Buffer(index_t n) {
+    if (buffer_.shape_[0] < n) buffer_.Resize(Shape1(n));
+    return buffer_.Slice(0, n);
+  }
+
   template <int dim, typename Dist>
   void Fill(const Tensor<cpu, dim, DType>& dst, Dist& dist) {
     const Tensor<cpu, 2, DType> t = dst.FlatTo2D();
@@ -90,6 +189,7 @@ class Random<cpu, DType> {
   }
 
   std::mt19937 rng_;
+  TensorContainer<cpu, 1, DType> buffer_;
 };
 
 }  // namespace tensorexpr
