@@ -119,7 +119,8 @@ TE_DEVICE_TEST_CASE("VectorDot and BatchGEMM match naive loops", "[mshadow_api]"
   TensorContainer<cpu, 1, double> a(Shape1(37)), b(Shape1(37));
   FillRandom(a.view());
   FillRandom(b.view());
-  auto da = ToDevice<Device>(a.view(), stream), db = ToDevice<Device>(b.view(), stream);
+  auto da = ToDevice<Device>(a.view(), stream);
+  auto db = ToDevice<Device>(b.view(), stream);
   TensorContainer<Device, 1, double> d(Shape1(1));
   d.set_stream(stream);
   VectorDot(d.view(), da.view(), db.view());
@@ -135,7 +136,8 @@ TE_DEVICE_TEST_CASE("VectorDot and BatchGEMM match naive loops", "[mshadow_api]"
   FillRandom(l.view());
   FillRandom(r.view());
   FillRandom(c0.view());
-  auto dl = ToDevice<Device>(l.view(), stream), dr = ToDevice<Device>(r.view(), stream);
+  auto dl = ToDevice<Device>(l.view(), stream);
+  auto dr = ToDevice<Device>(r.view(), stream);
   auto dc = ToDevice<Device>(c0.view(), stream);
   TensorContainer<Device, 1, float*> workspace(Shape1(3 * B));
   const float alpha = 0.75f, beta = -0.5f;
@@ -167,7 +169,8 @@ TE_DEVICE_TEST_CASE("one_hot_encode, mat_choose_row_element, mat_fill_row_elemen
   TensorContainer<cpu, 1, float> val(Shape1(N));
   FillRandom(src.view());
   FillRandom(val.view());
-  auto di = ToDevice<Device>(index.view(), stream), ds = ToDevice<Device>(src.view(), stream);
+  auto di = ToDevice<Device>(index.view(), stream);
+  auto ds = ToDevice<Device>(src.view(), stream);
   auto dv = ToDevice<Device>(val.view(), stream);
   auto picks = [&](index_t row, index_t col) { return row < 4 && index_t(index[row]) == col; };
 
@@ -202,7 +205,8 @@ TE_DEVICE_TEST_CASE("take, take_grad and AddTakeGrad: clipped and wrapped indice
   TensorContainer<cpu, 2, float> table(Shape2(K, C)), grad(Shape2(N, C));
   FillRandom(table.view());
   FillRandom(grad.view());
-  auto di = ToDevice<Device>(index.view(), stream), dt = ToDevice<Device>(table.view(), stream);
+  auto di = ToDevice<Device>(index.view(), stream);
+  auto dt = ToDevice<Device>(table.view(), stream);
   auto dg = ToDevice<Device>(grad.view(), stream);
   auto clip = [&](index_t i) { return std::min<index_t>(std::max<index_t>(index_t(index[i]), 0), K - 1); };
   auto wrap = [&](index_t i) { return ((index_t(index[i]) % K) + K) % K; };
@@ -241,7 +245,8 @@ TE_DEVICE_TEST_CASE("implicit_dot, mask, broadcast_scalar and range", "[mshadow_
   FillRandom(a.view());
   FillRandom(b.view());
   FillRandom(c.view());
-  auto da = ToDevice<Device>(a.view(), stream), db = ToDevice<Device>(b.view(), stream);
+  auto da = ToDevice<Device>(a.view(), stream);
+  auto db = ToDevice<Device>(b.view(), stream);
   auto dc = ToDevice<Device>(c.view(), stream);
   TensorContainer<Device, 2, float> out(Shape2(5, 3));
   out.set_stream(stream);
@@ -258,7 +263,8 @@ TE_DEVICE_TEST_CASE("implicit_dot, mask, broadcast_scalar and range", "[mshadow_
   TensorContainer<cpu, 1, float> m(Shape1(4));
   FillRandom(s3.view());
   FillRandom(m.view());
-  auto ds3 = ToDevice<Device>(s3.view(), stream), dm = ToDevice<Device>(m.view(), stream);
+  auto ds3 = ToDevice<Device>(s3.view(), stream);
+  auto dm = ToDevice<Device>(m.view(), stream);
   TensorContainer<Device, 3, float> o3(s3.shape_);
   o3.set_stream(stream);
   o3 = mask(dm.view(), ds3.view());

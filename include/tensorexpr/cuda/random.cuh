@@ -10,12 +10,16 @@
 // count (cuRAND draws normals in pairs) go through a float (double) buffer that an expression then
 // scales and converts into the destination, padding untouched. Uniform values lie in (a, b] (cuRAND's
 // uniform is (0, 1]); the CPU generator gives [a, b). The GPU and CPU sequences for a seed differ.
+// The samplers cuRAND's host API lacks (gamma, exponential, the negative binomials, and Poisson with a
+// mean per element) run one kernel over the elements, each element drawing from its own Philox
+// subsequence of the generator's seed (cuda::SampleKernel), into the float buffer.
 // Every cuRAND call goes through TE_CURAND_CHECK: a failure throws Error naming the call.
 #pragma once
 #if !defined(__CUDACC__)
 #error "tensorexpr/cuda/random.cuh uses cuRAND and CUDA kernels: compile it with nvcc (a .cu file); CPU-only code includes tensorexpr/random.h."
 #endif
 #include <curand.h>
+#include <curand_kernel.h>
 #include <type_traits>
 #include "../random.h"
 #include "../tensor_container.h"
@@ -24,6 +28,7 @@
 #include "stream.cuh"
 #include "memory.cuh"
 #include "map.cuh"
+#include "../expr/reshape.h"
 
 namespace tensorexpr {
 namespace cuda {
@@ -49,6 +54,58 @@ inline const char* CurandStatusName(curandStatus_t s) {
 
 inline void CheckCurand(curandStatus_t st, const char* call, const char* file, int line) {
   if (st != CURAND_STATUS_SUCCESS) Fail(file, ":", line, ": ", call, " failed: ", CurandStatusName(st));
+}
+
+// Gamma(alpha, 1) by Marsaglia and Tsang's method (2000); below alpha = 1 through
+// Gamma(alpha + 1) * U^(1 / alpha).
+template <typename Real, typename State>
+__device__ inline Real SampleGamma1(State* st, Real alpha) {
+  Real boost = Real(1);
+  if (alpha < Real(1)) {
+    boost = pow(static_cast<Real>(curand_uniform(st)), Real(1) / alpha);
+    alpha += Real(1);
+  }
+  const Real d = alpha - Real(1) / Real(3), c = Real(1) / sqrt(Real(9) * d);
+  while (true) {
+    Real x, v;
+    do {
+      x = static_cast<Real>(curand_normal(st));
+      v = Real(1) + c * x;
+    } while (v <= Real(0));
+    v = v * v * v;
+    const Real u = static_cast<Real>(curand_uniform(st));  // (0, 1]
+    if (log(u) < Real(0.5) * x * x + d - d * v + d * log(v)) return d * v * boost;
+  }
+}
+// A Poisson whose mean is Gamma(shape, scale): the negative binomial.
+template <typename Real, typename State>
+__device__ inline Real SamplePoissonOfGamma(State* st, Real shape, Real scale) {
+  const Real mean = SampleGamma1(st, shape) * scale;
+  return mean > Real(0) ? static_cast<Real>(curand_poisson(st, static_cast<double>(mean))) : Real(0);
+}
+
+enum class Distribution { kGamma, kExponential, kPoisson, kPoissonOfGamma };
+template <Distribution kDist, typename Real>
+struct Sampler {
+  Real a, b;  // gamma: shape, scale; exponential: rate; Poisson: mean; Poisson of gamma: shape, scale
+  template <typename State>
+  __device__ Real operator()(State* st) const {
+    if constexpr (kDist == Distribution::kGamma) return SampleGamma1(st, a) * b;
+    if constexpr (kDist == Distribution::kExponential) return -log(static_cast<Real>(curand_uniform(st))) / a;
+    if constexpr (kDist == Distribution::kPoisson) return static_cast<Real>(curand_poisson(st, static_cast<double>(a)));
+    if constexpr (kDist == Distribution::kPoissonOfGamma) return SamplePoissonOfGamma(st, a, b);
+  }
+};
+
+// out[i] = sample(state of subsequence i), the state placed `offset` draws into it (a new offset per call).
+template <typename Real, typename Sample>
+__global__ void SampleKernel(Real* out, index_t n, unsigned long long seed, unsigned long long offset, Sample sample) {
+  for (index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<index_t>(gridDim.x) * blockDim.x) {
+    curandStatePhilox4_32_10_t st;
+    curand_init(seed, static_cast<unsigned long long>(i), offset, &st);
+    out[i] = sample(&st);
+  }
 }
 
 }  // namespace cuda
@@ -81,6 +138,8 @@ class Random<gpu, DType> {
   void Seed(uint64_t seed) {
     TE_CURAND_CHECK(curandSetPseudoRandomGeneratorSeed(gen_, static_cast<unsigned long long>(seed)));
     TE_CURAND_CHECK(curandSetGeneratorOffset(gen_, 0));
+    seed_ = seed;
+    kernel_calls_ = 0;
   }
   // Queues generation on `stream` (null: the per-thread default stream).
   void set_stream(Stream<gpu>* stream) {
@@ -136,7 +195,103 @@ class Random<gpu, DType> {
     SampleGaussian(*dst, mu, sigma);
   }
 
+  // Gamma with shape alpha and scale beta (mean alpha beta).
+  template <int dim>
+  void SampleGamma(Tensor<gpu, dim, DType> dst, Real alpha, Real beta) {
+    CheckPositive("SampleGamma", "alpha", alpha, dst.shape_);
+    CheckPositive("SampleGamma", "beta", beta, dst.shape_);
+    Sample(dst, cuda::Sampler<cuda::Distribution::kGamma, Real>{alpha, beta});
+  }
+  // Exponential with rate lambda (mean 1 / lambda).
+  template <int dim>
+  void SampleExponential(Tensor<gpu, dim, DType> dst, Real lambda) {
+    CheckPositive("SampleExponential", "lambda", lambda, dst.shape_);
+    Sample(dst, cuda::Sampler<cuda::Distribution::kExponential, Real>{lambda, Real(0)});
+  }
+  // Poisson with mean lambda (whole numbers stored in DType).
+  template <int dim>
+  void SamplePoisson(Tensor<gpu, dim, DType> dst, Real lambda) {
+    CheckPositive("SamplePoisson", "lambda", lambda, dst.shape_);
+    Sample(dst, cuda::Sampler<cuda::Distribution::kPoisson, Real>{lambda, Real(0)});
+  }
+  // Failures before the k-th success of trials that succeed with probability p.
+  template <int dim>
+  void SampleNegativeBinomial(Tensor<gpu, dim, DType> dst, Real k, Real p) {
+    CheckPositive("SampleNegativeBinomial", "k", k, dst.shape_);
+    TE_CHECK(p > Real(0) && p <= Real(1), "Random<gpu>::SampleNegativeBinomial: p = ", p,
+             " must lie in (0, 1] for a tensor of shape ", dst.shape_);
+    Sample(dst, cuda::Sampler<cuda::Distribution::kPoissonOfGamma, Real>{k, (Real(1) - p) / p});
+  }
+  // Mean mu and overdispersion alpha (variance mu + alpha mu^2); alpha = 0 is a Poisson of mean mu.
+  template <int dim>
+  void SampleGeneralizedNegativeBinomial(Tensor<gpu, dim, DType> dst, Real mu, Real alpha) {
+    CheckPositive("SampleGeneralizedNegativeBinomial", "mu", mu, dst.shape_);
+    TE_CHECK(alpha >= Real(0), "Random<gpu>::SampleGeneralizedNegativeBinomial: alpha = ", alpha,
+             " must be >= 0 for a tensor of shape ", dst.shape_);
+    if (alpha == Real(0)) {
+      SamplePoisson(dst, mu);
+    } else {
+      Sample(dst, cuda::Sampler<cuda::Distribution::kPoissonOfGamma, Real>{Real(1) / alpha, mu * alpha});
+    }
+  }
+  template <int dim>
+  void SampleGamma(Tensor<gpu, dim, DType>* dst, Real alpha, Real beta) { SampleGamma(*dst, alpha, beta); }
+  template <int dim>
+  void SampleExponential(Tensor<gpu, dim, DType>* dst, Real lambda) { SampleExponential(*dst, lambda); }
+  template <int dim>
+  void SamplePoisson(Tensor<gpu, dim, DType>* dst, Real lambda) { SamplePoisson(*dst, lambda); }
+  template <int dim>
+  void SampleNegativeBinomial(Tensor<gpu, dim, DType>* dst, Real k, Real p) { SampleNegativeBinomial(*dst, k, p); }
+  template <int dim>
+  void SampleGeneralizedNegativeBinomial(Tensor<gpu, dim, DType>* dst, Real mu, Real alpha) {
+    SampleGeneralizedNegativeBinomial(*dst, mu, alpha);
+  }
+
+  // mshadow's sample expressions: `shape` normal (mean 0, deviation 1) or uniform (0, 1] values in the
+  // generator's buffer, as an expression of that shape, valid until the generator's next call.
+  template <int dim>
+  auto gaussian(const Shape<dim>& shape) {
+    const index_t n = shape.Size();
+    const index_t even = (n + 1) / 2 * 2;  // cuRAND draws normals in pairs
+    Real* z = Buffer(even);
+    if (n > 0) GenerateNormal(z, even, Real(0), Real(1));
+    return AsExpression(z, shape);
+  }
+  template <int dim>
+  auto uniform(const Shape<dim>& shape) {
+    const index_t n = shape.Size();
+    Real* u = Buffer(n);
+    if (n > 0) GenerateUniform(u, n);
+    return AsExpression(u, shape);
+  }
+
  private:
+  template <int dim>
+  static void CheckPositive(const char* what, const char* name, Real v, const Shape<dim>& shape) {
+    TE_CHECK(v > Real(0), "Random<gpu>::", what, ": ", name, " = ", v, " must be > 0 for a tensor of shape ", shape);
+  }
+  // dst = sample() per element, through the buffer (contiguous, Real), on the generator's stream.
+  template <int dim, typename Sampler>
+  void Sample(const Tensor<gpu, dim, DType>& dst, Sampler sampler) {
+    const index_t n = dst.shape_.Size();
+    if (n == 0) return;
+    Real* out = Buffer(n);
+    const int threads = 256;
+    const index_t blocks = std::min<index_t>((n + threads - 1) / threads, 65536);
+    cuda::SampleKernel<<<static_cast<unsigned>(blocks), threads, 0, Stream<gpu>::GetStream(stream_)>>>(
+        out, n, static_cast<unsigned long long>(seed_), (kernel_calls_++) << 32, sampler);
+    TE_CUDA_CHECK(cudaGetLastError());
+    Store(dst, out, Real(1), Real(0));
+  }
+  template <int dim>
+  auto AsExpression(Real* values, const Shape<dim>& shape) {
+    const Tensor<gpu, 1, Real> flat(values, Shape1(shape.Size()), stream_);
+    if constexpr (std::is_same<DType, Real>::value) {
+      return expr::reshape(flat, shape);
+    } else {
+      return expr::reshape(expr::tcast<DType>(flat), shape);
+    }
+  }
   // Whether cuRAND can write the (float / double) destination itself.
   template <int dim>
   static bool Direct(const Tensor<gpu, dim, DType>& dst, bool pairs) {
@@ -173,6 +328,8 @@ class Random<gpu, DType> {
 
   curandGenerator_t gen_ = nullptr;
   Stream<gpu>* stream_ = nullptr;
+  uint64_t seed_ = 0;
+  unsigned long long kernel_calls_ = 0;  // SampleKernel calls since Seed: each starts further into the streams
   TensorContainer<gpu, 1, Real> buffer_;
 };
 
