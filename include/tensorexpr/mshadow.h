@@ -59,6 +59,19 @@ using ::tensorexpr::NewStream;
 using ::tensorexpr::DeleteStream;
 using ::tensorexpr::InitTensorEngine;
 using ::tensorexpr::ShutdownTensorEngine;
+// mshadow's guide calls them untemplated (its first API): the GPU's too when compiled by nvcc.
+inline void InitTensorEngine(int dev_id = 0) {
+#if defined(__CUDACC__)
+  ::tensorexpr::InitTensorEngine<::tensorexpr::gpu>(dev_id);
+#else
+  (void)dev_id;
+#endif
+}
+inline void ShutdownTensorEngine() {
+#if defined(__CUDACC__)
+  ::tensorexpr::ShutdownTensorEngine<::tensorexpr::gpu>();
+#endif
+}
 using ::tensorexpr::AllocSpace;
 using ::tensorexpr::FreeSpace;
 using ::tensorexpr::NewTensor;
