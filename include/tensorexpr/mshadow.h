@@ -31,9 +31,6 @@
 //   (Copy, expr::reduce_with_axis) would then be ambiguous.
 #pragma once
 #include "tensorexpr.h"
-#if defined(__CUDACC__)
-#include "cuda/tensorexpr_cuda.cuh"
-#endif
 #include "mshadow/logging.h"
 #include "mshadow/macros.h"
 #include "mshadow/copy.h"

@@ -1,4 +1,6 @@
-// tensorexpr.h — the umbrella include: everything for the CPU; the CUDA backend too when compiled by nvcc.
+// tensorexpr.h — the umbrella include: everything for the CPU; the CUDA backend too when compiled by nvcc
+// (cuda/tensorexpr_cuda.cuh), so one header serves a .cc and a .cu alike and an operator written once,
+// templated on the device, can be instantiated for cpu by g++ and for gpu by nvcc (MXNet's -inl.h files).
 #pragma once
 #include "base.h"
 #include "shape.h"
@@ -46,3 +48,6 @@
 #include "tensor_container.h"
 #include "random.h"
 #include "softmax.h"
+#if defined(__CUDACC__)
+#include "cuda/tensorexpr_cuda.cuh"
+#endif
