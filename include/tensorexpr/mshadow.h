@@ -6,7 +6,8 @@
 // - namespace mshadow, a real namespace (clients reopen it: `namespace mshadow { ... }`), holding mshadow's
 //   API by using-declarations of tensorexpr's names; mshadow::expr, mshadow::op, mshadow::red, mshadow::sv,
 //   mshadow::half::half_t, mshadow::bfloat::bf16_t, default_real_t, default_type_flag;
-// - the macros (mshadow/macros.h) and dmlc's logging macros, which throw Error (mshadow/logging.h);
+// - the macros (mshadow/macros.h) and dmlc's logging macros, which throw Error (mshadow/logging.h), and
+//   mshadow::utils::Check / Assert / Error(fmt, ...), which throw it too (mshadow/utils.h);
 // - mshadow's meaning where tensorexpr's differs: reduce_except_dim<dimkeep, Reducer>,
 //   reduce_with_axis<Reducer, mask>, reduce_keepdim<Reducer, mask> (mshadow/reduce.h) and a synchronous
 //   default Copy (mshadow/copy.h);
@@ -32,6 +33,7 @@
 #pragma once
 #include "tensorexpr.h"
 #include "mshadow/logging.h"
+#include "mshadow/utils.h"
 #include "mshadow/macros.h"
 #include "mshadow/copy.h"
 #include "mshadow/reduce.h"
