@@ -53,6 +53,8 @@ using ::tensorexpr::Shape4;
 using ::tensorexpr::Shape5;
 using ::tensorexpr::Tensor;
 using ::tensorexpr::TensorContainer;
+using ::tensorexpr::TShape;
+using ::tensorexpr::TBlob;
 using ::tensorexpr::Stream;
 using ::tensorexpr::NewStream;
 using ::tensorexpr::DeleteStream;

@@ -46,6 +46,7 @@
 #include "cpu/pool.h"
 #include "cpu/transpose.h"
 #include "tensor_container.h"
+#include "blob.h"
 #include "random.h"
 #include "softmax.h"
 #if defined(__CUDACC__)
