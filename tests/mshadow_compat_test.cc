@@ -28,6 +28,9 @@ enum OpReqType { kNullOp, kWriteTo, kWriteInplace, kAddTo };
   }
 
 #include <tensorexpr/mshadow.h>
+// The operator headers too: MXNet-style code includes them under its Assign macro as well.
+#include <tensorexpr/ops/conv_epilogue.h>
+#include <tensorexpr/ops/convolution.h>
 #include "mshadow_conv_check.h"
 
 #define CATCH_CONFIG_PREFIX_ALL
