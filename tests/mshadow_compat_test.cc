@@ -47,6 +47,7 @@ enum OpReqType { kNullOp, kWriteTo, kWriteInplace, kAddTo };
 using namespace mshadow;
 using namespace mshadow::expr;
 using Catch::Contains;
+using Catch::Equals;
 
 // ---- extensions declared inside namespace mshadow, as mshadow users write them -----------------------
 namespace mshadow {
@@ -282,6 +283,8 @@ CATCH_TEST_CASE("mshadow: type switches, default dtype, half_t", "[cpu][mshadow]
   CATCH_CHECK(std::is_same<Holder<cpu>::type, float>::value);
   CATCH_CHECK(std::is_same<default_real_t, float>::value);
   CATCH_CHECK(default_type_flag == kFloat32);
+  // g++ compiles this file: no GPU backend, so code under `#if MSHADOW_USE_CUDA` stays out.
+  CATCH_STATIC_REQUIRE(MSHADOW_USE_CUDA == 0);
   const mshadow::half::half_t h(1.5f);
   CATCH_CHECK(static_cast<float>(h + h) == 3.0f);
   CATCH_CHECK(static_cast<float>(mshadow::bfloat::bf16_t(2.0f)) == 2.0f);
@@ -329,6 +332,19 @@ CATCH_TEST_CASE("mshadow: CHECK, CHECK_xx and LOG(FATAL) throw Error with the me
   std::cerr.rdbuf(old);
   CATCH_CHECK(captured.str().find("hello 3\n") != std::string::npos);
   CATCH_CHECK(captured.str().find("[INFO]") != std::string::npos);
+}
+
+CATCH_TEST_CASE("mshadow: utils::Check, Assert and Error format their message and throw Error", "[cpu][mshadow]") {
+  CATCH_CHECK_NOTHROW(utils::Check(true, "never %d", 1));
+  CATCH_CHECK_NOTHROW(utils::Assert(true, "never %d", 1));
+  CATCH_CHECK_THROWS_WITH(utils::Check(false, "key=%d does not exist in %s", 7, "the map"),
+                          Equals("key=7 does not exist in the map"));
+  CATCH_CHECK_THROWS_WITH(utils::Assert(1 > 2, "Queue.Pop on %u entries", 0u),
+                          Equals("AssertError: Queue.Pop on 0 entries"));
+  CATCH_CHECK_THROWS_WITH(utils::Error("unknown server type %s\n", "remote"), Equals("unknown server type remote\n"));
+  // A message longer than mshadow's 4096-byte buffer arrives whole.
+  const std::string long_name(5000, 'x');
+  CATCH_CHECK_THROWS_WITH(utils::Error("%s!", long_name.c_str()), Equals(long_name + "!"));
 }
 
 // ---- reductions with mshadow's meaning ----------------------------------------------------------------
