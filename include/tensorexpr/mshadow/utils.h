@@ -27,17 +27,24 @@ inline std::string FormatV(const char* fmt, va_list args) {
 }
 }  // namespace detail
 
+// Formats the calling function's variable arguments with fmt and throws Error(prefix + message). A macro,
+// because va_start and va_end must stand in the variadic function itself.
+#define TE_MSHADOW_THROW_FORMATTED_(prefix, fmt)                      \
+  do {                                                                \
+    va_list args_;                                                    \
+    va_start(args_, fmt);                                             \
+    const std::string message_ = detail::FormatV(fmt, args_);         \
+    va_end(args_);                                                    \
+    throw ::tensorexpr::Error(std::string(prefix) + message_);        \
+  } while (false)
+
 // Throws Error with the formatted message.
 [[noreturn]]
 #if defined(__GNUC__)
 __attribute__((format(printf, 1, 2)))
 #endif
 inline void Error(const char* fmt, ...) {
-  va_list args;
-  va_start(args, fmt);
-  std::string text = detail::FormatV(fmt, args);
-  va_end(args);
-  throw ::tensorexpr::Error(text);
+  TE_MSHADOW_THROW_FORMATTED_("", fmt);
 }
 
 // Throws Error with the formatted message when exp is false (a user's input was wrong).
@@ -45,12 +52,7 @@ inline void Error(const char* fmt, ...) {
 __attribute__((format(printf, 2, 3)))
 #endif
 inline void Check(bool exp, const char* fmt, ...) {
-  if (exp) return;
-  va_list args;
-  va_start(args, fmt);
-  std::string text = detail::FormatV(fmt, args);
-  va_end(args);
-  throw ::tensorexpr::Error(text);
+  if (!exp) TE_MSHADOW_THROW_FORMATTED_("", fmt);
 }
 
 // The same for an internal invariant; the message says it was an assertion.
@@ -58,13 +60,10 @@ inline void Check(bool exp, const char* fmt, ...) {
 __attribute__((format(printf, 2, 3)))
 #endif
 inline void Assert(bool exp, const char* fmt, ...) {
-  if (exp) return;
-  va_list args;
-  va_start(args, fmt);
-  std::string text = detail::FormatV(fmt, args);
-  va_end(args);
-  throw ::tensorexpr::Error("AssertError: " + text);
+  if (!exp) TE_MSHADOW_THROW_FORMATTED_("AssertError: ", fmt);
 }
+
+#undef TE_MSHADOW_THROW_FORMATTED_
 
 }  // namespace utils
 }  // namespace mshadow
