@@ -36,15 +36,59 @@ struct check_random_dtype {
                 "Random<Device, DType> samples floating-point values: DType must be float, double, half_t or bf16_t");
   static constexpr bool value = true;
 };
+
+// mshadow's pointer forms, rnd.SampleGaussian(&t, ...), of each sampler, for both devices: each forwards to
+// the view form of Random<Device, DType> (Derived), whose class brings them in with using-declarations.
+template <typename Derived, typename Device, typename DType, typename Real>
+struct RandomPointerForms {
+  template <int dim>
+  void SampleUniform(Tensor<Device, dim, DType>* dst, Real a = Real(0), Real b = Real(1)) {
+    self().SampleUniform(*dst, a, b);
+  }
+  template <int dim>
+  void SampleGaussian(Tensor<Device, dim, DType>* dst, Real mu = Real(0), Real sigma = Real(1)) {
+    self().SampleGaussian(*dst, mu, sigma);
+  }
+  template <int dim>
+  void SampleGamma(Tensor<Device, dim, DType>* dst, Real alpha, Real beta) { self().SampleGamma(*dst, alpha, beta); }
+  template <int dim>
+  void SampleExponential(Tensor<Device, dim, DType>* dst, Real lambda) { self().SampleExponential(*dst, lambda); }
+  template <int dim>
+  void SamplePoisson(Tensor<Device, dim, DType>* dst, Real lambda) { self().SamplePoisson(*dst, lambda); }
+  template <int dim>
+  void SampleNegativeBinomial(Tensor<Device, dim, DType>* dst, Real k, Real p) {
+    self().SampleNegativeBinomial(*dst, k, p);
+  }
+  template <int dim>
+  void SampleGeneralizedNegativeBinomial(Tensor<Device, dim, DType>* dst, Real mu, Real alpha) {
+    self().SampleGeneralizedNegativeBinomial(*dst, mu, alpha);
+  }
+
+ private:
+  Derived& self() { return static_cast<Derived&>(*this); }
+};
 }  // namespace detail
 
+// The using-declarations that bring RandomPointerForms' overloads in beside a Random's view forms.
+#define TE_RANDOM_POINTER_FORMS_(Forms)          \
+  using Forms::SampleUniform;                    \
+  using Forms::SampleGaussian;                   \
+  using Forms::SampleGamma;                      \
+  using Forms::SampleExponential;                \
+  using Forms::SamplePoisson;                    \
+  using Forms::SampleNegativeBinomial;           \
+  using Forms::SampleGeneralizedNegativeBinomial
+
 template <typename DType>
-class Random<cpu, DType> {
+class Random<cpu, DType>
+    : public detail::RandomPointerForms<Random<cpu, DType>, cpu, DType, compute_t<DType>> {
   static_assert(detail::check_random_dtype<DType>::value, "");
+  using PointerForms = detail::RandomPointerForms<Random, cpu, DType, compute_t<DType>>;
   // The distributions run in float for half / bf16 (they have no std:: distribution of their own).
   using Real = compute_t<DType>;
 
  public:
+  TE_RANDOM_POINTER_FORMS_(PointerForms);  // rnd.SampleGaussian(&t, ...): mshadow's pointer forms
   explicit Random(uint64_t seed = 0) { Seed(seed); }
 
   // Restarts the sequence: the same seed gives the same numbers.
@@ -74,13 +118,6 @@ class Random<cpu, DType> {
     }
     std::normal_distribution<Real> dist(mu, sigma);
     Fill(dst, dist);
-  }
-  // mshadow's pointer forms.
-  template <int dim>
-  void SampleUniform(Tensor<cpu, dim, DType>* dst, Real a = Real(0), Real b = Real(1)) { SampleUniform(*dst, a, b); }
-  template <int dim>
-  void SampleGaussian(Tensor<cpu, dim, DType>* dst, Real mu = Real(0), Real sigma = Real(1)) {
-    SampleGaussian(*dst, mu, sigma);
   }
 
   // Gamma with shape alpha and scale beta (mean alpha beta).
@@ -125,18 +162,6 @@ class Random<cpu, DType> {
     } else {
       FillPoissonOfGamma(dst, Real(1) / alpha, mu * alpha);
     }
-  }
-  template <int dim>
-  void SampleGamma(Tensor<cpu, dim, DType>* dst, Real alpha, Real beta) { SampleGamma(*dst, alpha, beta); }
-  template <int dim>
-  void SampleExponential(Tensor<cpu, dim, DType>* dst, Real lambda) { SampleExponential(*dst, lambda); }
-  template <int dim>
-  void SamplePoisson(Tensor<cpu, dim, DType>* dst, Real lambda) { SamplePoisson(*dst, lambda); }
-  template <int dim>
-  void SampleNegativeBinomial(Tensor<cpu, dim, DType>* dst, Real k, Real p) { SampleNegativeBinomial(*dst, k, p); }
-  template <int dim>
-  void SampleGeneralizedNegativeBinomial(Tensor<cpu, dim, DType>* dst, Real mu, Real alpha) {
-    SampleGeneralizedNegativeBinomial(*dst, mu, alpha);
   }
 
   // mshadow's sample expressions: `shape` normal (mean 0, deviation 1) or uniform [0, 1) values in a

@@ -116,12 +116,15 @@ __global__ void SampleKernel(Real* out, index_t n, unsigned long long seed, unsi
 namespace tensorexpr {
 
 template <typename DType>
-class Random<gpu, DType> {
+class Random<gpu, DType>
+    : public detail::RandomPointerForms<Random<gpu, DType>, gpu, DType, compute_t<DType>> {
   static_assert(detail::check_random_dtype<DType>::value, "");
+  using PointerForms = detail::RandomPointerForms<Random, gpu, DType, compute_t<DType>>;
   // What cuRAND generates: double for double, float for the rest.
   using Real = compute_t<DType>;
 
  public:
+  TE_RANDOM_POINTER_FORMS_(PointerForms);  // rnd.SampleGaussian(&t, ...): mshadow's pointer forms
   explicit Random(uint64_t seed = 0, Stream<gpu>* stream = nullptr) {
     TE_CURAND_CHECK(curandCreateGenerator(&gen_, CURAND_RNG_PSEUDO_DEFAULT));
     set_stream(stream);
@@ -187,13 +190,6 @@ class Random<gpu, DType> {
     GenerateNormal(z, even, mu, sigma);
     Store(dst, z, Real(1), Real(0));
   }
-  // mshadow's pointer forms.
-  template <int dim>
-  void SampleUniform(Tensor<gpu, dim, DType>* dst, Real a = Real(0), Real b = Real(1)) { SampleUniform(*dst, a, b); }
-  template <int dim>
-  void SampleGaussian(Tensor<gpu, dim, DType>* dst, Real mu = Real(0), Real sigma = Real(1)) {
-    SampleGaussian(*dst, mu, sigma);
-  }
 
   // Gamma with shape alpha and scale beta (mean alpha beta).
   template <int dim>
@@ -233,18 +229,6 @@ class Random<gpu, DType> {
     } else {
       Sample(dst, cuda::Sampler<cuda::Distribution::kPoissonOfGamma, Real>{Real(1) / alpha, mu * alpha});
     }
-  }
-  template <int dim>
-  void SampleGamma(Tensor<gpu, dim, DType>* dst, Real alpha, Real beta) { SampleGamma(*dst, alpha, beta); }
-  template <int dim>
-  void SampleExponential(Tensor<gpu, dim, DType>* dst, Real lambda) { SampleExponential(*dst, lambda); }
-  template <int dim>
-  void SamplePoisson(Tensor<gpu, dim, DType>* dst, Real lambda) { SamplePoisson(*dst, lambda); }
-  template <int dim>
-  void SampleNegativeBinomial(Tensor<gpu, dim, DType>* dst, Real k, Real p) { SampleNegativeBinomial(*dst, k, p); }
-  template <int dim>
-  void SampleGeneralizedNegativeBinomial(Tensor<gpu, dim, DType>* dst, Real mu, Real alpha) {
-    SampleGeneralizedNegativeBinomial(*dst, mu, alpha);
   }
 
   // mshadow's sample expressions: `shape` normal (mean 0, deviation 1) or uniform (0, 1] values in the
