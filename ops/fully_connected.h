@@ -18,12 +18,14 @@ inline void CheckFcReq(const char* what, OpReqType req) {
            ": unknown req ", static_cast<int>(req));
 }
 
-// data as (N, D): itself when 2-D, else a contiguous view.
+// data as (N, D): itself when 2-D, its (rows, last) view without flatten, else a contiguous view.
 template <typename Device, int dim, typename DType>
-inline Tensor<Device, 2, DType> FcFlat(const Tensor<Device, dim, DType>& t, const char* name) {
+inline Tensor<Device, 2, DType> FcFlat(const FullyConnectedParam& p, const Tensor<Device, dim, DType>& t,
+                                       const char* name) {
   if constexpr (dim == 2) {
     return t;
   } else {
+    if (!p.flatten) return t.FlatTo2D();
     TE_CHECK(t.CheckContiguous() || t.shape_.Size() == 0, "FullyConnected: ", name, " of shape ", t.shape_,
              " has padded rows (stride ", t.stride_, "); a ", dim, "-D ", name,
              " is flattened to (N, D) and must be contiguous");
@@ -48,7 +50,7 @@ void FullyConnectedForward(const FullyConnectedParam& p, const Tensor<Device, di
   if (!p.no_bias) detail::CheckFcShape(bias.shape_, s.bias, "bias");
   detail::CheckFcReq("forward", req);
   if (req == kNullOp || s.out.Size() == 0) return;
-  const Tensor<Device, 2, DType> x = detail::FcFlat(data, "data");
+  const Tensor<Device, 2, DType> x = detail::FcFlat(p, data, "data");
   Tensor<Device, 2, DType> y = out;
   if (s.weight[1] == 0) {  // an empty sum: out = bias (or 0)
     if (req != kAddTo) y = DType(0);
@@ -77,7 +79,7 @@ void FullyConnectedBackward(const FullyConnectedParam& p, const Tensor<Device, 2
   const index_t N = s.out[0], K = s.out[1], D = s.weight[1];
   // A product over an empty inner dimension is zero; BLAS is not asked to form it.
   if (req_data != kNullOp && N * D > 0) {
-    const Tensor<Device, 2, DType> dx = detail::FcFlat(data_grad, "data gradient");
+    const Tensor<Device, 2, DType> dx = detail::FcFlat(p, data_grad, "data gradient");
     Assign(dx, req_data, expr::dot(out_grad, weight));
   }
   if (req_weight != kNullOp && K * D > 0) {
@@ -85,7 +87,7 @@ void FullyConnectedBackward(const FullyConnectedParam& p, const Tensor<Device, 2
       Tensor<Device, 2, DType> dw = weight_grad;
       if (req_weight != kAddTo) dw = DType(0);
     } else {
-      Assign(weight_grad, req_weight, expr::dot(out_grad.T(), detail::FcFlat(data, "data")));
+      Assign(weight_grad, req_weight, expr::dot(out_grad.T(), detail::FcFlat(p, data, "data")));
     }
   }
   if (do_bias && K > 0) Assign(bias_grad, req_bias, expr::sum_rows(out_grad));

@@ -1,6 +1,7 @@
 // dot_test.cc — dot and batch_dot against a float64 triple loop on fresh random data: every transpose,
-// vector forms, odd sizes, padded and offset views (operands and destination), alpha, = / += / -=, half and
-// bf16, aliased destinations, empty sums, and the errors for mismatched shapes.
+// vector forms (two vectors too), batch_dot with a batch of 1 broadcast, odd sizes, padded and offset views
+// (operands and destination), alpha, = / += / -=, half and bf16, aliased destinations, empty sums, and the
+// errors for mismatched shapes.
 #include "test_util.h"
 
 namespace {
@@ -226,11 +227,30 @@ void RunVecMat(Stream<Device>* s, index_t k, index_t n, bool tb, StoreOp op, Sca
                     ", padded ", padded, ", dtype ", DataType<DType>::name()));
 }
 
+// r = dot(x, y) of two vectors: shape (1).
+template <typename Device, typename DType>
+void RunVecVec(Stream<Device>* s, index_t k, StoreOp op, Scale scale, bool padded) {
+  TensorContainer<cpu, 1, DType> hx(Shape1(k)), hy(Shape1(k)), hr(Shape1(1));
+  FillRandom(hx.view());
+  FillRandom(hy.view());
+  FillRandom(hr.view());
+  auto x = Upload<Device>(hx.view(), padded, s), y = Upload<Device>(hy.view(), padded, s);
+  auto r = Upload<Device>(hr.view(), padded, s, op == StoreOp::kWrite);
+  Store(r.t, op, Scaled(dot(x.t, y.t), scale));
+  const Expected want = RefProduct(VectorOf(hx.view(), true), VectorOf(hy.view(), false), Factor(scale), op,
+                                   Values(hr.view()));
+  CheckView(r, want, Tol<DType>(),
+            Message("r ", Name(op), " ", Factor(scale), " * dot(x, y), k = ", k, ", padded ", padded, ", dtype ",
+                    DataType<DType>::name()));
+}
+
+// bcast_a / bcast_b: that operand has a batch of 1, which every matrix of the other multiplies.
 template <typename Device, typename DType>
 void RunBatch(Stream<Device>* s, index_t batch, index_t m, index_t k, index_t n, bool ta, bool tb, StoreOp op,
-              Scale scale, bool padded) {
-  TensorContainer<cpu, 3, DType> ha(ta ? Shape3(batch, k, m) : Shape3(batch, m, k)),
-      hb(tb ? Shape3(batch, n, k) : Shape3(batch, k, n)), hc(Shape3(batch, m, n));
+              Scale scale, bool padded, bool bcast_a = false, bool bcast_b = false) {
+  const index_t batch_a = bcast_a ? 1 : batch, batch_b = bcast_b ? 1 : batch;
+  TensorContainer<cpu, 3, DType> ha(ta ? Shape3(batch_a, k, m) : Shape3(batch_a, m, k)),
+      hb(tb ? Shape3(batch_b, n, k) : Shape3(batch_b, k, n)), hc(Shape3(batch, m, n));
   FillRandom(ha.view());
   FillRandom(hb.view());
   FillRandom(hc.view());
@@ -240,10 +260,12 @@ void RunBatch(Stream<Device>* s, index_t batch, index_t m, index_t k, index_t n,
   Expected want;
   const std::vector<double> c0 = Values(hc.view());
   for (index_t i = 0; i < batch; ++i)
-    AppendProduct(OpOf(ha[i], ta), OpOf(hb[i], tb), Factor(scale), op, c0, i * m * n, &want);
+    AppendProduct(OpOf(ha[bcast_a ? 0 : i], ta), OpOf(hb[bcast_b ? 0 : i], tb), Factor(scale), op, c0, i * m * n,
+                  &want);
   CheckView(c, want, Tol<DType>(),
             Message("c ", Name(op), " ", Factor(scale), " * batch_dot<", ta, ", ", tb, ">(a, b), batch m k n = ",
-                    batch, " ", m, " ", k, " ", n, ", padded ", padded, ", dtype ", DataType<DType>::name()));
+                    batch, " ", m, " ", k, " ", n, ", padded ", padded, ", batches of a, b ", batch_a, ", ", batch_b,
+                    ", dtype ", DataType<DType>::name()));
 }
 
 // (m, k, n): ones (gemv routes when m or n is 1), small odd sizes, and long rows / sums.
@@ -264,6 +286,7 @@ void AllForms(Stream<Device>* s) {
         RunDot2D<Device, DType>(s, z.m, z.k, z.n, t & 1, t & 2, op, scale, padded);
         RunMatVec<Device, DType>(s, z.m, z.k, t & 1, op, scale, !padded);
         RunVecMat<Device, DType>(s, z.k, z.n, t & 2, op, scale, padded);
+        if (t == 0) RunVecVec<Device, DType>(s, z.k, op, scale, padded);
       }
   const index_t batches[] = {1, 3, 5};
   round = 0;
@@ -272,7 +295,8 @@ void AllForms(Stream<Device>* s) {
     for (int t = 0; t < 4; ++t)
       for (StoreOp op : kAllStores) {
         const Scale scale = kAllScales[round % 4];
-        RunBatch<Device, DType>(s, batches[round % 3], z.m, z.k, z.n, t & 1, t & 2, op, scale, (round / 3) % 2 == 1);
+        RunBatch<Device, DType>(s, batches[round % 3], z.m, z.k, z.n, t & 1, t & 2, op, scale, (round / 3) % 2 == 1,
+                                round % 5 == 1, round % 5 == 3);
         ++round;
       }
   }
@@ -484,7 +508,7 @@ TE_DEVICE_TEST_CASE("dot and batch_dot reject mismatched shapes with an Error na
   auto dr = Upload<Device>(r.view(), false, stream), dout = Upload<Device>(out.view(), false, stream);
   msg = message_of([&] { dout.t = batch_dot(dp.t, dq.t); });  // batch 2 vs 3
   INFO(msg);
-  CHECK((contains(msg, "(2,3,4)") && contains(msg, "(3,4,5)")));
+  CHECK((contains(msg, "(2,3,4)") && contains(msg, "(3,4,5)") && contains(msg, "neither is 1")));
   msg = message_of([&] { dout.t = batch_dot(dp.t, dr.t); });  // inner 4 vs 5
   INFO(msg);
   CHECK((contains(msg, "(2,3,4)") && contains(msg, "(2,5,4)")));

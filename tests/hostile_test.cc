@@ -93,10 +93,10 @@ TEST_CASE("hostile: crop and pad ranges cannot wrap", "[cpu][hostile]") {
   CHECK(crop(img.view(), Shape2(5, 6), 0, 0).shape() == Shape3(2, 5, 6));
 
   CHECK_ERROR(pad(img.view(), kMax, 0, 0, 0), "5 + 9223372036854775807 overflows");
-  CHECK_ERROR(pad(img.view(), 0, 0, 1, kMax), "pad (width + left + right)");
+  CHECK_ERROR(pad(img.view(), 0, 0, 1, kMax), "pad (extent + begin + end)");
   // Each extent fits, their product does not.
   CHECK_ERROR(pad(img.view(), index_t(1) << 40, index_t(1) << 40), "pad: the number of elements of shape");
-  CHECK_ERROR(pad(img.view(), -3, 1), "top=-3");
+  CHECK_ERROR(pad(img.view(), -3, 1), "the padding of dimension 1 must be non-negative, got begin -3 and end -3");
 }
 
 TEST_CASE("hostile: unpack_patch2col / pack_col2patch reject parameters whose products overflow", "[cpu][hostile]") {

@@ -398,9 +398,9 @@ TE_DEVICE_TEST_CASE("transposes large enough for tiles match the reference", "[l
 #if !defined(__CUDACC__)
 // cpu/transpose.h's register tiles (4 x 4 of 4-byte types, 2 x 2 of 8-byte ones, a plain `=` from a tensor)
 // and their edges: c and x not multiples of the tile or the 64-element block, c spanning source rows
-// (padded or not: only adjacent sources take tiles), padded and offset destinations (unaligned: no
-// streaming stores), += and sources that are expressions (the element loop), and outputs large enough
-// for streaming stores. Each call draws its layout, saver and source kind at random; several calls cover them.
+// (padded or not: only adjacent sources take tiles), padded and offset (unaligned) destinations, += and
+// sources that are expressions (the element loop), and outputs of many blocks. Each call draws its
+// layout, saver and source kind at random; several calls cover them.
 TEST_CASE("CPU transpose register tiles match the reference at their edges", "[layout][transpose_tiles][cpu]") {
   Stream<cpu>* stream = nullptr;
   for (int rep = 0; rep < 4; ++rep) {
@@ -412,7 +412,7 @@ TEST_CASE("CPU transpose register tiles match the reference at their edges", "[l
     CheckTiledTranspose<cpu, double>(stream, Shape4(2, 66, 3, 6), Shape4(0, 2, 3, 1));
     CheckTiledTranspose<cpu, float>(stream, Shape4(2, 5, 19, 70), Shape4(0, 3, 1, 2));  // inner H
   }
-  // Streaming stores (outputs of 16 MiB and more, aligned): float and double, with tile edges.
+  // Outputs of many blocks in both directions (16 MiB and more): float and double, with tile edges.
   CheckTiledTranspose<cpu, float>(stream, Shape3(2, 1030, 2051), Shape3(0, 2, 1));
   CheckTiledTranspose<cpu, double>(stream, Shape2(1027, 2050), Shape2(1, 0));
   // An offset destination: the same tiles with unaligned stores.
@@ -445,18 +445,20 @@ TE_DEVICE_TEST_CASE("transpose and swapaxis of expressions, with +=", "[layout]"
 // ---- slice ---------------------------------------------------------------------------------------------
 namespace {
 template <typename Device, int dim, int sdim>
-void CheckSlice(const Shape<dim>& s, index_t begin, index_t end, Stream<Device>* stream) {
+void CheckSlice(const Shape<dim>& s, index_t begin, index_t end, Stream<Device>* stream, index_t step = 1) {
   auto a = MakeInput<Device, dim>(s, RandLayout(), stream);
   Shape<dim> want = s;
-  want[sdim] = end - begin;
+  want[sdim] = 0;  // count the indices the slice visits
+  for (index_t i = begin; step > 0 ? i < end : i > end; i += step) ++want[sdim];
   auto out = MakeOutput<Device>(want, RandInt(0, 1) == 1, stream);
   Tensor<Device, dim, float> o = out.view();
-  const auto e = slice<sdim>(a.dev, begin, end);
+  const auto e = slice<sdim>(a.dev, begin, end, step);
+  INFO("slice<" << sdim << ">(a " << s << " " << LayoutName(a.layout) << ", " << begin << ", " << end << ", "
+                << step << ")");
   REQUIRE(e.shape() == want);
   o = e;
-  INFO("slice<" << sdim << ">(a " << s << " " << LayoutName(a.layout) << ", " << begin << ", " << end << ")");
   CheckAll(ToHost(o), [&](Shape<dim> idx) {
-    idx[sdim] += begin;
+    idx[sdim] = begin + idx[sdim] * step;
     return At(a.host, idx);
   }, 0.0);
 }
@@ -473,6 +475,11 @@ TE_DEVICE_TEST_CASE("slice<sdim> matches the reference for every dimension, dims
         CheckSlice<Device, dim, sdim>(s, begin, end, stream);  // random range (possibly empty)
         CheckSlice<Device, dim, sdim>(s, 0, n, stream);        // the whole dimension
         if (n >= 3) CheckSlice<Device, dim, sdim>(s, 1, n - 1, stream);
+        // Steps: forwards from a random start, and backwards from the end or the middle through index 0.
+        const index_t step = RandInt(2, 4);
+        CheckSlice<Device, dim, sdim>(s, begin, n, stream, step);
+        if (n >= 1) CheckSlice<Device, dim, sdim>(s, n - 1, -1, stream, -1);
+        if (n >= 1) CheckSlice<Device, dim, sdim>(s, RandInt(0, n - 1), -1, stream, -step);
       }
     });
   });
@@ -495,7 +502,9 @@ TE_DEVICE_TEST_CASE("slice of expressions and of slices, with +=", "[layout]") {
 
 // ---- concat --------------------------------------------------------------------------------------------
 namespace {
-template <typename Device, int dim, int cdim>
+// kTensors: both operands tensors (a plain `=` of them copies rows: expr/row_copy.h); otherwise the
+// right operand is an expression, so the two operands have different node types and the map runs.
+template <typename Device, int dim, int cdim, bool kTensors = false>
 void CheckConcat(Shape<dim> s, index_t la, index_t lb, Stream<Device>* stream) {
   Shape<dim> sa = s, sb = s;
   sa[cdim] = la;
@@ -506,16 +515,22 @@ void CheckConcat(Shape<dim> s, index_t la, index_t lb, Stream<Device>* stream) {
   want[cdim] = la + lb;
   auto out = MakeOutput<Device>(want, RandInt(0, 1) == 1, stream);
   Tensor<Device, dim, float> o = out.view();
-  // The right operand is an expression, so the two operands have different node types.
-  const auto e = concat<cdim>(a.dev, b.dev * 1.5f);
-  REQUIRE(e.shape() == want);
-  o = e;
+  const double scale = kTensors ? 1.0 : 1.5;
+  if constexpr (kTensors) {
+    const auto e = concat<cdim>(a.dev, b.dev);
+    REQUIRE(e.shape() == want);
+    o = e;
+  } else {
+    const auto e = concat<cdim>(a.dev, b.dev * 1.5f);
+    REQUIRE(e.shape() == want);
+    o = e;
+  }
   INFO("concat<" << cdim << ">(a " << sa << " " << LayoutName(a.layout) << ", b " << sb << " "
-                 << LayoutName(b.layout) << ")");
+                 << LayoutName(b.layout) << ")" << (kTensors ? " of tensors" : ""));
   CheckAll(ToHost(o), [&](Shape<dim> idx) {
     if (idx[cdim] < la) return At(a.host, idx);
     idx[cdim] -= la;
-    return At(b.host, idx) * 1.5;
+    return At(b.host, idx) * scale;
   });
 }
 }  // namespace
@@ -530,7 +545,35 @@ TE_DEVICE_TEST_CASE("concat<cdim> matches the reference for every dimension, dim
         CheckConcat<Device, dim, cdim>(s, la, lb, stream);
         CheckConcat<Device, dim, cdim>(s, 0, lb, stream);  // one operand empty, the result is not
         CheckConcat<Device, dim, cdim>(s, la, 0, stream);
+        CheckConcat<Device, dim, cdim, true>(s, la, lb, stream);
+        CheckConcat<Device, dim, cdim, true>(s, 0, lb, stream);
       }
+    });
+  });
+}
+
+TE_DEVICE_TEST_CASE("concat of four operands along each dimension", "[layout]") {
+  const index_t widths[] = {2, 1, 3, 0};  // one operand empty along the joined dimension
+  StaticFor<3>([&](auto cdim_c) {
+    constexpr int cdim = decltype(cdim_c)::value;
+    std::vector<decltype(MakeInput<Device, 3>(Shape3(1, 1, 1), Layout::kContiguous, stream))> in;
+    for (index_t w : widths) {
+      Shape<3> s = Shape3(3, 4, 5);
+      s[cdim] = w;
+      in.push_back(MakeInput<Device, 3>(s, RandLayout(), stream));
+    }
+    Shape<3> t = Shape3(3, 4, 5);
+    t[cdim] = 6;
+    TensorContainer<cpu, 3, float> init;
+    auto out = MakeOutput<Device>(t, true, stream, &init);
+    Tensor<Device, 3, float> o = out.view();
+    o += concat<cdim>(in[0].dev, in[1].dev, in[2].dev * 2.0f, in[3].dev);
+    INFO("concat<" << cdim << "> of widths 2, 1, 3, 0");
+    CheckAll(ToHost(o), [&](const Shape<3>& i) {
+      Shape<3> src = i;  // the index in the operand k that holds element i
+      size_t k = 0;
+      while (src[cdim] >= widths[k]) src[cdim] -= widths[k++];
+      return At(init.view(), i) + At(in[k].host, src) * (k == 2 ? 2.0 : 1.0);
     });
   });
 }
@@ -558,6 +601,61 @@ TE_DEVICE_TEST_CASE("concat of concats and of slices, with +=", "[layout]") {
   Tensor<Device, 3, float> o2 = out2.view();
   o2 = concat<1>(slice<1>(a.dev, 2, 4), slice<1>(a.dev, 0, 2));
   CheckAll(ToHost(o2), [&](const Shape<3>& i) { return At(a.host, Shape3(i[0], (i[1] + 2) % 4, i[2])); }, 0.0);
+}
+
+// Tensors' concat and slice copy rows (expr/row_copy.h) in units as wide as every address, pitch and row
+// length allows: element sizes 1, 2, 4 and 8, rows of odd and even lengths, and offsets that break the
+// 16-byte alignment, each checked bit for bit.
+namespace {
+// Values in [-100, 100) (whole numbers for integer types: int8_t holds them) and outputs that start random,
+// not poisoned: 12345 does not fit in one byte.
+template <typename Device, int dim, typename DType>
+Input<Device, dim, DType> RowInput(const Shape<dim>& s, Stream<Device>* stream) {
+  auto in = MakeInput<Device, dim, DType>(s, RandLayout(), stream);
+  FillRandom(in.host_all.view(), -100.0, 100.0);
+  Copy(in.dev_all.view(), in.host_all.view(), stream);
+  Sync(stream);
+  return in;
+}
+template <typename Device, int dim, typename DType>
+TensorContainer<Device, dim, DType> RowOutput(const Shape<dim>& s, Stream<Device>* stream) {
+  TensorContainer<cpu, dim, DType> init;
+  return MakeOutput<Device, dim, DType>(s, RandInt(0, 1) == 1, stream, &init);
+}
+
+template <typename Device, typename DType>
+void CheckRowCopies(Stream<Device>* stream) {
+  for (const index_t cols : {index_t(1), index_t(3), index_t(8), index_t(21), index_t(64)}) {
+    auto a = RowInput<Device, 3, DType>(Shape3(3, 5, cols), stream);
+    auto b = RowInput<Device, 3, DType>(Shape3(3, 5, cols + 1), stream);
+    INFO("cols " << cols << ", a " << LayoutName(a.layout) << ", b " << LayoutName(b.layout));
+    auto out = RowOutput<Device, 3, DType>(Shape3(3, 5, 2 * cols + 1), stream);
+    Tensor<Device, 3, DType> o = out.view();
+    o = concat<2>(a.dev, b.dev);
+    CheckAll(ToHost(o), [&](const Shape<3>& i) {
+      return i[2] < cols ? At(a.host, i) : At(b.host, Shape3(i[0], i[1], i[2] - cols));
+    }, 0.0);
+    auto out1 = RowOutput<Device, 3, DType>(Shape3(3, 5, cols), stream);
+    Tensor<Device, 3, DType> o1 = out1.view();
+    o1 = slice<2>(b.dev, 1, cols + 1);
+    CheckAll(ToHost(o1), [&](const Shape<3>& i) { return At(b.host, Shape3(i[0], i[1], i[2] + 1)); }, 0.0);
+    auto out2 = RowOutput<Device, 3, DType>(Shape3(3, 3, cols), stream);
+    Tensor<Device, 3, DType> o2 = out2.view();
+    o2 = slice<1>(a.dev, 1, 4);
+    CheckAll(ToHost(o2), [&](const Shape<3>& i) { return At(a.host, Shape3(i[0], i[1] + 1, i[2])); }, 0.0);
+    auto out3 = RowOutput<Device, 3, DType>(Shape3(6, 5, cols), stream);
+    Tensor<Device, 3, DType> o3 = out3.view();
+    o3 = concat<0>(a.dev, a.dev);
+    CheckAll(ToHost(o3), [&](const Shape<3>& i) { return At(a.host, Shape3(i[0] % 3, i[1], i[2])); }, 0.0);
+  }
+}
+}  // namespace
+
+TE_DEVICE_TEST_CASE("concat and slice of tensors copy rows exactly in every element size", "[layout]") {
+  CheckRowCopies<Device, int8_t>(stream);
+  CheckRowCopies<Device, half_t>(stream);
+  CheckRowCopies<Device, float>(stream);
+  CheckRowCopies<Device, double>(stream);
 }
 
 // ---- composition and edges --------------------------------------------------------------------------------
@@ -624,6 +722,9 @@ TE_DEVICE_TEST_CASE("layout errors name the operation, the shapes and the bad va
                       Contains("slice<1>") && Contains("[1, 4)") && Contains("(2,3,4)"));
   REQUIRE_THROWS_WITH(slice<2>(a.dev, 3, 2), Contains("[3, 2)") && Contains("(2,3,4)"));
   REQUIRE_THROWS_WITH(slice<0>(a.dev, -1, 1), Contains("[-1, 1)") && Contains("(2,3,4)"));
+  REQUIRE_THROWS_WITH(slice<1>(a.dev, 0, 2, 0), Contains("slice<1>") && Contains("step 0") && Contains("(2,3,4)"));
+  REQUIRE_THROWS_WITH(slice<2>(a.dev, 4, 0, -1), Contains("from 4 down to 0") && Contains("-1 <= end <= begin < 4"));
+  REQUIRE_THROWS_WITH(slice<2>(a.dev, 1, -2, -1), Contains("down to -2"));
   REQUIRE_THROWS_AS(concat<1>(a.dev, b.dev), tensorexpr::Error);
   REQUIRE_THROWS_WITH(concat<1>(a.dev, b.dev), Contains("concat<1>") && Contains("(2,3,4)") && Contains("(2,5,3)"));
   REQUIRE_THROWS_WITH(concat<0>(a.dev, b.dev), Contains("concat<0>") && Contains("(2,3,4)") && Contains("(2,5,3)"));

@@ -2,7 +2,7 @@
 // each against a naive float64 reference on fresh random inputs (every dtype, padded-row views, odd
 // sizes), every req (kAddTo onto random prefill, kNullOp leaving poison), finite-difference gradient
 // checks in double, and the errors bad shapes and parameters raise.
-#include "test_util.h"
+#include "ops_test_util.h"
 #include <tensorexpr/ops/activation.h>
 #include <tensorexpr/ops/fully_connected.h>
 #include <tensorexpr/ops/softmax_output.h>
@@ -10,79 +10,6 @@
 
 namespace {
 using namespace te_test;
-using Vec = std::vector<double>;
-
-// ---- helpers ------------------------------------------------------------------------------------------
-template <int dim, typename DType>
-double AtX(const Tensor<cpu, dim, DType>& t, const Shape<dim>& idx) {  // exact for double
-  index_t row = 0;
-  for (int i = 0; i + 1 < dim; ++i) row = row * t.shape_[i] + idx[i];
-  return AsDouble(t.dptr_[row * t.stride_ + idx[dim - 1]]);
-}
-template <int dim, typename DType>
-Vec ToVec(const Tensor<cpu, dim, DType>& t) {
-  Vec v;
-  ForEachIndex(t.shape_, [&](const Shape<dim>& idx) { v.push_back(AtX(t, idx)); });
-  return v;
-}
-template <int dim>
-index_t Flat(const Shape<dim>& shape, const Shape<dim>& idx) {
-  index_t f = 0;
-  for (int i = 0; i < dim; ++i) f = f * shape[i] + idx[i];
-  return f;
-}
-// Every element of `got` (row-major order) within rtol * max(1, |want|).
-template <int dim, typename DType>
-void CheckVec(const Tensor<cpu, dim, DType>& got, const Vec& want, double rtol, const std::string& what) {
-  REQUIRE(static_cast<size_t>(got.shape_.Size()) == want.size());
-  index_t bad = 0;
-  std::string first;
-  ForEachIndex(got.shape_, [&](const Shape<dim>& idx) {
-    const double g = AtX(got, idx), r = want[Flat(got.shape_, idx)];
-    if (!(std::fabs(g - r) <= rtol * std::max(1.0, std::fabs(r)))) {
-      if (bad++ == 0) {
-        std::ostringstream os;
-        os.precision(17);
-        os << what << ": first mismatch at " << idx << ": got " << g << ", expected " << r;
-        first = os.str();
-      }
-    }
-  });
-  INFO(first);
-  INFO(what << ": mismatches " << bad << " of " << got.shape_.Size() << " (shape " << got.shape_ << ")");
-  CHECK(bad == 0);
-}
-// A device tensor holding `h`, with padded rows when asked.
-template <typename Device, int dim, typename DType>
-TensorContainer<Device, dim, DType> Dev(const Tensor<cpu, dim, DType>& h, Stream<Device>* s, bool pad = false) {
-  TensorContainer<Device, dim, DType> d(pad);
-  d.set_stream(s);
-  d.Resize(h.shape_);
-  Copy(d.view(), h, s);
-  Sync(s);
-  return d;
-}
-// Random prefill for kAddTo, poison otherwise; returns what the output holds before the op.
-template <int dim, typename DType>
-Vec Prefill(Tensor<cpu, dim, DType> t, OpReqType req) {
-  if (req == kAddTo) FillRandom(t); else Poison(t);
-  return ToVec(t);
-}
-// What an output should hold after the op, given its prefill and the reference result.
-inline Vec Expect(OpReqType req, const Vec& before, const Vec& ref) {
-  Vec e(before.size());
-  for (size_t i = 0; i < e.size(); ++i)
-    e[i] = req == kNullOp ? before[i] : (req == kAddTo ? before[i] + ref[i] : ref[i]);
-  return e;
-}
-template <int dim, typename DType>
-TensorContainer<cpu, dim, DType> Random(const Shape<dim>& s, double lo = -1, double hi = 1) {
-  TensorContainer<cpu, dim, DType> t(s);
-  FillRandom(t.view(), lo, hi);
-  return t;
-}
-using te_test::RequireError;
-const OpReqType kAllReqs[] = {kNullOp, kWriteTo, kWriteInplace, kAddTo};
 
 // ---- Activation ---------------------------------------------------------------------------------------
 using ops::ActType;
@@ -111,8 +38,8 @@ template <typename Device, typename DType>
 void RunActivation(Stream<Device>* stream, ActType t, Shape<2> shape, bool padded, OpReqType req) {
   ops::ActivationParam p;
   p.act_type = t;
-  auto xh = Random<2, DType>(shape, -3, 3);
-  auto dyh = Random<2, DType>(shape);
+  auto xh = Uniform<2, DType>(shape, -3, 3);
+  auto dyh = Uniform<2, DType>(shape);
   TensorContainer<cpu, 2, DType> yh(shape), dxh(shape);
   const Vec x = ToVec(xh.view()), dy = ToVec(dyh.view());
   const Vec y0 = Prefill(yh.view(), req), dx0 = Prefill(dxh.view(), req);
@@ -155,8 +82,8 @@ TE_DEVICE_TEST_CASE("Activation works in place and its gradient matches finite d
     ops::ActivationParam p;
     p.act_type = t;
     const Shape<2> shape = Shape2(3, 5);
-    auto xh = Random<2, double>(shape, -2, 2);
-    auto dyh = Random<2, double>(shape);
+    auto xh = Uniform<2, double>(shape, -2, 2);
+    auto dyh = Uniform<2, double>(shape);
     const Vec x = ToVec(xh.view()), dy = ToVec(dyh.view());
     // In place: y overwrites x, then dx overwrites dy.
     auto buf = Dev<Device>(xh.view(), stream);
@@ -202,21 +129,23 @@ struct FcReqs {
   OpReqType fwd = kWriteTo, data = kWriteTo, weight = kWriteTo, bias = kWriteTo;
 };
 
-// data of `dim` dimensions; padded rows only for 2-D data (the flattening needs contiguous N-D data).
+// data of `dim` dimensions; padded rows only for 2-D data or without flatten (flattening N-D data needs it
+// contiguous). Without flatten, the leading positions are the rows: the same (N, D) data in row-major order.
 template <typename Device, typename DType, int dim>
-void RunFc(Stream<Device>* stream, Shape<dim> xs, index_t K, bool bias, FcReqs r, bool padded) {
+void RunFc(Stream<Device>* stream, Shape<dim> xs, index_t K, bool bias, FcReqs r, bool padded, bool flatten = true) {
   ops::FullyConnectedParam p;
   p.num_hidden = K;
   p.no_bias = !bias;
+  p.flatten = flatten;
   const auto shapes = ops::InferFullyConnectedShapes(p, xs);
-  const index_t N = xs[0], D = xs.ProdShape(1, dim);
+  const index_t N = flatten ? xs[0] : xs.ProdShape(0, dim - 1), D = flatten ? xs.ProdShape(1, dim) : xs[dim - 1];
   REQUIRE(shapes.out == Shape2(N, K));
   REQUIRE(shapes.weight == Shape2(K, D));
   REQUIRE(shapes.bias == Shape1(bias ? K : 0));
-  auto xh = Random<dim, DType>(xs);
-  auto wh = Random<2, DType>(shapes.weight);
-  auto bh = Random<1, DType>(Shape1(K));
-  auto dyh = Random<2, DType>(shapes.out);
+  auto xh = Uniform<dim, DType>(xs);
+  auto wh = Uniform<2, DType>(shapes.weight);
+  auto bh = Uniform<1, DType>(Shape1(K));
+  auto dyh = Uniform<2, DType>(shapes.out);
   TensorContainer<cpu, 2, DType> yh(shapes.out), dwh(shapes.weight);
   TensorContainer<cpu, dim, DType> dxh(xs);
   TensorContainer<cpu, 1, DType> dbh(Shape1(K));
@@ -246,7 +175,8 @@ void RunFc(Stream<Device>* stream, Shape<dim> xs, index_t K, bool bias, FcReqs r
   ops::FullyConnectedForward(p, xd.view(), wd.view(), bd.view(), r.fwd, yd.view());
   ops::FullyConnectedBackward(p, dyd.view(), xd.view(), wd.view(), r.data, dxd.view(), r.weight, dwd.view(), r.bias,
                               dbd.view());
-  INFO("data " << xs << " K " << K << " bias " << bias << " padded " << padded << " reqs " << OpReqName(r.fwd) << "/"
+  INFO("data " << xs << " K " << K << " bias " << bias << " padded " << padded << " flatten " << flatten << " reqs "
+               << OpReqName(r.fwd) << "/"
                << OpReqName(r.data) << "/" << OpReqName(r.weight) << "/" << OpReqName(r.bias) << " dtype "
                << DataType<DType>::name());
   auto tol = [](index_t terms) { return Tol<DType>() * std::max(1.0, std::sqrt(double(terms))); };
@@ -272,16 +202,22 @@ TE_DEVICE_TEST_CASE("FullyConnected matches the float64 reference", "[ops_nn][fu
   RunFc<Device, float, 2>(stream, Shape2(0, 6), 4, true, FcReqs{kWriteTo, kWriteTo, kWriteTo, kWriteTo}, false);
   RunFc<Device, half_t, 2>(stream, Shape2(6, 16), 8, true, FcReqs{}, false);
   RunFc<Device, bf16_t, 3>(stream, Shape3(6, 4, 4), 8, true, FcReqs{kAddTo, kAddTo, kAddTo, kAddTo}, false);
+  // flatten = false: N-D data multiplied on its last axis, padded rows and all.
+  RunFc<Device, float, 3>(stream, Shape3(4, 5, 6), 3, true, FcReqs{}, true, false);
+  RunFc<Device, double, 4>(stream, Shape4(2, 3, 2, 7), 5, true, FcReqs{kAddTo, kWriteTo, kAddTo, kWriteTo}, true, false);
+  RunFc<Device, float, 5>(stream, Shape5(2, 1, 3, 2, 4), 2, false, FcReqs{kWriteTo, kAddTo, kWriteTo, kNullOp}, false, false);
+  RunFc<Device, half_t, 3>(stream, Shape3(3, 2, 16), 4, true, FcReqs{}, true, false);
+  RunFc<Device, float, 2>(stream, Shape2(5, 9), 3, true, FcReqs{}, true, false);  // 2-D: the same either way
 }
 
 TE_DEVICE_TEST_CASE("FullyConnected gradients match finite differences", "[ops_nn][fully_connected]") {
   ops::FullyConnectedParam p;
   p.num_hidden = 3;
   const Shape<3> xs = Shape3(2, 2, 3);
-  auto xh = Random<3, double>(xs);
-  auto wh = Random<2, double>(Shape2(3, 6));
-  auto bh = Random<1, double>(Shape1(3));
-  auto dyh = Random<2, double>(Shape2(2, 3));
+  auto xh = Uniform<3, double>(xs);
+  auto wh = Uniform<2, double>(Shape2(3, 6));
+  auto bh = Uniform<1, double>(Shape1(3));
+  auto dyh = Uniform<2, double>(Shape2(2, 3));
   const Vec dy = ToVec(dyh.view());
   // L = sum(dy * FC(x, W, b)) evaluated by the library's forward.
   auto loss = [&]() {
@@ -367,7 +303,7 @@ void RunSoftmax(Stream<Device>* stream, index_t N, index_t K, double offset, dou
                 OpReqType req_loss, OpReqType req_grad, double grad_scale, bool with_loss_grad) {
   ops::SoftmaxOutputParam p;
   p.grad_scale = grad_scale;
-  auto xh = Random<2, DType>(Shape2(N, K), offset - spread, offset + spread);
+  auto xh = Uniform<2, DType>(Shape2(N, K), offset - spread, offset + spread);
   std::vector<index_t> lab;
   auto lh = RandomLabels<LType>(N, K, &lab);
   const Vec x = ToVec(xh.view());
@@ -435,7 +371,7 @@ TE_DEVICE_TEST_CASE("SoftmaxOutput works in place and its gradient matches finit
                     "[ops_nn][softmax_output]") {
   ops::SoftmaxOutputParam p;
   const index_t N = 3, K = 4;
-  auto xh = Random<2, double>(Shape2(N, K), -2, 2);
+  auto xh = Uniform<2, double>(Shape2(N, K), -2, 2);
   std::vector<index_t> lab;
   auto lh = RandomLabels<int32_t>(N, K, &lab);
   auto ld = Dev<Device>(lh.view(), stream);
@@ -614,8 +550,8 @@ void RunPool(Stream<Device>* stream, const PoolCase& c, Shape<dim> xs, int nd, O
   Shape<dim> ys = xs;
   for (int i = 0; i < nd; ++i) ys[dim - nd + i] = r.out[3 - nd + i];
   REQUIRE(ops::InferPoolingShape(p, xs) == ys);
-  auto xh = Random<dim, DType>(xs);
-  auto dyh = Random<dim, DType>(ys);
+  auto xh = Uniform<dim, DType>(xs);
+  auto dyh = Uniform<dim, DType>(ys);
   TensorContainer<cpu, dim, DType> yh(ys), dxh(xs);
   const Vec x = ToVec(xh.view()), dy = ToVec(dyh.view());
   const Vec y0 = Prefill(yh.view(), req), dx0 = Prefill(dxh.view(), req);
@@ -716,8 +652,8 @@ template <typename Device, int dim>
 void PoolFiniteDifferences(Stream<Device>* stream, const PoolCase& c, Shape<dim> xs) {
   const ops::PoolingParam p = ToParam(c);
   const Shape<dim> ys = ops::InferPoolingShape(p, xs);
-  auto xh = Random<dim, double>(xs);
-  auto dyh = Random<dim, double>(ys);
+  auto xh = Uniform<dim, double>(xs);
+  auto dyh = Uniform<dim, double>(ys);
   const Vec dy = ToVec(dyh.view());
   auto forward = [&](TensorContainer<Device, dim, double>* yd) {
     auto xd = Dev<Device>(xh.view(), stream);

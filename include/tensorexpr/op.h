@@ -19,6 +19,7 @@ namespace math {
 TE_MATH1(exp)
 TE_MATH1(log)
 TE_MATH1(log1p)
+TE_MATH1(expm1)
 TE_MATH1(sqrt)
 TE_MATH1(tanh)
 #undef TE_MATH1
@@ -109,6 +110,12 @@ TE_BINARY_OP_EXACT(right, b)
 TE_BINARY_OP_EXACT(maximum, (a > b || a != a) ? a : b)
 TE_BINARY_OP_EXACT(minimum, (a < b || a != a) ? a : b)
 TE_BINARY_OP(power, math::pow(a, b))
+// The leaky rectifiers, b the slope (LeakyReLU's, PReLU's learned one) or ELU's alpha; derivatives given
+// the input a.
+TE_BINARY_OP(leaky_relu, a > C(0) ? a : b * a)
+TE_BINARY_OP(leaky_relu_grad, a > C(0) ? C(1) : b)
+TE_BINARY_OP(elu, a > C(0) ? a : b * math::expm1(a))
+TE_BINARY_OP(elu_grad, a > C(0) ? C(1) : b * math::exp(a))
 // clip a into [-b, b] (for integers, -b wraps: a bound of the lowest value clips to it)
 TE_BINARY_OP_INT(clip, a > b ? b : (a < -b ? -b : a), a > b ? b : (a < math::WrapNeg(b) ? math::WrapNeg(b) : a))
 

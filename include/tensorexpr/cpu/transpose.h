@@ -8,13 +8,14 @@
 //
 // When the source is a tensor and the store a plain `=`, a block moves in SSE2 register tiles (MicroTile:
 // 4 x 4 of a 4-byte type, 2 x 2 of an 8-byte one; W loads along c, a shuffle transpose, W stores along x),
-// as bits, so any such type takes it; large aligned outputs are written with streaming stores. One
-// element at a time the loop is bound by its loads (one per element, each from another source row), at
-// 0.4 of memcpy. Tile edges, rows of c that are not adjacent in the source (c spanning rows of a padded
-// tensor), other savers, sources and element sizes take the element loop.
+// as bits, so any such type takes it. One element at a time the loop is bound by its loads (one per
+// element, each from another source row), at 0.4 of memcpy. Streaming stores (past the caches) were
+// tried for large outputs and dropped: on a 16-core Xeon host they halved the speed at every thread
+// count from 2 to 16 (float NCHW -> NHWC at 1 GB, 16 threads: 0.34 of memcpy with them, 0.55 without).
+// Tile edges, rows of c that are not adjacent in the source (c spanning rows of a padded tensor), other
+// savers, sources and element sizes take the element loop.
 #pragma once
 #include <algorithm>
-#include <cstdint>
 #include <type_traits>
 #include "../expr/transpose.h"
 #include "../tensor.h"
@@ -27,22 +28,9 @@
 
 namespace tensorexpr {
 namespace cpu_transpose {
-// Measured (2 threads, float): with register tiles and streaming stores, 64 x 64 blocks; the element
-// loop alone did best with 32 x 256 (wider x blocks prefetched better) but reached only 0.4 of memcpy.
+// Measured (float, register tiles): 64 x 64 blocks; 32 x 128 and 64 x 128 were within noise of it at
+// 16 threads. The element loop alone did best with 32 x 256 but reached only 0.4 of memcpy.
 constexpr index_t kBlockC = 64, kBlockX = 64;
-constexpr index_t kStreamBytes = index_t(16) << 20;  // outputs from this size on take streaming stores
-
-#if defined(__SSE2__)
-// Stores of one register row of a tile: plain, or streaming (past the caches; needs the vector's alignment).
-template <bool kStream>
-inline void St(float* p, __m128 v) {
-  if constexpr (kStream) _mm_stream_ps(p, v); else _mm_storeu_ps(p, v);
-}
-template <bool kStream>
-inline void St(double* p, __m128d v) {
-  if constexpr (kStream) _mm_stream_pd(p, v); else _mm_storeu_pd(p, v);
-}
-#endif
 
 // out[k * out_stride + j] = in[j * in_stride + k] for j, k below kWidth (strides in elements of `bytes`).
 // kWidth 0: no register tile for this element size on this target.
@@ -54,29 +42,27 @@ struct MicroTile {
 template <>
 struct MicroTile<4> {
   static constexpr int kWidth = 4;
-  template <bool kStream>
   static void Move(const void* in, index_t in_stride, void* out, index_t out_stride) {
     const float* i = static_cast<const float*>(in);
     float* o = static_cast<float*>(out);
     __m128 r0 = _mm_loadu_ps(i), r1 = _mm_loadu_ps(i + in_stride), r2 = _mm_loadu_ps(i + 2 * in_stride),
            r3 = _mm_loadu_ps(i + 3 * in_stride);
     _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-    St<kStream>(o, r0);
-    St<kStream>(o + out_stride, r1);
-    St<kStream>(o + 2 * out_stride, r2);
-    St<kStream>(o + 3 * out_stride, r3);
+    _mm_storeu_ps(o, r0);
+    _mm_storeu_ps(o + out_stride, r1);
+    _mm_storeu_ps(o + 2 * out_stride, r2);
+    _mm_storeu_ps(o + 3 * out_stride, r3);
   }
 };
 template <>
 struct MicroTile<8> {
   static constexpr int kWidth = 2;
-  template <bool kStream>
   static void Move(const void* in, index_t in_stride, void* out, index_t out_stride) {
     const double* i = static_cast<const double*>(in);
     double* o = static_cast<double*>(out);
     const __m128d r0 = _mm_loadu_pd(i), r1 = _mm_loadu_pd(i + in_stride);
-    St<kStream>(o, _mm_unpacklo_pd(r0, r1));
-    St<kStream>(o + out_stride, _mm_unpackhi_pd(r0, r1));
+    _mm_storeu_pd(o, _mm_unpacklo_pd(r0, r1));
+    _mm_storeu_pd(o + out_stride, _mm_unpackhi_pd(r0, r1));
   }
 };
 #endif
@@ -114,17 +100,11 @@ inline void RunTransposeTiles(const Tensor<cpu, dim, DType>& dst, const expr::Tr
   constexpr bool kTiled = std::is_same<Saver, sv::saveto>::value && Source::kTensorSource && Tile::kWidth > 0 &&
                           std::is_trivially_copyable<DType>::value;
   constexpr index_t kW = kTiled ? Tile::kWidth : 1;
-  // Streaming stores skip reading the output's lines before writing them (a third of the traffic) and
-  // keep it from evicting the source blocks; for outputs too large to stay in cache anyway, and aligned.
-  constexpr uintptr_t kVecBytes = kW * sizeof(DType);
-  const bool stream = kTiled && dst.shape_.Size() * index_t(sizeof(DType)) >= cpu_transpose::kStreamBytes &&
-                      reinterpret_cast<uintptr_t>(dst.dptr_) % kVecBytes == 0 &&
-                      static_cast<uintptr_t>(dst.stride_) * sizeof(DType) % kVecBytes == 0;
   const StreamThreadScope threads(dst.stream_);
   const index_t c_blocks = (t.c + kBlockC - 1) / kBlockC;
   DType* const out = dst.dptr_;
   const index_t stride = dst.stride_;
-  ParallelFor(t.planes * c_blocks, kBlockC * t.x, [plan, t, c_blocks, out, stride, stream](index_t begin, index_t end) {
+  ParallelFor(t.planes * c_blocks, kBlockC * t.x, [plan, t, c_blocks, out, stride](index_t begin, index_t end) {
     const auto p = plan;
     const index_t c_step = t.inner * stride;  // output rows between c and c + 1
     for (index_t item = begin; item < end; ++item) {
@@ -145,10 +125,8 @@ inline void RunTransposeTiles(const Tensor<cpu, dim, DType>& dst, const expr::Tr
             for (index_t k = 1; k < kW; ++k) adjacent = adjacent && Source::Address(p.AtRow(row + k * t.inner), x0) == src + k;
             DType* const o = out + row * stride;
             index_t x = x0;
-            if (adjacent && stream) {
-              for (; x < x_tiled; x += kW, src += kW * x_step) Tile::template Move<true>(src, x_step, o + x, c_step);
-            } else if (adjacent) {
-              for (; x < x_tiled; x += kW, src += kW * x_step) Tile::template Move<false>(src, x_step, o + x, c_step);
+            if (adjacent) {
+              for (; x < x_tiled; x += kW, src += kW * x_step) Tile::Move(src, x_step, o + x, c_step);
             }
             for (index_t k = 0; k < kW; ++k) {
               const auto at = p.AtRow(row + k * t.inner);
@@ -164,9 +142,6 @@ inline void RunTransposeTiles(const Tensor<cpu, dim, DType>& dst, const expr::Tr
         }
       }
     }
-#if defined(__SSE2__)
-    if (stream) _mm_sfence();  // streaming stores are weakly ordered: done before this thread's share is
-#endif
   });
 }
 

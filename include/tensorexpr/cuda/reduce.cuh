@@ -49,7 +49,7 @@ constexpr index_t kBlockMinElems = 4096;      // a chunk gives each thread at le
 constexpr index_t kTargetBlocks = 2048;       // chunking stops once there are this many blocks of work
 constexpr index_t kMaxChunks = 1024;          // partials per output: pass 2 stays one short warp loop
 constexpr index_t kMaxGrid = index_t(1) << 20;  // grid-stride loops cover more work items than this
-constexpr int kUnroll = 4;                    // loads in flight per thread before they are combined
+constexpr int kUnroll = 8;                    // loads in flight per thread before they are combined (4: sumall 2-3% slower)
 static_assert(kTargetBlocks <= Stream<gpu>::kArrivalCounters,
               "chunked reductions have fewer than kTargetBlocks outputs (tiles), one arrival counter each");
 
@@ -199,21 +199,25 @@ __device__ __forceinline__ bool ArrivesLast(unsigned* counter, unsigned chunks) 
   return last;
 }
 
-// Keep middle, long: one block per (output k, chunk c). Without partials the block saves output k;
-// with partials it writes partial[k * chunks + c], and the last of output k's blocks to arrive combines
-// them (thread t takes chunks t, t + kThreads, ... in order; then the block's fixed tree) and saves.
+// Keep middle, long: one block per (output k, chunk c). Chunk c is interleaved with the others: the
+// strips of kThreads positions c, c + chunks, c + 2 chunks, ... of output k's reduced elements. At any
+// moment the blocks then read neighbouring strips (one contiguous window moving through memory), which
+// measured faster than each block reading its own contiguous range: sumall at 1 GB 0.968 -> 0.982 of
+// copy, at 103 MB 0.783 -> 0.828 (H100; with kUnroll 8, 1.00 and 0.84). Without partials the block saves output k; with partials it
+// writes partial[k * chunks + c], and the last of output k's blocks to arrive combines them (thread t
+// takes chunks t, t + kThreads, ... in order; then the block's fixed tree) and saves.
 template <typename Saver, typename Reducer, typename A, typename I, typename DType, typename Reader>
 __global__ void __launch_bounds__(kThreads) KeepMiddleBlockKernel(Reader src, Layout<I> l, I len, I chunks,
-                                                                  I chunk_len, expr::ReduceOut<DType, I> out,
-                                                                  A* partial, unsigned* arrivals) {
+                                                                  expr::ReduceOut<DType, I> out, A* partial,
+                                                                  unsigned* arrivals) {
   __shared__ A warp_vals[kWarps];
   __shared__ bool last;
   const I items = l.n1 * chunks;
   for (I item = blockIdx.x; item < items; item += gridDim.x) {  // uniform across the block
     const I k = item / chunks, c = item - k * chunks;
-    const I begin = c * chunk_len, end = MinIndex(len, begin + chunk_len);
     A acc = Reducer::template Init<A, DType>();
-    StrideRuns<Reducer, A, I, DType>(src, l, k, begin + static_cast<I>(threadIdx.x), end, I(kThreads), acc);
+    StrideRuns<Reducer, A, I, DType>(src, l, k, c * I(kThreads) + static_cast<I>(threadIdx.x), len,
+                                     chunks * I(kThreads), acc);
     acc = BlockReduce<Reducer>(acc, warp_vals);
     if (partial == nullptr) {
       if (threadIdx.x == 0) Saver::Save(out.At(k), static_cast<DType>(acc));
@@ -345,19 +349,17 @@ inline void LaunchKeepMiddle(const Reader& src, const expr::ReduceLayout& layout
     chunks = std::min({len / kBlockMinElems, (kTargetBlocks + outputs - 1) / outputs, kMaxChunks});
     chunks = std::max<index_t>(chunks, 1);
   }
-  const index_t chunk_len = (len + chunks - 1) / chunks;
-  chunks = (len + chunk_len - 1) / chunk_len;  // no empty chunk
   if (chunks == 1) {
     LaunchKernel(&KeepMiddleBlockKernel<Saver, Reducer, A, I, DType, Reader>, GridFor(outputs), stream,
-                 "tensorexpr reduce kernel (one block per output)", src, l, static_cast<I>(len), I(1),
-                 static_cast<I>(len), out, static_cast<A*>(nullptr), static_cast<unsigned*>(nullptr));
+                 "tensorexpr reduce kernel (one block per output)", src, l, static_cast<I>(len), I(1), out,
+                 static_cast<A*>(nullptr), static_cast<unsigned*>(nullptr));
     return;
   }
   TempBuffer partial(sizeof(A) * static_cast<size_t>(outputs * chunks), stream);
   LaunchKernel(&KeepMiddleBlockKernel<Saver, Reducer, A, I, DType, Reader>, GridFor(outputs * chunks), stream,
                "tensorexpr reduce kernel (one block per output chunk, the last one combines)", src, l,
-               static_cast<I>(len), static_cast<I>(chunks), static_cast<I>(chunk_len), out,
-               static_cast<A*>(partial.get()), s->arrival_counters());
+               static_cast<I>(len), static_cast<I>(chunks), out, static_cast<A*>(partial.get()),
+               s->arrival_counters());
   partial.Release();
 }
 

@@ -14,4 +14,5 @@
 #include "blas.cuh"
 #include "patch.cuh"
 #include "transpose.cuh"
+#include "row_copy.cuh"
 #include "random.cuh"

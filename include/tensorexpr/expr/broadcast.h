@@ -143,9 +143,11 @@ struct BroadcastAxisExp : public Exp<BroadcastAxisExp<SrcExp, DType, dimdst>, DT
   };
   Plan plan() const {
     const index_t extent = shape_[bdim_];
-    if (bdim_ < dimdst - 1) {
-      const index_t inner = shape_.ProdShape(bdim_ + 1, dimdst - 1);
-      return Plan{src_.plan(), IndexDiv::Make(extent * inner), IndexDiv::Make(inner), inner, 1, 0, true};
+    if constexpr (dimdst > 1) {  // (a 1-D output has no leading dimension: no out-of-range index warning)
+      if (bdim_ < dimdst - 1) {
+        const index_t inner = shape_.ProdShape(bdim_ + 1, dimdst - 1);
+        return Plan{src_.plan(), IndexDiv::Make(extent * inner), IndexDiv::Make(inner), inner, 1, 0, true};
+      }
     }
     if (src_width_ == 1) return Plan{src_.plan(), IndexDiv::Make(1), IndexDiv::Make(1), 1, 0, 0, false};
     return Plan{src_.plan(), IndexDiv::Make(src_width_), IndexDiv::Make(src_width_), 1, 0, 1, false};

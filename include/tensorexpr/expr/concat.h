@@ -1,5 +1,6 @@
-// expr/concat.h — concat<cdim>(a, b): a followed by b along dimension cdim; every other dimension must
-// match. Each output element reads exactly one of the two operands.
+// expr/concat.h — concat<cdim>(a, b, ...): the operands one after another along dimension cdim; every
+// other dimension must match. Each output element reads exactly one operand. N operands are N - 1 nested
+// pairs, concat(concat(a, b), c): an element of the k-th operand passes N - k tests to find it.
 #pragma once
 #include <type_traits>
 #include "base.h"
@@ -71,6 +72,14 @@ inline ConcatExp<LhsExp, RhsExp, DType, LhsExp::kDim, cdim> concat(const Exp<Lhs
   static_assert(std::is_same<DType, DType2>::value, "concat<cdim>(a, b): a and b must share a dtype; convert one with tcast<T>(e)");
   static_assert(LhsExp::kDim == RhsExp::kDim, "concat<cdim>(a, b): a and b must have the same number of dimensions");
   return ConcatExp<LhsExp, RhsExp, DType, LhsExp::kDim, cdim>(a.self(), b.self());
+}
+
+// concat<cdim>(a, b, c, ...): three or more operands, the pairs nested from the left.
+template <int cdim, typename EA, typename EB, typename EC, typename... Rest>
+inline auto concat(const EA& a, const EB& b, const EC& c, const Rest&... rest) {
+  static_assert(is_exp<EA>::value && is_exp<EB>::value && is_exp<EC>::value,
+                "concat<cdim>(a, b, ...) joins expressions (tensors, or expressions of them)");
+  return concat<cdim>(concat<cdim>(a, b), c, rest...);
 }
 
 }  // namespace expr

@@ -59,7 +59,7 @@ inline std::string OperandText(const Shape<dim>& s, bool trans) {
 
 // ---- dot(a, b) --------------------------------------------------------------------------------------
 // scale_ * op(lhs_) * op(rhs_), op = transpose when ltrans / rtrans. A 1-D left operand is a row (1 x k),
-// a 1-D right operand a column (k x 1); the result of a vector form is 1-D.
+// a 1-D right operand a column (k x 1); the result of a vector form is 1-D (shape (1) for two vectors).
 template <typename TA, typename TB, bool ltrans, bool rtrans, typename DType>
 struct DotExp : public Exp<DotExp<TA, TB, ltrans, rtrans, DType>, DType, type::kComplex> {
   static_assert(check_blas_dtype<DType>::value, "");
@@ -112,7 +112,8 @@ struct DotExp : public Exp<DotExp<TA, TB, ltrans, rtrans, DType>, DType, type::k
   }
 };
 
-// dot(a, b): a and b are 1-D or 2-D tensors, or a.T() of 2-D tensors (at least one of them 2-D).
+// dot(a, b): a and b are 1-D or 2-D tensors, or a.T() of 2-D tensors. Two vectors give their inner product
+// as a 1-D result of shape (1) (mshadow's VectorDot), a (1 x k) (k x 1) product for BLAS.
 template <typename EA, typename EB, typename DA, typename DB, int ta, int tb>
 inline auto dot(const Exp<EA, DA, ta>& a, const Exp<EB, DB, tb>& b) {
   static_assert(check_same_dtype<DA, DB>::value, "");
@@ -126,9 +127,7 @@ inline auto dot(const Exp<EA, DA, ta>& a, const Exp<EB, DB, tb>& b) {
     using TB = typename LB::tensor_type;
     static_assert(TA::kDim <= 2 && TB::kDim <= 2,
                   "dot(a, b) takes 1-D and 2-D tensors; use batch_dot(a, b) for 3-D (batch, rows, cols) tensors");
-    static_assert(TA::kDim == 2 || TB::kDim == 2,
-                  "dot(a, b) of two vectors is not supported; view one of them as a 1 x k or k x 1 matrix");
-    if constexpr (TA::kDim <= 2 && TB::kDim <= 2 && (TA::kDim == 2 || TB::kDim == 2)) {
+    if constexpr (TA::kDim <= 2 && TB::kDim <= 2) {
       return DotExp<TA, TB, LA::kTrans, LB::kTrans, DA>(LA::Get(a.self()), LB::Get(b.self()), 1);
     } else {
       return a.self();  // unreachable in a program that compiles; keeps the report to the sentence above
@@ -140,7 +139,8 @@ inline auto dot(const Exp<EA, DA, ta>& a, const Exp<EB, DB, tb>& b) {
 
 // ---- batch_dot<transpose_a, transpose_b>(a, b) -------------------------------------------------------
 // For each i: scale_ * op(lhs_[i]) * op(rhs_[i]) over 3-D tensors (batch, m, k) x (batch, k, n) -> (batch,
-// m, n); a transposed operand is given as stored, (batch, k, m) or (batch, n, k).
+// m, n); a transposed operand is given as stored, (batch, k, m) or (batch, n, k). An operand with a batch
+// of 1 broadcasts: its one matrix multiplies every matrix of the other (a batch stride of 0 for BLAS).
 template <typename TA, typename TB, bool ltrans, bool rtrans, typename DType>
 struct BatchDotExp : public Exp<BatchDotExp<TA, TB, ltrans, rtrans, DType>, DType, type::kComplex> {
   static_assert(check_blas_dtype<DType>::value, "");
@@ -159,10 +159,11 @@ struct BatchDotExp : public Exp<BatchDotExp<TA, TB, ltrans, rtrans, DType>, DTyp
     const Shape<3> a = lhs_.shape_, b = rhs_.shape_;
     const index_t m = ltrans ? a[2] : a[1], ka = ltrans ? a[1] : a[2];
     const index_t kb = rtrans ? b[2] : b[1], n = rtrans ? b[1] : b[2];
-    TE_CHECK(a[0] == b[0], "batch_dot: batch sizes differ: left operand ", a, " vs right operand ", b);
+    TE_CHECK(a[0] == b[0] || a[0] == 1 || b[0] == 1, "batch_dot: batch sizes differ and neither is 1: left operand ",
+             a, " vs right operand ", b);
     TE_CHECK(ka == kb, describe(), ": inner dimensions differ: left operand ", a,
              " gives ", ka, ", right operand ", b, " gives ", kb);
-    return Shape3(a[0], m, n);
+    return Shape3(a[0] == 1 ? b[0] : a[0], m, n);
   }
   std::string describe() const {
     return Message("batch_dot<", ltrans ? "true" : "false", ", ", rtrans ? "true" : "false", ">(", lhs_.shape_,
@@ -301,8 +302,9 @@ inline GemmCall<DType> MakeGemmCall(const Tensor<Device, 3, DType>& dst,
   };
   GemmCall<DType> g = RowMajorGemm(first(e.lhs_), lt, first(e.rhs_), rt, first(dst));
   g.batch = dst.shape_[0];
-  g.stride_a = e.rhs_.shape_[1] * e.rhs_.stride_;  // the call's A is the product's right operand
-  g.stride_b = e.lhs_.shape_[1] * e.lhs_.stride_;
+  // The call's A is the product's right operand; a batch of 1 broadcasts (stride 0).
+  g.stride_a = e.rhs_.shape_[0] == 1 ? 0 : e.rhs_.shape_[1] * e.rhs_.stride_;
+  g.stride_b = e.lhs_.shape_[0] == 1 ? 0 : e.lhs_.shape_[1] * e.lhs_.stride_;
   g.stride_c = dst.shape_[1] * dst.stride_;
   return g;
 }

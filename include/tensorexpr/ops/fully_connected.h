@@ -6,6 +6,9 @@
 // (kNullOp skips its work, kAddTo accumulates through BLAS's beta).
 // data may have any number of dimensions >= 2: it is read as (shape[0], the product of the rest), which
 // needs it (and its gradient) contiguous unless it is already 2-D (then padded rows are fine).
+// With flatten = false (MXNet's flatten=False) data (..., D) is multiplied on its last axis instead, every
+// leading position its own row: out is then (the product of the leading extents, K), which is the
+// (rows, last) view out.FlatTo2D() of an (..., K) output; padded rows are fine at any rank.
 //
 // Declarations: the library tensorexpr_ops (tensorexpr_ops_cuda for the GPU) holds them for float, double,
 // half_t and bf16_t; ops/fully_connected.h is the template implementation, for other dtypes.
@@ -19,6 +22,7 @@ namespace ops {
 struct FullyConnectedParam {
   index_t num_hidden = 0;  // K
   bool no_bias = false;
+  bool flatten = true;  // false: multiply on the last axis of N-D data (see above)
 };
 
 struct FullyConnectedShapes {
@@ -32,8 +36,13 @@ inline FullyConnectedShapes InferFullyConnectedShapes(const FullyConnectedParam&
   static_assert(dim >= 2, "FullyConnected data is (N, features...): at least two dimensions");
   TE_CHECK(p.num_hidden >= 1, "FullyConnected: num_hidden = ", p.num_hidden, " must be >= 1");
   FullyConnectedShapes s;
-  s.out = Shape2(data_shape[0], p.num_hidden);
-  s.weight = Shape2(p.num_hidden, data_shape.ProdShape(1, dim));
+  if (p.flatten) {
+    s.out = Shape2(data_shape[0], p.num_hidden);
+    s.weight = Shape2(p.num_hidden, data_shape.ProdShape(1, dim));
+  } else {
+    s.out = Shape2(data_shape.ProdShape(0, dim - 1), p.num_hidden);
+    s.weight = Shape2(p.num_hidden, data_shape[dim - 1]);
+  }
   s.bias = Shape1(p.no_bias ? 0 : p.num_hidden);
   return s;
 }

@@ -1,0 +1,1 @@
+#include "../leaky_relu_test.cc"

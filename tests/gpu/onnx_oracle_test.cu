@@ -1,0 +1,1 @@
+#include "../onnx_oracle_test.cc"

@@ -1,0 +1,1 @@
+#include "../optimizer_test.cc"

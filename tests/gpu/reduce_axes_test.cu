@@ -1,0 +1,1 @@
+#include "../reduce_axes_test.cc"

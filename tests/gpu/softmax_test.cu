@@ -1,0 +1,1 @@
+#include "../softmax_test.cc"

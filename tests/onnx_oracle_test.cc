@@ -1,0 +1,281 @@
+// onnx_oracle_test.cc — the operators against an implementation nobody here wrote: each case of
+// tools/onnx_cases.py (random configurations of one-node ONNX models, run through onnxruntime or ONNX's
+// reference evaluator; onnx_cases.h reads them) is run through our operator in float and double on the
+// device under test and compared within float's tolerance. half and bf16 are not compared here: rounding
+// the oracle's float32 inputs to them moves the results by more than the oracle tells (the float64
+// reference tests of each operator cover them). When the Python packages are missing the cases skip,
+// saying why (tools/test.sh counts them as skipped).
+#include "ops_test_util.h"
+#include "onnx_cases.h"
+#include <tensorexpr/ops/fully_connected.h>
+#include <tensorexpr/ops/leaky_relu.h>
+#include <tensorexpr/ops/softmax.h>
+
+namespace {
+using namespace te_test;
+
+// Calls check(c, float()) and check(c, double()) for every case c of `op` that `keep` accepts; false
+// (after a WARN that says why) when the oracle is unavailable.
+template <typename Check, typename Keep>
+bool ForOracleCases(const std::string& op, Check check, Keep keep) {
+  const OnnxCases& all = LoadOnnxCases();
+  if (!all.available) {
+    WARN(OnnxSkipMessage(all));
+    return false;
+  }
+  const std::vector<const OnnxCase*> cases = all.Of(op);
+  INFO("the cases file has no " << op << " case: tools/onnx_cases.py writes some for every operator tested here");
+  REQUIRE(!cases.empty());
+  for (const OnnxCase* c : cases) {
+    if (!keep(*c)) continue;
+    check(*c, float());
+    check(*c, double());
+  }
+  return true;
+}
+template <typename Check>
+bool ForOracleCases(const std::string& op, Check check) {
+  return ForOracleCases(op, check, [](const OnnxCase&) { return true; });
+}
+
+// A host tensor of rank `dim` holding an ONNX case's tensor, rounded to DType.
+template <int dim, typename DType>
+TensorContainer<cpu, dim, DType> HostOf(const OnnxTensor& t) {
+  return FromVec<dim, DType>(t.ShapeAs<dim>(), t.values);
+}
+
+// The oracle computes in float32: ours, in float or double from the same inputs, agrees to about this.
+constexpr double kOracleTol = 1e-5;
+// Operators that only move values (Pad, Slice, Concat) are exact, to the 9 digits the file keeps.
+constexpr double kMovedTol = 1e-8;
+
+template <typename Device, typename DType>
+void SoftmaxAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
+  INFO(c.Describe() << " dtype " << DataType<DType>::name());
+  const OnnxTensor& x = c.In("X");
+  WithRank(x.rank(), [&](auto rank) {
+    constexpr int dim = decltype(rank)::value;
+    ops::SoftmaxParam p;
+    p.axis = static_cast<int>(c.Int("axis", -1));
+    auto xd = Dev<Device>(HostOf<dim, DType>(x).view(), stream);
+    TensorContainer<Device, dim, DType> yd(xd.shape_);
+    yd.set_stream(stream);
+    if (c.op == "Softmax") ops::SoftmaxForward(p, xd.view(), kWriteTo, yd.view());
+    else ops::LogSoftmaxForward(p, xd.view(), kWriteTo, yd.view());
+    // Log-softmax of inputs near 80 differs by a few float ulps of 80.
+    const double tol = c.op == "LogSoftmax" ? 2 * kOracleTol : kOracleTol;
+    CheckVec(ToHost(yd.view()).view(), c.Out().values, tol, c.op);
+  });
+}
+
+TE_DEVICE_TEST_CASE("ONNX oracle: Softmax and LogSoftmax", "[onnx][softmax]") {
+  for (const char* op : {"Softmax", "LogSoftmax"})
+    if (!ForOracleCases(op, [&](const OnnxCase& c, auto t) { SoftmaxAgainstOracle<Device, decltype(t)>(stream, c); }))
+      return;
+}
+
+// Pad: pads = (begin of each axis..., end of each axis...), mode, constant_value (default 0).
+template <typename Device, typename DType>
+void PadAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
+  INFO(c.Describe() << " dtype " << DataType<DType>::name());
+  const OnnxTensor& x = c.In("data");
+  const std::string mode_name = c.String("mode", "constant");
+  const PadMode mode = mode_name == "edge" ? PadMode::kEdge
+                     : mode_name == "reflect" ? PadMode::kReflect
+                     : mode_name == "wrap" ? PadMode::kWrap : PadMode::kConstant;
+  const OnnxTensor* value = c.FindIn("constant_value");
+  WithRank(x.rank(), [&](auto rank) {
+    constexpr int dim = decltype(rank)::value;
+    const std::vector<double>& pads = c.In("pads").values;
+    REQUIRE(pads.size() == 2 * dim);
+    Shape<dim> begin, end;
+    for (int d = 0; d < dim; ++d) {
+      begin[d] = static_cast<index_t>(pads[size_t(d)]);
+      end[d] = static_cast<index_t>(pads[size_t(d + dim)]);
+    }
+    auto xd = Dev<Device>(HostOf<dim, DType>(x).view(), stream);
+    TensorContainer<Device, dim, DType> yd(c.Out().ShapeAs<dim>());
+    yd.set_stream(stream);
+    yd = expr::pad(xd.view(), begin, end, mode, DType(value ? value->values[0] : 0.0));
+    CheckVec(ToHost(yd.view()).view(), c.Out().values, kMovedTol, "Pad");
+  });
+}
+
+TE_DEVICE_TEST_CASE("ONNX oracle: Pad in every mode", "[onnx][pad]") {
+  ForOracleCases("Pad", [&](const OnnxCase& c, auto t) { PadAgainstOracle<Device, decltype(t)>(stream, c); });
+}
+
+// FullyConnected: Gemm (A (N, D), B (K, D) with transB = 1, bias C (K)), or flatten = false: MatMul of A
+// (..., D) and B (D, K), our weight being B^T.
+template <typename Device, typename DType>
+void FullyConnectedAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
+  INFO(c.Describe() << " dtype " << DataType<DType>::name());
+  const OnnxTensor &a = c.In("A"), &b = c.In("B");
+  const bool gemm = c.op == "Gemm";
+  ops::FullyConnectedParam p;
+  p.flatten = gemm;
+  p.no_bias = !gemm;
+  p.num_hidden = gemm ? b.shape[0] : b.shape[1];
+  const index_t K = p.num_hidden, D = a.shape.back();
+  Vec w(b.values);  // (K, D)
+  if (!gemm)
+    for (index_t k = 0; k < K; ++k)
+      for (index_t d = 0; d < D; ++d) w[size_t(k * D + d)] = b.values[size_t(d * K + k)];
+  auto wd = Dev<Device>(FromVec<2, DType>(Shape2(K, D), w).view(), stream);
+  auto bd = Dev<Device>(FromVec<1, DType>(Shape1(gemm ? K : 0), gemm ? c.In("C").values : Vec{}).view(), stream);
+  WithRank(a.rank(), [&](auto rank) {
+    constexpr int dim = decltype(rank)::value;
+    if constexpr (dim >= 2) {
+      auto xd = Dev<Device>(HostOf<dim, DType>(a).view(), stream);
+      TensorContainer<Device, 2, DType> yd(ops::InferFullyConnectedShapes(p, xd.shape_).out);
+      yd.set_stream(stream);
+      ops::FullyConnectedForward(p, xd.view(), wd.view(), bd.view(), kWriteTo, yd.view());
+      CheckVec(ToHost(yd.view()).view(), c.Out().values, kOracleTol, c.op);
+    }
+  });
+}
+
+TE_DEVICE_TEST_CASE("ONNX oracle: FullyConnected as Gemm, and with flatten = false as N-D MatMul", "[onnx][fully_connected]") {
+  auto check = [&](const OnnxCase& c, auto t) { FullyConnectedAgainstOracle<Device, decltype(t)>(stream, c); };
+  if (!ForOracleCases("Gemm", check)) return;
+  // The N-D x 2-D MatMul cases.
+  ForOracleCases("MatMul", check, [](const OnnxCase& c) { return c.In("A").rank() > 2 && c.In("B").rank() == 2; });
+}
+
+// MatMul of 2-D matrices (dot) and of 3-D batches, a batch of 1 broadcasting (batch_dot); the N-D x 2-D
+// cases are FullyConnected's (above).
+template <typename Device, typename DType>
+void MatMulAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
+  INFO(c.Describe() << " dtype " << DataType<DType>::name());
+  const OnnxTensor &a = c.In("A"), &b = c.In("B");
+  REQUIRE(a.rank() == b.rank());
+  WithRank(a.rank(), [&](auto rank) {
+    constexpr int dim = decltype(rank)::value;
+    if constexpr (dim == 2 || dim == 3) {
+      auto ad = Dev<Device>(HostOf<dim, DType>(a).view(), stream), bd = Dev<Device>(HostOf<dim, DType>(b).view(), stream);
+      TensorContainer<Device, dim, DType> yd(c.Out().ShapeAs<dim>());
+      yd.set_stream(stream);
+      if constexpr (dim == 2) yd = expr::dot(ad.view(), bd.view());
+      else yd = expr::batch_dot(ad.view(), bd.view());
+      CheckVec(ToHost(yd.view()).view(), c.Out().values, kOracleTol, "MatMul");
+    } else {
+      FAIL("MatMul cases are 2-D or 3-D");
+    }
+  });
+}
+
+TE_DEVICE_TEST_CASE("ONNX oracle: MatMul as dot and broadcasting batch_dot", "[onnx][dot]") {
+  ForOracleCases("MatMul", [&](const OnnxCase& c, auto t) { MatMulAgainstOracle<Device, decltype(t)>(stream, c); },
+                 [](const OnnxCase& c) { return c.In("A").rank() == c.In("B").rank(); });
+}
+
+// Slice along one axis with a step: ONNX's starts and ends (negative ones count from the end, and both are
+// clamped to the extent) become ours, which must lie inside it.
+template <typename Device, typename DType>
+void SliceAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
+  INFO(c.Describe() << " dtype " << DataType<DType>::name());
+  const OnnxTensor& x = c.In("data");
+  WithRank(x.rank(), [&](auto rank) {
+    constexpr int dim = decltype(rank)::value;
+    WithAxis<dim>(static_cast<int>(c.In("axes").values[0]), [&](auto axis) {
+      constexpr int sdim = decltype(axis)::value;
+      const index_t n = x.shape[sdim], step = static_cast<index_t>(c.In("steps").values[0]);
+      index_t begin = static_cast<index_t>(c.In("starts").values[0]), end = static_cast<index_t>(c.In("ends").values[0]);
+      if (begin < 0) begin += n;
+      if (end < 0) end += n;
+      if (step > 0) {
+        begin = std::min(std::max<index_t>(begin, 0), n);
+        end = std::max(std::min(std::max<index_t>(end, 0), n), begin);  // an empty slice: end = begin
+      } else {
+        begin = std::min(std::max<index_t>(begin, 0), n - 1);
+        end = std::min(std::min(std::max<index_t>(end, -1), n - 1), begin);
+      }
+      INFO("ours: slice<" << sdim << ">(data, " << begin << ", " << end << ", " << step << ")");
+      auto xd = Dev<Device>(HostOf<dim, DType>(x).view(), stream);
+      TensorContainer<Device, dim, DType> yd(c.Out().ShapeAs<dim>());
+      yd.set_stream(stream);
+      yd = expr::slice<sdim>(xd.view(), begin, end, step);
+      CheckVec(ToHost(yd.view()).view(), c.Out().values, kMovedTol, "Slice");
+    });
+  });
+}
+
+// Concat of 2 to 4 operands along any axis.
+template <typename Device, typename DType>
+void ConcatAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
+  INFO(c.Describe() << " dtype " << DataType<DType>::name());
+  WithRank(c.inputs[0].rank(), [&](auto rank) {
+    constexpr int dim = decltype(rank)::value;
+    std::vector<TensorContainer<Device, dim, DType>> in;
+    for (const OnnxTensor& t : c.inputs) in.push_back(Dev<Device>(HostOf<dim, DType>(t).view(), stream));
+    TensorContainer<Device, dim, DType> yd(c.Out().ShapeAs<dim>());
+    yd.set_stream(stream);
+    WithAxis<dim>(static_cast<int>(c.Int("axis", 0)), [&](auto axis) {
+      constexpr int cdim = decltype(axis)::value;
+      switch (in.size()) {
+        case 2: yd = expr::concat<cdim>(in[0].view(), in[1].view()); break;
+        case 3: yd = expr::concat<cdim>(in[0].view(), in[1].view(), in[2].view()); break;
+        case 4: yd = expr::concat<cdim>(in[0].view(), in[1].view(), in[2].view(), in[3].view()); break;
+        default: FAIL("Concat cases have 2 to 4 operands");
+      }
+    });
+    CheckVec(ToHost(yd.view()).view(), c.Out().values, kMovedTol, "Concat");
+  });
+}
+
+TE_DEVICE_TEST_CASE("ONNX oracle: Slice with steps and Concat of N operands", "[onnx][layout]") {
+  if (!ForOracleCases("Slice", [&](const OnnxCase& c, auto t) { SliceAgainstOracle<Device, decltype(t)>(stream, c); }))
+    return;
+  ForOracleCases("Concat", [&](const OnnxCase& c, auto t) { ConcatAgainstOracle<Device, decltype(t)>(stream, c); });
+}
+
+// ReduceMean with keepdims = 1; no axes (or an empty list) reduces every axis.
+template <typename Device, typename DType>
+void ReduceMeanAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
+  INFO(c.Describe() << " dtype " << DataType<DType>::name());
+  const OnnxTensor& x = c.In("data");
+  std::vector<int> axes;
+  if (const OnnxTensor* a = c.FindIn("axes"))
+    for (double v : a->values) axes.push_back(static_cast<int>(v));
+  WithRank(x.rank(), [&](auto rank) {
+    constexpr int dim = decltype(rank)::value;
+    auto xd = Dev<Device>(HostOf<dim, DType>(x).view(), stream);
+    TensorContainer<Device, dim, DType> yd(c.Out().ShapeAs<dim>());
+    yd.set_stream(stream);
+    yd = expr::mean(xd.view(), axes);
+    CheckVec(ToHost(yd.view()).view(), c.Out().values, kOracleTol, "ReduceMean");
+  });
+}
+
+TE_DEVICE_TEST_CASE("ONNX oracle: ReduceMean over several axes", "[onnx][reduce_axes]") {
+  ForOracleCases("ReduceMean", [&](const OnnxCase& c, auto t) { ReduceMeanAgainstOracle<Device, decltype(t)>(stream, c); });
+}
+
+// LeakyRelu (ONNX's default alpha 0.01), Elu (default 1.0) and PRelu (slope (1) or (C, 1, ...): our gamma).
+template <typename Device, typename DType>
+void LeakyAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
+  INFO(c.Describe() << " dtype " << DataType<DType>::name());
+  const OnnxTensor& x = c.In("X");
+  ops::LeakyReLUParam p;
+  p.act_type = c.op == "Elu" ? ops::LeakyReLUType::kELU
+             : c.op == "PRelu" ? ops::LeakyReLUType::kPReLU : ops::LeakyReLUType::kLeaky;
+  p.slope = c.Float("alpha", c.op == "Elu" ? 1.0 : 0.01);
+  std::vector<double> slope = c.op == "PRelu" ? c.In("slope").values : std::vector<double>{};
+  auto gd = Dev<Device>(FromVec<1, DType>(Shape1(index_t(slope.size())), slope).view(), stream);
+  WithRank(x.rank(), [&](auto rank) {
+    constexpr int dim = decltype(rank)::value;
+    auto xd = Dev<Device>(HostOf<dim, DType>(x).view(), stream);
+    TensorContainer<Device, dim, DType> yd(xd.shape_);
+    yd.set_stream(stream);
+    ops::LeakyReLUForward(p, xd.view(), gd.view(), kWriteTo, yd.view());
+    CheckVec(ToHost(yd.view()).view(), c.Out().values, kOracleTol, c.op);
+  });
+}
+
+TE_DEVICE_TEST_CASE("ONNX oracle: LeakyRelu, Elu and PRelu", "[onnx][leaky_relu]") {
+  for (const char* op : {"LeakyRelu", "Elu", "PRelu"})
+    if (!ForOracleCases(op, [&](const OnnxCase& c, auto t) { LeakyAgainstOracle<Device, decltype(t)>(stream, c); }))
+      return;
+}
+
+}  // namespace

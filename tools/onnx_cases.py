@@ -1,0 +1,293 @@
+#!/usr/bin/env python3
+"""Writes the ONNX oracle's reference cases, which tests/onnx_oracle_test.cc compares the operators with.
+
+    onnx_cases.py OUT.txt
+
+Each case is one random configuration of one operator: a one-node ONNX model run through onnxruntime, or
+through ONNX's reference evaluator (onnx.reference.ReferenceEvaluator) where onnxruntime refuses the node.
+Neither was written here, so a case checks our operators against an implementation nobody here wrote.
+The seed is fixed: the same script writes the same cases.
+
+The file is plain text, one item per line:
+    tensorexpr-onnx-cases 1
+    status ok | status unavailable <why>
+    generator <sha256 of this script>
+    case <ONNX op type> <runner: onnxruntime | reference>
+    attr <name> <count> <numbers...>          an ONNX attribute (ints and floats alike)
+    sattr <name> <word>                       a string attribute
+    in|out <name> <rank> <dims...>            a tensor, its values (row-major) on the next line
+    end
+When onnx or onnxruntime cannot be imported the file says so (status unavailable) and the tests skip.
+The packages come from PyPI (tools/ensure-packages.sh, ensure_python_packages), also from its folder.
+"""
+import hashlib
+import os
+import sys
+
+FORMAT = "tensorexpr-onnx-cases 1"
+OPSET = 19
+
+
+def generator_hash():
+    with open(os.path.abspath(__file__), "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def up_to_date(path, digest):
+    """True when `path` already holds this script's complete, available cases."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            head = [f.readline().strip() for _ in range(3)]
+    except OSError:
+        return False
+    return head == [FORMAT, "status ok", "generator " + digest]
+
+
+def import_oracle():
+    """(onnx, onnxruntime, numpy) or the reason they cannot be imported."""
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    extra = os.path.join(cache, "tensorexpr", "python%d.%d" % sys.version_info[:2])
+    if os.path.isdir(extra):
+        sys.path.insert(0, extra)
+    try:
+        import numpy
+        import onnx
+        import onnxruntime
+    except Exception as e:  # ImportError, or a broken install
+        return None, "%s: %s (tools/test.sh installs onnx and onnxruntime from PyPI)" % (type(e).__name__, e)
+    return (onnx, onnxruntime, numpy), None
+
+
+class Oracle:
+    def __init__(self, onnx, ort, np):
+        self.onnx, self.ort, self.np = onnx, ort, np
+        from onnx import helper, numpy_helper
+        from onnx.reference import ReferenceEvaluator
+        self.helper, self.numpy_helper, self.Reference = helper, numpy_helper, ReferenceEvaluator
+        self.options = ort.SessionOptions()
+        self.options.log_severity_level = 3
+        self.options.intra_op_num_threads = 1
+
+    def model(self, op, inputs, outputs, attrs):
+        h = self.helper
+        node = h.make_node(op, [n for n, _ in inputs], [n for n, _ in outputs], **attrs)
+        graph = h.make_graph(
+            [node], "case",
+            [h.make_tensor_value_info(n, h.np_dtype_to_tensor_dtype(a.dtype), a.shape) for n, a in inputs],
+            [h.make_tensor_value_info(n, dtype, None) for n, dtype in outputs])
+        return h.make_model(graph, opset_imports=[h.make_opsetid("", OPSET)])
+
+    def run(self, op, inputs, outputs, attrs, runner="onnxruntime"):
+        """Runs the node; returns (runner, [output arrays]). `outputs` are (name, ONNX element type)."""
+        m = self.model(op, inputs, outputs, attrs)
+        feed = {n: a for n, a in inputs}
+        if runner == "onnxruntime":
+            try:
+                sess = self.ort.InferenceSession(m.SerializeToString(), self.options,
+                                                 providers=["CPUExecutionProvider"])
+                return runner, sess.run(None, feed)
+            except Exception:  # onnxruntime lacks the node or this configuration of it
+                pass
+        return "reference", self.Reference(m).run(None, feed)
+
+
+# ---- the cases ---------------------------------------------------------------------------------------------
+# Each generator yields (op, inputs, outputs, attrs[, runner]): inputs are (name, numpy array) in the node's
+# input order, outputs (name, ONNX element type).
+
+def random_shape(rng, rank, lo=1, hi=5, most=240):
+    """Extents in [lo, hi], redrawn until the tensor has at most `most` elements (small files)."""
+    while True:
+        shape = tuple(int(d) for d in rng.integers(lo, hi + 1, size=rank))
+        if int(np_prod(shape)) <= most:
+            return shape
+
+
+def np_prod(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def softmax_cases(rng, np, F):
+    for op in ("Softmax", "LogSoftmax"):
+        for i in range(24):
+            rank = int(rng.integers(1, 6))
+            shape = random_shape(rng, rank, 1, 7)
+            axis = int(rng.integers(-rank, rank))
+            x = (rng.standard_normal(shape) * 4).astype(np.float32)
+            if i % 6 == 0:
+                x += np.float32(80)  # large values: only a shifted exponent stays finite
+            yield op, [("X", x)], [("Y", F)], {"axis": axis}
+
+
+def pad_cases(rng, np, F):
+    modes = ("constant", "reflect", "edge", "wrap")
+    for i in range(48):
+        mode = modes[i % 4]
+        rank = int(rng.integers(1, 6))
+        shape = random_shape(rng, rank, 1 if mode != "reflect" else 2, 5, 120)
+        limit = [d - 1 if mode == "reflect" else (d if mode == "wrap" else 3) for d in shape]
+        while True:  # the padded output small too
+            begin = [int(rng.integers(0, l + 1)) for l in limit]
+            end = [int(rng.integers(0, l + 1)) for l in limit]
+            if np_prod([d + b + e for d, b, e in zip(shape, begin, end)]) <= 600:
+                break
+        x = rng.standard_normal(shape).astype(np.float32)
+        inputs = [("data", x), ("pads", np.array(begin + end, dtype=np.int64))]
+        if mode == "constant":
+            inputs.append(("constant_value", np.array(rng.standard_normal(), dtype=np.float32)))
+        yield "Pad", inputs, [("output", F)], {"mode": mode}
+
+
+def matmul_cases(rng, np, F):
+    """2-D products and 3-D batches, either side's batch 1 (broadcast) now and then: dot and batch_dot."""
+    for i in range(24):
+        m, k, n = (int(v) for v in rng.integers(1, 9, size=3))
+        if i % 3 == 0:
+            a, b = (m, k), (k, n)
+        else:
+            batch = int(rng.integers(1, 5))
+            a, b = (1 if i % 3 == 1 and i % 2 else batch, m, k), (1 if i % 3 == 2 and i % 2 else batch, k, n)
+        yield ("MatMul", [("A", rng.standard_normal(a).astype(np.float32)),
+                          ("B", rng.standard_normal(b).astype(np.float32))], [("Y", F)], {})
+
+
+def slice_cases(rng, np, F):
+    """One axis, a step of -3..3 (not 0), starts / ends anywhere, negative and past the ends included."""
+    for i in range(32):
+        rank = int(rng.integers(1, 5))
+        shape = random_shape(rng, rank, 1, 7)
+        axis = int(rng.integers(-rank, rank))
+        n = shape[axis]
+        step = int(rng.choice([-3, -2, -1, 1, 2, 3]))
+        start, end = (int(v) for v in rng.integers(-n - 2, n + 3, size=2))
+        x = rng.standard_normal(shape).astype(np.float32)
+        i64 = lambda v: np.array([v], dtype=np.int64)
+        yield ("Slice", [("data", x), ("starts", i64(start)), ("ends", i64(end)), ("axes", i64(axis)),
+                         ("steps", i64(step))], [("output", F)], {})
+
+
+def concat_cases(rng, np, F):
+    for i in range(16):
+        rank = int(rng.integers(1, 5))
+        shape = random_shape(rng, rank, 1, 5)
+        axis = int(rng.integers(-rank, rank))
+        inputs = []
+        for k in range(int(rng.integers(2, 5))):
+            s = list(shape)
+            s[axis] = int(rng.integers(0 if k else 1, 4))
+            inputs.append(("x%d" % k, rng.standard_normal(s).astype(np.float32)))
+        yield "Concat", inputs, [("concat_result", F)], {"axis": axis}
+
+
+def reduce_mean_cases(rng, np, F):
+    """keepdims = 1 over a random subset of the axes (negative ones too); no axes input: every axis."""
+    for i in range(20):
+        rank = int(rng.integers(1, 6))
+        shape = random_shape(rng, rank, 1, 6)
+        axes = [int(d if rng.integers(2) else d - rank) for d in range(rank) if rng.integers(2)]
+        rng.shuffle(axes)
+        x = rng.standard_normal(shape).astype(np.float32)
+        inputs = [("data", x)]
+        if axes or i % 2:
+            inputs.append(("axes", np.array(axes, dtype=np.int64)))
+        yield "ReduceMean", inputs, [("reduced", F)], {"keepdims": 1}
+
+
+def leaky_cases(rng, np, F):
+    """LeakyRelu and Elu (alpha given or ONNX's default), PRelu with one slope or one per channel."""
+    for i in range(36):
+        rank = int(rng.integers(1, 6)) if i % 3 < 2 else int(rng.integers(2, 6))
+        shape = random_shape(rng, rank, 1, 6)
+        x = (rng.standard_normal(shape) * 2).astype(np.float32)
+        if i % 3 == 0:
+            attrs = {"alpha": float(rng.uniform(0.01, 1.0))} if i % 2 else {}
+            yield "LeakyRelu", [("X", x)], [("Y", F)], attrs
+        elif i % 3 == 1:
+            attrs = {"alpha": float(rng.uniform(0.1, 2.0))} if i % 2 else {}
+            yield "Elu", [("X", x)], [("Y", F)], attrs
+        else:
+            per_channel = (shape[1],) + (1,) * (rank - 2)
+            slope = rng.uniform(-0.5, 1.0, size=per_channel if i % 2 else (1,)).astype(np.float32)
+            yield "PRelu", [("X", x), ("slope", slope)], [("Y", F)], {}
+
+
+def fully_connected_cases(rng, np, F):
+    """Gemm with transB = 1 and a bias (FullyConnected), and N-D x 2-D MatMul (FullyConnected, flatten=false)."""
+    for i in range(20):
+        k, d = (int(v) for v in rng.integers(1, 9, size=2))
+        w = rng.standard_normal((k, d)).astype(np.float32)
+        if i % 2 == 0:
+            x = rng.standard_normal((int(rng.integers(1, 9)), d)).astype(np.float32)
+            bias = rng.standard_normal((k,)).astype(np.float32)
+            yield "Gemm", [("A", x), ("B", w), ("C", bias)], [("Y", F)], {"transB": 1}
+        else:
+            lead = random_shape(rng, int(rng.integers(2, 4)), 1, 4)
+            x = rng.standard_normal(lead + (d,)).astype(np.float32)
+            yield "MatMul", [("A", x), ("B", np.ascontiguousarray(w.T))], [("Y", F)], {}
+
+
+GENERATORS = [softmax_cases, pad_cases, matmul_cases, slice_cases, concat_cases, reduce_mean_cases, leaky_cases,
+              fully_connected_cases]
+
+
+# ---- writing ---------------------------------------------------------------------------------------------
+
+def fmt_values(a):
+    return " ".join("%.9g" % v for v in a.reshape(-1).tolist())
+
+
+def write_tensor(out, role, name, a):
+    out.append("%s %s %d %s" % (role, name, a.ndim, " ".join(str(d) for d in a.shape)))
+    out.append(fmt_values(a.astype("float64")))
+
+
+def write_cases(oracle, digest):
+    np = oracle.np
+    F = oracle.onnx.TensorProto.FLOAT
+    rng = np.random.default_rng(17)
+    out = [FORMAT, "status ok", "generator " + digest,
+           "# onnx %s, onnxruntime %s, opset %d" % (oracle.onnx.__version__, oracle.ort.__version__, OPSET)]
+    count = 0
+    for gen in GENERATORS:
+        for item in gen(rng, np, F):
+            op, inputs, outputs, attrs = item[:4]
+            runner, results = oracle.run(op, inputs, outputs, attrs, *item[4:])
+            out.append("case %s %s" % (op, runner))
+            for k, v in sorted(attrs.items()):
+                if isinstance(v, str):
+                    out.append("sattr %s %s" % (k, v))
+                else:
+                    vals = v if isinstance(v, (list, tuple)) else [v]
+                    out.append("attr %s %d %s" % (k, len(vals), " ".join(repr(x) for x in vals)))
+            for name, a in inputs:
+                write_tensor(out, "in", name, np.asarray(a))
+            for (name, _), a in zip(outputs, results):
+                write_tensor(out, "out", name, np.asarray(a))
+            out.append("end")
+            count += 1
+    return out, count
+
+
+def main():
+    path = sys.argv[1]
+    digest = generator_hash()
+    if up_to_date(path, digest):
+        return 0
+    modules, why = import_oracle()
+    if modules is None:
+        lines = [FORMAT, "status unavailable " + why]
+        print("onnx_cases.py: " + why + "; the [onnx] test cases will be skipped", file=sys.stderr)
+    else:
+        lines, count = write_cases(Oracle(*modules), digest)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    os.replace(tmp, path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
