@@ -37,6 +37,26 @@ struct check_random_dtype {
   static constexpr bool value = true;
 };
 
+// The samplers' parameter checks, shared by Random<cpu> and Random<gpu>; `generator` names the one that
+// was called in the message.
+template <typename Real, int dim>
+void CheckSamplerPositive(const char* generator, const char* sampler, const char* name, Real v,
+                          const Shape<dim>& shape) {
+  TE_CHECK(v > Real(0), generator, "::", sampler, ": ", name, " = ", v, " must be > 0 for a tensor of shape ", shape);
+}
+template <typename Real, int dim>
+void CheckNegativeBinomial(const char* generator, Real k, Real p, const Shape<dim>& shape) {
+  CheckSamplerPositive(generator, "SampleNegativeBinomial", "k", k, shape);
+  TE_CHECK(p > Real(0) && p <= Real(1), generator, "::SampleNegativeBinomial: p = ", p,
+           " must lie in (0, 1] for a tensor of shape ", shape);
+}
+template <typename Real, int dim>
+void CheckGeneralizedNegativeBinomial(const char* generator, Real mu, Real alpha, const Shape<dim>& shape) {
+  CheckSamplerPositive(generator, "SampleGeneralizedNegativeBinomial", "mu", mu, shape);
+  TE_CHECK(alpha >= Real(0), generator, "::SampleGeneralizedNegativeBinomial: alpha = ", alpha,
+           " must be >= 0 for a tensor of shape ", shape);
+}
+
 // mshadow's pointer forms, rnd.SampleGaussian(&t, ...), of each sampler, for both devices: each forwards to
 // the view form of Random<Device, DType> (Derived), whose class brings them in with using-declarations.
 template <typename Derived, typename Device, typename DType, typename Real>
@@ -145,18 +165,14 @@ class Random<cpu, DType>
   // Failures before the k-th success of trials that succeed with probability p.
   template <int dim>
   void SampleNegativeBinomial(Tensor<cpu, dim, DType> dst, Real k, Real p) {
-    CheckPositive("SampleNegativeBinomial", "k", k, dst.shape_);
-    TE_CHECK(p > Real(0) && p <= Real(1), "Random::SampleNegativeBinomial: p = ", p,
-             " must lie in (0, 1] for a tensor of shape ", dst.shape_);
+    detail::CheckNegativeBinomial(kName, k, p, dst.shape_);
     // A Poisson whose mean is gamma distributed: k need not be whole (std::negative_binomial's must).
     FillPoissonOfGamma(dst, k, (Real(1) - p) / p);
   }
   // Mean mu and overdispersion alpha (variance mu + alpha mu^2); alpha = 0 is a Poisson of mean mu.
   template <int dim>
   void SampleGeneralizedNegativeBinomial(Tensor<cpu, dim, DType> dst, Real mu, Real alpha) {
-    CheckPositive("SampleGeneralizedNegativeBinomial", "mu", mu, dst.shape_);
-    TE_CHECK(alpha >= Real(0), "Random::SampleGeneralizedNegativeBinomial: alpha = ", alpha,
-             " must be >= 0 for a tensor of shape ", dst.shape_);
+    detail::CheckGeneralizedNegativeBinomial(kName, mu, alpha, dst.shape_);
     if (alpha == Real(0)) {
       SamplePoisson(dst, mu);
     } else {
@@ -183,9 +199,10 @@ class Random<cpu, DType>
   std::mt19937& engine() { return rng_; }
 
  private:
+  static constexpr const char* kName = "Random";  // in error messages
   template <int dim>
-  static void CheckPositive(const char* what, const char* name, Real v, const Shape<dim>& shape) {
-    TE_CHECK(v > Real(0), "Random::", what, ": ", name, " = ", v, " must be > 0 for a tensor of shape ", shape);
+  static void CheckPositive(const char* sampler, const char* name, Real v, const Shape<dim>& shape) {
+    detail::CheckSamplerPositive(kName, sampler, name, v, shape);
   }
   template <int dim>
   void FillPoissonOfGamma(const Tensor<cpu, dim, DType>& dst, Real shape, Real scale) {

@@ -213,17 +213,13 @@ class Random<gpu, DType>
   // Failures before the k-th success of trials that succeed with probability p.
   template <int dim>
   void SampleNegativeBinomial(Tensor<gpu, dim, DType> dst, Real k, Real p) {
-    CheckPositive("SampleNegativeBinomial", "k", k, dst.shape_);
-    TE_CHECK(p > Real(0) && p <= Real(1), "Random<gpu>::SampleNegativeBinomial: p = ", p,
-             " must lie in (0, 1] for a tensor of shape ", dst.shape_);
+    detail::CheckNegativeBinomial(kName, k, p, dst.shape_);
     Sample(dst, cuda::Sampler<cuda::Distribution::kPoissonOfGamma, Real>{k, (Real(1) - p) / p});
   }
   // Mean mu and overdispersion alpha (variance mu + alpha mu^2); alpha = 0 is a Poisson of mean mu.
   template <int dim>
   void SampleGeneralizedNegativeBinomial(Tensor<gpu, dim, DType> dst, Real mu, Real alpha) {
-    CheckPositive("SampleGeneralizedNegativeBinomial", "mu", mu, dst.shape_);
-    TE_CHECK(alpha >= Real(0), "Random<gpu>::SampleGeneralizedNegativeBinomial: alpha = ", alpha,
-             " must be >= 0 for a tensor of shape ", dst.shape_);
+    detail::CheckGeneralizedNegativeBinomial(kName, mu, alpha, dst.shape_);
     if (alpha == Real(0)) {
       SamplePoisson(dst, mu);
     } else {
@@ -250,9 +246,10 @@ class Random<gpu, DType>
   }
 
  private:
+  static constexpr const char* kName = "Random<gpu>";  // in error messages
   template <int dim>
-  static void CheckPositive(const char* what, const char* name, Real v, const Shape<dim>& shape) {
-    TE_CHECK(v > Real(0), "Random<gpu>::", what, ": ", name, " = ", v, " must be > 0 for a tensor of shape ", shape);
+  static void CheckPositive(const char* sampler, const char* name, Real v, const Shape<dim>& shape) {
+    detail::CheckSamplerPositive(kName, sampler, name, v, shape);
   }
   // dst = sample() per element, through the buffer (contiguous, Real), on the generator's stream.
   template <int dim, typename Sampler>
