@@ -54,13 +54,7 @@ class ConvolutionOp {
     CHECK_EQ(data.size(1) % p_.num_group, 0) << "channels must divide into the groups";
     const index_t G = p_.num_group, N = data.size(0), K = p_.num_filter;
     const index_t OH = out.size(2), OW = out.size(3);
-    const index_t col_rows = data.size(1) / G * p_.kernel_y * p_.kernel_x;
-    col_.Resize(Shape2(G * col_rows, N * OH * OW));
-    tmp_.Resize(Shape3(G, K / G, N * OH * OW));
-    col_.set_stream(out.stream_);
-    tmp_.set_stream(out.stream_);
-    col_ = unpack_patch2col(pad(data, p_.pad_y, p_.pad_x), p_.kernel_y, p_.kernel_x, p_.stride_y, p_.stride_x,
-                            p_.dilate_y, p_.dilate_x);
+    const index_t col_rows = UnpackPatches(data, OH, OW, out.stream_);
     const Tensor<xpu, 3, DType> wmat(weight.dptr_, Shape3(G, K / G, col_rows), out.stream_);
     for (index_t g = 0; g < G; ++g) {
       Tensor<xpu, 2, DType> dst = tmp_[g];
@@ -78,17 +72,10 @@ class ConvolutionOp {
     using namespace mshadow;
     using namespace mshadow::expr;
     const index_t G = p_.num_group, N = data.size(0), K = p_.num_filter;
-    const index_t OH = grad_out.size(2), OW = grad_out.size(3);
-    const index_t col_rows = data.size(1) / G * p_.kernel_y * p_.kernel_x;
-    col_.Resize(Shape2(G * col_rows, N * OH * OW));
-    tmp_.Resize(Shape3(G, K / G, N * OH * OW));
-    col_.set_stream(grad_out.stream_);
-    tmp_.set_stream(grad_out.stream_);
+    const index_t col_rows = UnpackPatches(data, grad_out.size(2), grad_out.size(3), grad_out.stream_);
     tmp_ = reshape(swapaxis<1, 0>(grad_out), tmp_.shape_);
     const Tensor<xpu, 3, DType> wmat(weight.dptr_, Shape3(G, K / G, col_rows), grad_out.stream_);
     Tensor<xpu, 3, DType> gwmat(grad_weight.dptr_, wmat.shape_, grad_out.stream_);
-    col_ = unpack_patch2col(pad(data, p_.pad_y, p_.pad_x), p_.kernel_y, p_.kernel_x, p_.stride_y, p_.stride_x,
-                            p_.dilate_y, p_.dilate_x);
     for (index_t g = 0; g < G; ++g) {
       Tensor<xpu, 2, DType> gw = gwmat[g];
       const Tensor<xpu, 2, DType> cols = col_.Slice(g * col_rows, (g + 1) * col_rows);
@@ -111,6 +98,23 @@ class ConvolutionOp {
   }
 
  private:
+  // Sizes the workspaces for an (OH, OW) output on `stream` and unpacks the padded image's patches into
+  // col_ (G * col_rows, N * OH * OW); returns col_rows, the rows of one group.
+  mshadow::index_t UnpackPatches(const mshadow::Tensor<xpu, 4, DType>& data, mshadow::index_t OH, mshadow::index_t OW,
+                                 mshadow::Stream<xpu>* stream) {
+    using namespace mshadow;
+    using namespace mshadow::expr;
+    const index_t G = p_.num_group, N = data.size(0), K = p_.num_filter;
+    const index_t col_rows = data.size(1) / G * p_.kernel_y * p_.kernel_x;
+    col_.set_stream(stream);
+    tmp_.set_stream(stream);
+    col_.Resize(Shape2(G * col_rows, N * OH * OW));
+    tmp_.Resize(Shape3(G, K / G, N * OH * OW));
+    col_ = unpack_patch2col(pad(data, p_.pad_y, p_.pad_x), p_.kernel_y, p_.kernel_x, p_.stride_y, p_.stride_x,
+                            p_.dilate_y, p_.dilate_x);
+    return col_rows;
+  }
+
   ConvParam p_;
   mshadow::TensorContainer<xpu, 2, DType> col_;
   mshadow::TensorContainer<xpu, 3, DType> tmp_;
