@@ -1,7 +1,7 @@
 // conv_test.cc — ops/convolution.h against a naive float64 direct convolution on fresh random inputs:
-// 1-D / 2-D / 3-D, groups (incl. depthwise), strides, padding (explicit, asymmetric, SAME, VALID),
-// dilation, kernels 1/3/5/7 and non-square, batch 1 and > 1, unbatched input, padded-row views, every req,
-// every dtype; finite-difference gradient checks; chunked vs folded workspace; the workspace resource;
+// 1-D / 2-D / 3-D, groups (incl. depthwise), strides, padding (explicit, asymmetric, SAME_UPPER,
+// SAME_LOWER, VALID), dilation, kernels 1/3/5/7 and non-square, batch 1 and > 1, unbatched input,
+// padded-row views, every req, every dtype; finite-difference gradient checks; chunked vs folded workspace; the workspace resource;
 // shape / cost inference; and the errors bad parameters raise.
 #include <thread>
 #include "test_util.h"
@@ -527,42 +527,43 @@ TE_DEVICE_TEST_CASE("convolution half and bf16 accumulate in float", "[conv]") {
   RunCase<Device, bf16_t, 3, 3>(stream, Grid1D()[0], ReqPattern(0));
 }
 
-TE_DEVICE_TEST_CASE("convolution SAME, VALID and asymmetric explicit padding", "[conv]") {
-  // SAME: output = ceil(in / stride); total padding (out - 1) * stride + span - in, the odd pixel after.
+// A case whose padding `mode` computes, with the padding per side the reference expects (worked out by hand).
+Case PaddingModeCase(Vec data, Vec kernel, Vec stride, Vec dilate, ConvPadding mode, Vec pb, Vec pe) {
+  Case c = MakeCase(data, kernel, stride, {}, dilate, 3, 1, true);
+  c.param.padding = mode;
+  c.ref_pb = pb;
+  c.ref_pe = pe;
+  return c;
+}
+
+TE_DEVICE_TEST_CASE("convolution SAME_UPPER, SAME_LOWER, VALID and asymmetric explicit padding", "[conv]") {
+  // SAME: output = ceil(in / stride); total padding (out - 1) * stride + span - in, the odd pixel after
+  // (SAME_UPPER) or before (SAME_LOWER).
   // H: in 8, k 4, s 2 -> out 4, total 2*3 + 4 - 8 = 2 -> (1, 1).  W: in 7, k 3, s 2 -> out 4, total 2 -> (1, 1).
-  {
-    Case c = MakeCase({2, 3, 8, 7}, {4, 3}, {2, 2}, {}, {1, 1}, 4, 1, true);
-    c.param.padding = ConvPadding::kSame;
-    c.ref_pb = {1, 1};
-    c.ref_pe = {1, 1};
-    RunCase<Device, float, 4, 4>(stream, c, ReqPattern(0));
-  }
-  // H: in 9, k 4, s 1 -> out 9, total 3 -> (1, 2).  W: in 10, k 3 dilated 2 (span 5), s 3 -> out 4,
-  // total 3*3 + 5 - 10 = 4 -> (2, 2).
-  {
-    Case c = MakeCase({1, 2, 9, 10}, {4, 3}, {1, 3}, {}, {1, 2}, 3, 1, true);
-    c.param.padding = ConvPadding::kSame;
-    c.ref_pb = {1, 2};
-    c.ref_pe = {2, 2};
-    RunCase<Device, float, 4, 4>(stream, c, ReqPattern(1));
-    RunCase<Device, double, 4, 4>(stream, c, ReqPattern(2));
-  }
-  // SAME in 3-D, asymmetric in depth: in 6, k 2, s 1 -> total 1 -> (0, 1).
-  {
-    Case c = MakeCase({1, 2, 6, 5, 4}, {2, 3, 3}, {1, 1, 1}, {}, {1, 1, 1}, 2, 1, true);
-    c.param.padding = ConvPadding::kSame;
-    c.ref_pb = {0, 1, 1};
-    c.ref_pe = {1, 1, 1};
-    RunCase<Device, double, 5, 5>(stream, c, ReqPattern(3));
-  }
+  RunCase<Device, float, 4, 4>(
+      stream, PaddingModeCase({2, 3, 8, 7}, {4, 3}, {2, 2}, {1, 1}, ConvPadding::kSame, {1, 1}, {1, 1}), ReqPattern(0));
+  // H: in 9, k 4, s 1 -> out 9, total 3 -> (1, 2), lower (2, 1).  W: in 10, k 3 dilated 2 (span 5), s 3 ->
+  // out 4, total 3*3 + 5 - 10 = 4 -> (2, 2).
+  const Case upper = PaddingModeCase({1, 2, 9, 10}, {4, 3}, {1, 3}, {1, 2}, ConvPadding::kSameUpper, {1, 2}, {2, 2});
+  const Case lower = PaddingModeCase({1, 2, 9, 10}, {4, 3}, {1, 3}, {1, 2}, ConvPadding::kSameLower, {2, 2}, {1, 2});
+  RunCase<Device, float, 4, 4>(stream, upper, ReqPattern(1));
+  RunCase<Device, double, 4, 4>(stream, upper, ReqPattern(2));
+  RunCase<Device, float, 4, 4>(stream, lower, ReqPattern(1));
+  RunCase<Device, double, 4, 4>(stream, lower, ReqPattern(5));
+  // 3-D, asymmetric in depth: in 6, k 2, s 1 -> total 1 -> (0, 1), lower (1, 0); channels last too.
+  RunCase<Device, double, 5, 5>(stream, PaddingModeCase({1, 2, 6, 5, 4}, {2, 3, 3}, {1, 1, 1}, {1, 1, 1},
+                                                        ConvPadding::kSame, {0, 1, 1}, {1, 1, 1}), ReqPattern(3));
+  Case lower3 = PaddingModeCase({1, 2, 6, 5, 4}, {2, 3, 3}, {1, 1, 1}, {1, 1, 1}, ConvPadding::kSameLower, {1, 1, 1},
+                                {0, 1, 1});
+  RunCase<Device, double, 5, 5>(stream, lower3, ReqPattern(3));
+  lower3.param.layout = ops::Layout::kNHWC;
+  RunCase<Device, float, 5, 5>(stream, lower3, ReqPattern(4));
+  // 1-D SAME_LOWER: in 7, k 4, s 2 -> out 4, total 3 -> (2, 1).
+  RunCase<Device, double, 3, 3>(
+      stream, PaddingModeCase({2, 3, 7}, {4}, {2}, {1}, ConvPadding::kSameLower, {2}, {1}), ReqPattern(2));
   // VALID ignores padding: out = (in - span) / stride + 1.
-  {
-    Case c = MakeCase({2, 2, 9, 8}, {3, 2}, {2, 1}, {}, {1, 1}, 3, 1, true);
-    c.param.padding = ConvPadding::kValid;
-    c.ref_pb = {0, 0};
-    c.ref_pe = {0, 0};
-    RunCase<Device, float, 4, 4>(stream, c, ReqPattern(4));
-  }
+  RunCase<Device, float, 4, 4>(
+      stream, PaddingModeCase({2, 2, 9, 8}, {3, 2}, {2, 1}, {1, 1}, ConvPadding::kValid, {0, 0}, {0, 0}), ReqPattern(4));
   // Explicit asymmetric padding through pad_end.
   {
     Case c = MakeCase({2, 3, 7, 6}, {3, 3}, {2, 1}, {0, 2}, {1, 1}, 2, 1, true);
@@ -571,6 +572,7 @@ TE_DEVICE_TEST_CASE("convolution SAME, VALID and asymmetric explicit padding", "
     RunCase<Device, float, 4, 4>(stream, c, ReqPattern(5));
   }
 }
+
 
 TE_DEVICE_TEST_CASE("convolution accepts an unbatched input as N = 1", "[conv]") {
   Case c = MakeCase({3, 7, 8}, {3, 3}, {1, 2}, {1, 1}, {1, 1}, 4, 1, true, false);
@@ -910,7 +912,12 @@ TE_DEVICE_TEST_CASE("convolution rejects bad parameters with useful messages", "
   RequireError(infer(p, {6, 8}), {"data shape (6,8)", "expected 4 dimensions"});
   p = base();
   p.padding = ConvPadding::kSame;
-  RequireError(infer(p), {"SAME", "pad (1,1)"});
+  RequireError(infer(p), {"SAME_UPPER", "pad (1,1)"});
+  p.padding = ConvPadding::kSameLower;
+  RequireError(infer(p), {"SAME_LOWER", "pad (1,1)"});
+  p = base();
+  p.padding = static_cast<ConvPadding>(9);
+  RequireError(infer(p), {"unknown padding mode 9"});
 
   // Tensors that do not match the inferred shapes.
   p = base();

@@ -7,6 +7,7 @@
 // saying why (tools/test.sh counts them as skipped).
 #include "ops_test_util.h"
 #include "onnx_cases.h"
+#include <tensorexpr/ops/convolution.h>
 #include <tensorexpr/ops/fully_connected.h>
 #include <tensorexpr/ops/leaky_relu.h>
 #include <tensorexpr/ops/softmax.h>
@@ -276,6 +277,56 @@ TE_DEVICE_TEST_CASE("ONNX oracle: LeakyRelu, Elu and PRelu", "[onnx][leaky_relu]
   for (const char* op : {"LeakyRelu", "Elu", "PRelu"})
     if (!ForOracleCases(op, [&](const OnnxCase& c, auto t) { LeakyAgainstOracle<Device, decltype(t)>(stream, c); }))
       return;
+}
+
+// Conv: X (N, C, spatial...), W (K, C / group, kernel...), B (K) optional; auto_pad SAME_LOWER, SAME_UPPER,
+// VALID or NOTSET with pads (begin of each axis..., end of each axis...).
+template <typename Device, typename DType>
+void ConvAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
+  INFO(c.Describe() << " dtype " << DataType<DType>::name());
+  const OnnxTensor &x = c.In("X"), &w = c.In("W");
+  const OnnxTensor* b = c.FindIn("B");
+  const std::string auto_pad = c.String("auto_pad", "NOTSET");
+  ops::ConvolutionParam p;
+  p.num_filter = w.shape[0];
+  p.num_group = static_cast<index_t>(c.Int("group", 1));
+  p.no_bias = b == nullptr;
+  const size_t nd = w.shape.size() - 2;
+  auto ints = [&](const char* name) {
+    std::vector<index_t> v;
+    if (c.attrs.count(name))
+      for (double a : c.attrs.at(name)) v.push_back(static_cast<index_t>(a));
+    return v;
+  };
+  p.kernel = ints("kernel_shape");
+  p.stride = ints("strides");
+  p.dilate = ints("dilations");
+  p.padding = auto_pad == "SAME_LOWER" ? ops::ConvPadding::kSameLower
+            : auto_pad == "SAME_UPPER" ? ops::ConvPadding::kSameUpper
+            : auto_pad == "VALID" ? ops::ConvPadding::kValid : ops::ConvPadding::kExplicit;
+  const std::vector<index_t> pads = ints("pads");
+  if (!pads.empty()) {
+    p.pad.assign(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(nd));
+    p.pad_end.assign(pads.begin() + static_cast<std::ptrdiff_t>(nd), pads.end());
+  }
+  REQUIRE(ops::InferConvShapes(p, x.shape).out == c.Out().shape);
+  auto bd = Dev<Device>(FromVec<1, DType>(Shape1(b ? b->shape[0] : 0), b ? b->values : Vec{}).view(), stream);
+  WithRank(x.rank(), [&](auto rank) {
+    constexpr int dim = decltype(rank)::value;
+    if constexpr (dim >= 3) {
+      auto xd = Dev<Device>(HostOf<dim, DType>(x).view(), stream), wd = Dev<Device>(HostOf<dim, DType>(w).view(), stream);
+      TensorContainer<Device, dim, DType> yd(c.Out().ShapeAs<dim>());
+      yd.set_stream(stream);
+      ops::ConvolutionForward(p, xd.view(), wd.view(), bd.view(), kWriteTo, yd.view());
+      CheckVec(ToHost(yd.view()).view(), c.Out().values, kOracleTol, "Conv");
+    } else {
+      FAIL("Conv cases are 1-D to 3-D");
+    }
+  });
+}
+
+TE_DEVICE_TEST_CASE("ONNX oracle: Conv with auto_pad SAME_LOWER, SAME_UPPER, VALID and explicit pads", "[onnx][conv]") {
+  ForOracleCases("Conv", [&](const OnnxCase& c, auto t) { ConvAgainstOracle<Device, decltype(t)>(stream, c); });
 }
 
 }  // namespace

@@ -65,7 +65,9 @@ class Oracle:
         from onnx.reference import ReferenceEvaluator
         self.helper, self.numpy_helper, self.Reference = helper, numpy_helper, ReferenceEvaluator
         self.options = ort.SessionOptions()
-        self.options.log_severity_level = 3
+        # Fatal messages only: a node onnxruntime refuses goes to the reference evaluator, its refusal is
+        # no error worth printing.
+        self.options.log_severity_level = 4
         self.options.intra_op_num_threads = 1
 
     def model(self, op, inputs, outputs, attrs):
@@ -229,8 +231,37 @@ def fully_connected_cases(rng, np, F):
             yield "MatMul", [("A", x), ("B", np.ascontiguousarray(w.T))], [("Y", F)], {}
 
 
+def conv_cases(rng, np, F):
+    """Conv in 1-D, 2-D and 3-D with groups, strides, dilations and a bias now and then; auto_pad SAME_LOWER
+    most often (the odd pixel of padding before), SAME_UPPER, VALID, or explicit pads (begin != end)."""
+    modes = ("SAME_LOWER", "SAME_UPPER", "SAME_LOWER", "VALID", "NOTSET", "SAME_LOWER")
+    for i in range(36):
+        mode = modes[i % len(modes)]
+        nd = 1 + i % 3
+        groups = int(rng.integers(1, 3))
+        c, k = groups * int(rng.integers(1, 3)), groups * int(rng.integers(1, 3))
+        kernel = [int(v) for v in rng.integers(1, 4, size=nd)]
+        strides = [int(v) for v in rng.integers(1, 4, size=nd)]
+        dilations = [int(v) for v in rng.integers(1, 3, size=nd)]
+        span = [(kk - 1) * d + 1 for kk, d in zip(kernel, dilations)]
+        pads = [int(v) for v in rng.integers(0, 3, size=2 * nd)] if mode == "NOTSET" else [0] * (2 * nd)
+        # VALID and explicit padding need the dilated kernel to fit.
+        spatial = random_shape(rng, nd, 1, {1: 9, 2: 7, 3: 5}[nd], 200)
+        spatial = tuple(max(d, s - pads[j] - pads[j + nd]) for j, (d, s) in enumerate(zip(spatial, span)))
+        x = rng.standard_normal((int(rng.integers(1, 3)), c) + spatial).astype(np.float32)
+        w = rng.standard_normal((k, c // groups) + tuple(kernel)).astype(np.float32)
+        inputs = [("X", x), ("W", w)]
+        if i % 2:
+            inputs.append(("B", rng.standard_normal((k,)).astype(np.float32)))
+        attrs = {"auto_pad": mode, "group": groups, "kernel_shape": kernel, "strides": strides,
+                 "dilations": dilations}
+        if mode == "NOTSET":
+            attrs["pads"] = pads
+        yield "Conv", inputs, [("Y", F)], attrs
+
+
 GENERATORS = [softmax_cases, pad_cases, matmul_cases, slice_cases, concat_cases, reduce_mean_cases, leaky_cases,
-              fully_connected_cases]
+              fully_connected_cases, conv_cases]
 
 
 # ---- writing ---------------------------------------------------------------------------------------------

@@ -15,15 +15,17 @@
 namespace tensorexpr {
 namespace ops {
 
-// How padding is chosen (Caffe2's legacy_pad): explicit numbers, SAME (output = ceil(input / stride),
-// the odd pixel of padding at the end), or VALID (no padding).
-enum class ConvPadding { kExplicit, kSame, kValid };
+// How padding is chosen (Caffe2's legacy_pad, ONNX's auto_pad): explicit numbers, SAME_UPPER (output =
+// ceil(input / stride), the odd pixel of padding at the end; kSame), SAME_LOWER (the same total, the odd
+// pixel at the beginning) or VALID (no padding). kSameLower comes last so that the older values keep theirs.
+enum class ConvPadding { kExplicit, kSame, kValid, kSameLower, kSameUpper = kSame };
 
 inline const char* ConvPaddingName(ConvPadding p) {
   switch (p) {
     case ConvPadding::kExplicit: return "explicit";
-    case ConvPadding::kSame: return "SAME";
+    case ConvPadding::kSame: return "SAME_UPPER";
     case ConvPadding::kValid: return "VALID";
+    case ConvPadding::kSameLower: return "SAME_LOWER";
   }
   return "unknown";
 }
@@ -111,6 +113,9 @@ inline ConvGeometry MakeConvGeometry(const ConvolutionParam& p, const std::vecto
     TE_CHECK(pad_end[i] >= 0, "Convolution: pad_end[", i, "] = ", pad_end[i], " in pad_end ",
              detail::VecStr(pad_end), " must be >= 0");
   }
+  TE_CHECK(p.padding == ConvPadding::kExplicit || p.padding == ConvPadding::kSame ||
+               p.padding == ConvPadding::kSameLower || p.padding == ConvPadding::kValid,
+           "Convolution: unknown padding mode ", static_cast<int>(p.padding));
   if (p.padding != ConvPadding::kExplicit) {
     TE_CHECK(p.pad.empty() && p.pad_end.empty(), "Convolution: padding mode ", ConvPaddingName(p.padding),
              " computes the padding itself; leave pad ", detail::VecStr(p.pad), " and pad_end ",
@@ -145,12 +150,12 @@ inline ConvGeometry MakeConvGeometry(const ConvolutionParam& p, const std::vecto
     index_t pb = pad[i], pe = p.pad_end.empty() ? pad[i] : pad_end[i];
     if (p.padding == ConvPadding::kValid) {
       pb = pe = 0;
-    } else if (p.padding == ConvPadding::kSame) {
+    } else if (p.padding == ConvPadding::kSame || p.padding == ConvPadding::kSameLower) {
       const index_t out = CheckedAdd(in, s - 1, "Convolution: SAME padding, input + stride - 1") / s;
       const index_t total = std::max<index_t>(
           0, CheckedAdd(CheckedMul(out - 1, s, "Convolution: SAME padding, (out - 1) * stride"), span - in,
                         "Convolution: SAME padding total"));
-      pb = total / 2;
+      pb = p.padding == ConvPadding::kSame ? total / 2 : total - total / 2;
       pe = total - pb;
     }
     const index_t padded = CheckedAdd(CheckedAdd(in, pb, "Convolution: input + pad"), pe, "Convolution: input + pad + pad_end");
