@@ -10,6 +10,7 @@
 #include <tensorexpr/ops/convolution.h>
 #include <tensorexpr/ops/fully_connected.h>
 #include <tensorexpr/ops/leaky_relu.h>
+#include <tensorexpr/ops/lrn.h>
 #include <tensorexpr/ops/softmax.h>
 
 namespace {
@@ -327,6 +328,26 @@ void ConvAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
 
 TE_DEVICE_TEST_CASE("ONNX oracle: Conv with auto_pad SAME_LOWER, SAME_UPPER, VALID and explicit pads", "[onnx][conv]") {
   ForOracleCases("Conv", [&](const OnnxCase& c, auto t) { ConvAgainstOracle<Device, decltype(t)>(stream, c); });
+}
+
+// LRN: size, alpha (1e-4), beta (0.75), bias (ONNX's default 1; our knorm's is 2).
+template <typename Device, typename DType>
+void LRNAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
+  INFO(c.Describe() << " dtype " << DataType<DType>::name());
+  ops::LRNParam p;
+  p.nsize = static_cast<index_t>(c.Int("size", 0));
+  p.alpha = c.Float("alpha", 1e-4);
+  p.beta = c.Float("beta", 0.75);
+  p.knorm = c.Float("bias", 1.0);
+  auto xd = Dev<Device>(HostOf<4, DType>(c.In("X")).view(), stream);
+  TensorContainer<Device, 4, DType> yd(xd.shape_);
+  yd.set_stream(stream);
+  ops::LRNForward(p, xd.view(), kWriteTo, yd.view());
+  CheckVec(ToHost(yd.view()).view(), c.Out().values, kOracleTol, "LRN");
+}
+
+TE_DEVICE_TEST_CASE("ONNX oracle: LRN, odd and even sizes", "[onnx][lrn]") {
+  ForOracleCases("LRN", [&](const OnnxCase& c, auto t) { LRNAgainstOracle<Device, decltype(t)>(stream, c); });
 }
 
 }  // namespace

@@ -260,8 +260,26 @@ def conv_cases(rng, np, F):
         yield "Conv", inputs, [("Y", F)], attrs
 
 
+def lrn_cases(rng, np, F):
+    """LRN over the channels of (N, C, H, W) data (both runners take 4-D only), windows wider than the channels
+    too, alpha / beta / bias given or ONNX's defaults. onnxruntime takes odd sizes only; even ones go to the
+    reference evaluator, whose loop over the channels runs over the batch (onnx 1.23), which is right only
+    when N == C: those cases have N == C."""
+    for i in range(24):
+        size = int(rng.integers(1, 8))
+        c = int(rng.integers(1, 9))
+        n = int(rng.integers(1, 3)) if size % 2 else c
+        shape = (n, c) + random_shape(rng, 2, 1, 4, 24 if size % 2 else 12)
+        x = (rng.standard_normal(shape) * 2).astype(np.float32)
+        attrs = {"size": size}
+        if i % 4:
+            attrs.update(alpha=float(rng.uniform(1e-4, 2.0)), beta=float(rng.uniform(0.2, 1.5)),
+                         bias=float(rng.uniform(0.5, 3.0)))
+        yield "LRN", [("X", x)], [("Y", F)], attrs, "onnxruntime" if size % 2 else "reference"
+
+
 GENERATORS = [softmax_cases, pad_cases, matmul_cases, slice_cases, concat_cases, reduce_mean_cases, leaky_cases,
-              fully_connected_cases, conv_cases]
+              fully_connected_cases, conv_cases, lrn_cases]
 
 
 # ---- writing ---------------------------------------------------------------------------------------------
