@@ -8,6 +8,7 @@
 #include "ops_test_util.h"
 #include "onnx_cases.h"
 #include <tensorexpr/ops/convolution.h>
+#include <tensorexpr/ops/embedding.h>
 #include <tensorexpr/ops/fully_connected.h>
 #include <tensorexpr/ops/leaky_relu.h>
 #include <tensorexpr/ops/lrn.h>
@@ -348,6 +349,35 @@ void LRNAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
 
 TE_DEVICE_TEST_CASE("ONNX oracle: LRN, odd and even sizes", "[onnx][lrn]") {
   ForOracleCases("LRN", [&](const OnnxCase& c, auto t) { LRNAgainstOracle<Device, decltype(t)>(stream, c); });
+}
+
+// Gather on axis 0 of a 2-D table: Embedding with the table as its weight; indices as int64 (the file keeps
+// their values, not their type).
+template <typename Device, typename DType>
+void GatherAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
+  INFO(c.Describe() << " dtype " << DataType<DType>::name());
+  const OnnxTensor &table = c.In("data"), &idx = c.In("indices");
+  ops::EmbeddingParam p;
+  p.input_dim = table.shape[0];
+  p.output_dim = table.shape[1];
+  p.mode = ops::EmbeddingMode::kRaise;
+  auto wd = Dev<Device>(HostOf<2, DType>(table).view(), stream);
+  WithRank(idx.rank(), [&](auto rank) {
+    constexpr int dim = decltype(rank)::value;
+    if constexpr (dim <= 4) {
+      auto id = Dev<Device>(HostOf<dim, int64_t>(idx).view(), stream);
+      TensorContainer<Device, dim + 1, DType> yd(c.Out().ShapeAs<dim + 1>());
+      yd.set_stream(stream);
+      ops::EmbeddingForward(p, id.view(), wd.view(), kWriteTo, yd.view());
+      CheckVec(ToHost(yd.view()).view(), c.Out().values, kMovedTol, "Gather");
+    } else {
+      FAIL("Gather cases have indices of rank 1 to 4");
+    }
+  });
+}
+
+TE_DEVICE_TEST_CASE("ONNX oracle: Gather on axis 0 as Embedding", "[onnx][embedding]") {
+  ForOracleCases("Gather", [&](const OnnxCase& c, auto t) { GatherAgainstOracle<Device, decltype(t)>(stream, c); });
 }
 
 }  // namespace

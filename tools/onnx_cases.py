@@ -278,8 +278,19 @@ def lrn_cases(rng, np, F):
         yield "LRN", [("X", x)], [("Y", F)], attrs, "onnxruntime" if size % 2 else "reference"
 
 
+def gather_cases(rng, np, F):
+    """Gather on axis 0 of a 2-D table (Embedding): int64 or int32 indices of rank 1 to 4, in range (ONNX reads
+    a negative index from the end, where ours clips: a difference, not a case)."""
+    for i in range(16):
+        rows, cols = (int(v) for v in rng.integers(1, 9, size=2))
+        shape = random_shape(rng, 1 + i % 4, 1, 4, 40)
+        idx = rng.integers(0, rows, size=shape).astype(np.int64 if i % 2 else np.int32)
+        table = rng.standard_normal((rows, cols)).astype(np.float32)
+        yield "Gather", [("data", table), ("indices", idx)], [("output", F)], {"axis": 0}
+
+
 GENERATORS = [softmax_cases, pad_cases, matmul_cases, slice_cases, concat_cases, reduce_mean_cases, leaky_cases,
-              fully_connected_cases, conv_cases, lrn_cases]
+              fully_connected_cases, conv_cases, lrn_cases, gather_cases]
 
 
 # ---- writing ---------------------------------------------------------------------------------------------
