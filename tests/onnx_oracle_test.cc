@@ -8,6 +8,7 @@
 #include "ops_test_util.h"
 #include "onnx_cases.h"
 #include <tensorexpr/ops/convolution.h>
+#include <tensorexpr/ops/deconvolution.h>
 #include <tensorexpr/ops/embedding.h>
 #include <tensorexpr/ops/fully_connected.h>
 #include <tensorexpr/ops/leaky_relu.h>
@@ -281,37 +282,41 @@ TE_DEVICE_TEST_CASE("ONNX oracle: LeakyRelu, Elu and PRelu", "[onnx][leaky_relu]
       return;
 }
 
-// Conv: X (N, C, spatial...), W (K, C / group, kernel...), B (K) optional; auto_pad SAME_LOWER, SAME_UPPER,
-// VALID or NOTSET with pads (begin of each axis..., end of each axis...).
-template <typename Device, typename DType>
-void ConvAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
-  INFO(c.Describe() << " dtype " << DataType<DType>::name());
+// An attribute's list of integers (empty when the case does not give it).
+std::vector<index_t> Ints(const OnnxCase& c, const char* name) {
+  std::vector<index_t> v;
+  if (c.attrs.count(name))
+    for (double a : c.attrs.at(name)) v.push_back(static_cast<index_t>(a));
+  return v;
+}
+
+// The attributes Conv and ConvTranspose share, into either operator's parameters: kernel_shape, strides,
+// dilations, group, auto_pad (SAME_LOWER, SAME_UPPER, VALID) or pads (begin of each axis..., end of each
+// axis...); no bias without an input B.
+template <typename Param>
+void ReadWindowAttrs(const OnnxCase& c, Param* p) {
+  const std::string auto_pad = c.String("auto_pad", "NOTSET");
+  p->num_group = static_cast<index_t>(c.Int("group", 1));
+  p->no_bias = c.FindIn("B") == nullptr;
+  p->kernel = Ints(c, "kernel_shape");
+  p->stride = Ints(c, "strides");
+  p->dilate = Ints(c, "dilations");
+  p->padding = auto_pad == "SAME_LOWER" ? ops::ConvPadding::kSameLower
+             : auto_pad == "SAME_UPPER" ? ops::ConvPadding::kSameUpper
+             : auto_pad == "VALID" ? ops::ConvPadding::kValid : ops::ConvPadding::kExplicit;
+  const std::vector<index_t> pads = Ints(c, "pads");
+  const std::ptrdiff_t nd = static_cast<std::ptrdiff_t>(p->kernel.size());
+  if (!pads.empty()) {
+    p->pad.assign(pads.begin(), pads.begin() + nd);
+    p->pad_end.assign(pads.begin() + nd, pads.end());
+  }
+}
+
+// Y of case c against op(p, X, W, B, kWriteTo, Y) (the bias empty without an input B); X of rank 3 to 5.
+template <typename Device, typename DType, typename Param, typename Op>
+void WindowedAgainstOracle(Stream<Device>* stream, const OnnxCase& c, const Param& p, Op op) {
   const OnnxTensor &x = c.In("X"), &w = c.In("W");
   const OnnxTensor* b = c.FindIn("B");
-  const std::string auto_pad = c.String("auto_pad", "NOTSET");
-  ops::ConvolutionParam p;
-  p.num_filter = w.shape[0];
-  p.num_group = static_cast<index_t>(c.Int("group", 1));
-  p.no_bias = b == nullptr;
-  const size_t nd = w.shape.size() - 2;
-  auto ints = [&](const char* name) {
-    std::vector<index_t> v;
-    if (c.attrs.count(name))
-      for (double a : c.attrs.at(name)) v.push_back(static_cast<index_t>(a));
-    return v;
-  };
-  p.kernel = ints("kernel_shape");
-  p.stride = ints("strides");
-  p.dilate = ints("dilations");
-  p.padding = auto_pad == "SAME_LOWER" ? ops::ConvPadding::kSameLower
-            : auto_pad == "SAME_UPPER" ? ops::ConvPadding::kSameUpper
-            : auto_pad == "VALID" ? ops::ConvPadding::kValid : ops::ConvPadding::kExplicit;
-  const std::vector<index_t> pads = ints("pads");
-  if (!pads.empty()) {
-    p.pad.assign(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(nd));
-    p.pad_end.assign(pads.begin() + static_cast<std::ptrdiff_t>(nd), pads.end());
-  }
-  REQUIRE(ops::InferConvShapes(p, x.shape).out == c.Out().shape);
   auto bd = Dev<Device>(FromVec<1, DType>(Shape1(b ? b->shape[0] : 0), b ? b->values : Vec{}).view(), stream);
   WithRank(x.rank(), [&](auto rank) {
     constexpr int dim = decltype(rank)::value;
@@ -319,12 +324,23 @@ void ConvAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
       auto xd = Dev<Device>(HostOf<dim, DType>(x).view(), stream), wd = Dev<Device>(HostOf<dim, DType>(w).view(), stream);
       TensorContainer<Device, dim, DType> yd(c.Out().ShapeAs<dim>());
       yd.set_stream(stream);
-      ops::ConvolutionForward(p, xd.view(), wd.view(), bd.view(), kWriteTo, yd.view());
-      CheckVec(ToHost(yd.view()).view(), c.Out().values, kOracleTol, "Conv");
+      op(p, xd.view(), wd.view(), bd.view(), kWriteTo, yd.view());
+      CheckVec(ToHost(yd.view()).view(), c.Out().values, kOracleTol, c.op);
     } else {
-      FAIL("Conv cases are 1-D to 3-D");
+      FAIL(c.op << " cases are 1-D to 3-D");
     }
   });
+}
+
+// Conv: X (N, C, spatial...), W (K, C / group, kernel...), B (K) optional.
+template <typename Device, typename DType>
+void ConvAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
+  INFO(c.Describe() << " dtype " << DataType<DType>::name());
+  ops::ConvolutionParam p;
+  ReadWindowAttrs(c, &p);
+  p.num_filter = c.In("W").shape[0];
+  REQUIRE(ops::InferConvShapes(p, c.In("X").shape).out == c.Out().shape);
+  WindowedAgainstOracle<Device, DType>(stream, c, p, [](const auto&... a) { ops::ConvolutionForward(a...); });
 }
 
 TE_DEVICE_TEST_CASE("ONNX oracle: Conv with auto_pad SAME_LOWER, SAME_UPPER, VALID and explicit pads", "[onnx][conv]") {
@@ -378,6 +394,25 @@ void GatherAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
 
 TE_DEVICE_TEST_CASE("ONNX oracle: Gather on axis 0 as Embedding", "[onnx][embedding]") {
   ForOracleCases("Gather", [&](const OnnxCase& c, auto t) { GatherAgainstOracle<Device, decltype(t)>(stream, c); });
+}
+
+// ConvTranspose: X (N, C, spatial...), W (C, M / group, kernel...), B (M) optional; output_padding (our adj);
+// output_shape (our target_shape: the odd pixel of padding before, after with auto_pad SAME_UPPER).
+template <typename Device, typename DType>
+void ConvTransposeAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
+  INFO(c.Describe() << " dtype " << DataType<DType>::name());
+  ops::DeconvolutionParam p;
+  ReadWindowAttrs(c, &p);
+  p.num_filter = c.In("W").shape[1] * p.num_group;
+  p.adj = Ints(c, "output_padding");
+  p.target_shape = Ints(c, "output_shape");
+  REQUIRE(ops::InferDeconvShapes(p, c.In("X").shape).out == c.Out().shape);
+  WindowedAgainstOracle<Device, DType>(stream, c, p, [](const auto&... a) { ops::DeconvolutionForward(a...); });
+}
+
+TE_DEVICE_TEST_CASE("ONNX oracle: ConvTranspose as Deconvolution", "[onnx][deconv]") {
+  ForOracleCases("ConvTranspose",
+                 [&](const OnnxCase& c, auto t) { ConvTransposeAgainstOracle<Device, decltype(t)>(stream, c); });
 }
 
 }  // namespace

@@ -231,18 +231,26 @@ def fully_connected_cases(rng, np, F):
             yield "MatMul", [("A", x), ("B", np.ascontiguousarray(w.T))], [("Y", F)], {}
 
 
+def window_case(rng, i, modes):
+    """What Conv and ConvTranspose case i draws alike: its mode (cycling through `modes`), spatial rank (1 to 3),
+    groups, and input and output channels (multiples of the groups)."""
+    groups = int(rng.integers(1, 3))
+    return modes[i % len(modes)], 1 + i % 3, groups, groups * int(rng.integers(1, 3)), groups * int(rng.integers(1, 3))
+
+
+def window_sizes(rng, nd):
+    """Kernel extents 1 to 3, strides 1 to 3 and dilations 1 to 2 per spatial dimension."""
+    return ([int(v) for v in rng.integers(1, 4, size=nd)], [int(v) for v in rng.integers(1, 4, size=nd)],
+            [int(v) for v in rng.integers(1, 3, size=nd)])
+
+
 def conv_cases(rng, np, F):
     """Conv in 1-D, 2-D and 3-D with groups, strides, dilations and a bias now and then; auto_pad SAME_LOWER
     most often (the odd pixel of padding before), SAME_UPPER, VALID, or explicit pads (begin != end)."""
     modes = ("SAME_LOWER", "SAME_UPPER", "SAME_LOWER", "VALID", "NOTSET", "SAME_LOWER")
     for i in range(36):
-        mode = modes[i % len(modes)]
-        nd = 1 + i % 3
-        groups = int(rng.integers(1, 3))
-        c, k = groups * int(rng.integers(1, 3)), groups * int(rng.integers(1, 3))
-        kernel = [int(v) for v in rng.integers(1, 4, size=nd)]
-        strides = [int(v) for v in rng.integers(1, 4, size=nd)]
-        dilations = [int(v) for v in rng.integers(1, 3, size=nd)]
+        mode, nd, groups, c, k = window_case(rng, i, modes)
+        kernel, strides, dilations = window_sizes(rng, nd)
         span = [(kk - 1) * d + 1 for kk, d in zip(kernel, dilations)]
         pads = [int(v) for v in rng.integers(0, 3, size=2 * nd)] if mode == "NOTSET" else [0] * (2 * nd)
         # VALID and explicit padding need the dilated kernel to fit.
@@ -289,8 +297,48 @@ def gather_cases(rng, np, F):
         yield "Gather", [("data", table), ("indices", idx)], [("output", F)], {"axis": 0}
 
 
+def conv_transpose_cases(rng, np, F):
+    """ConvTranspose (Deconvolution) in 1-D, 2-D and 3-D with groups, strides, dilations, output_padding (below
+    the stride) and a bias now and then; explicit pads (begin != end), output_shape (with NOTSET: the odd pixel
+    of padding before; with SAME_UPPER: after), auto_pad SAME_UPPER / SAME_LOWER, VALID."""
+    modes = ("NOTSET", "output_shape", "SAME_UPPER", "SAME_LOWER", "VALID", "output_shape SAME_UPPER")
+    for i in range(36):
+        mode, nd, groups, c, m = window_case(rng, i, modes)
+        spatial = random_shape(rng, nd, 1, {1: 6, 2: 4, 3: 3}[nd], 60)
+        while True:
+            kernel, strides, dilations = window_sizes(rng, nd)
+            adj = [int(rng.integers(0, s)) for s in strides]
+            span = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
+            full = [s * (n - 1) + sp + a for s, n, sp, a in zip(strides, spatial, span, adj)]
+            if not mode.startswith("SAME") or all(sp + a >= s for sp, a, s in zip(span, adj, strides)):
+                break  # SAME needs the full output to reach input * stride
+        attrs = {"group": groups, "kernel_shape": kernel, "strides": strides, "dilations": dilations,
+                 "output_padding": adj}
+        if mode == "NOTSET":
+            pads = [0] * (2 * nd)
+            for j in range(nd):
+                while True:
+                    pads[j], pads[j + nd] = (int(v) for v in rng.integers(0, 3, size=2))
+                    if pads[j] + pads[j + nd] < full[j]:
+                        break
+            attrs["pads"] = pads
+        elif mode.startswith("output_shape"):
+            attrs["output_shape"] = [int(f - rng.integers(0, min(3, f - 1) + 1)) for f in full]
+            if mode.endswith("SAME_UPPER"):
+                attrs["auto_pad"] = "SAME_UPPER"
+        else:
+            attrs["auto_pad"] = mode
+        x = rng.standard_normal((int(rng.integers(1, 3)), c) + spatial).astype(np.float32)
+        w = rng.standard_normal((c, m // groups) + tuple(kernel)).astype(np.float32)
+        inputs = [("X", x), ("W", w)]
+        if i % 2:
+            inputs.append(("B", rng.standard_normal((m,)).astype(np.float32)))
+        yield "ConvTranspose", inputs, [("Y", F)], attrs
+
+
 GENERATORS = [softmax_cases, pad_cases, matmul_cases, slice_cases, concat_cases, reduce_mean_cases, leaky_cases,
-              fully_connected_cases, conv_cases, lrn_cases, gather_cases]
+              fully_connected_cases, conv_cases, lrn_cases, gather_cases,
+              conv_transpose_cases]
 
 
 # ---- writing ---------------------------------------------------------------------------------------------

@@ -74,18 +74,6 @@ struct ConvWorkPlan {
   index_t col_elems = 0;   // elements of the column buffer
 };
 
-namespace detail {
-
-// A per-dimension parameter: empty means `fill` everywhere, otherwise one value per spatial dimension.
-inline std::vector<index_t> PerDim(const std::vector<index_t>& v, size_t nd, index_t fill, const char* name) {
-  if (v.empty()) return std::vector<index_t>(nd, fill);
-  TE_CHECK(v.size() == nd, "Convolution: ", name, " ", VecStr(v), " has ", v.size(),
-           " entries but the kernel has ", nd, " spatial dimensions");
-  return v;
-}
-
-}  // namespace detail
-
 // Resolves the parameters against the shape of the data (N, C, spatial...) or, unbatched, (C, spatial...).
 // Throws Error naming the parameter and its value when they do not fit together.
 inline ConvGeometry MakeConvGeometry(const ConvolutionParam& p, const std::vector<index_t>& data_shape) {
@@ -97,10 +85,10 @@ inline ConvGeometry MakeConvGeometry(const ConvolutionParam& p, const std::vecto
            detail::VecStr(data_shape), " does not fit a ", nd, "-D kernel ", detail::VecStr(p.kernel),
            ": expected ", nd + 2, p.layout == Layout::kNHWC ? " dimensions (N, spatial..., C) or " : " dimensions (N, C, spatial...) or ",
            nd + 1, p.layout == Layout::kNHWC ? " (spatial..., C)" : " (C, spatial...)");
-  const std::vector<index_t> stride = detail::PerDim(p.stride, nd, 1, "stride");
-  const std::vector<index_t> dilate = detail::PerDim(p.dilate, nd, 1, "dilate");
-  const std::vector<index_t> pad = detail::PerDim(p.pad, nd, 0, "pad");
-  const std::vector<index_t> pad_end = detail::PerDim(p.pad_end, nd, 0, "pad_end");
+  const std::vector<index_t> stride = detail::PerDim("Convolution", p.stride, nd, 1, "stride");
+  const std::vector<index_t> dilate = detail::PerDim("Convolution", p.dilate, nd, 1, "dilate");
+  const std::vector<index_t> pad = detail::PerDim("Convolution", p.pad, nd, 0, "pad");
+  const std::vector<index_t> pad_end = detail::PerDim("Convolution", p.pad_end, nd, 0, "pad_end");
   for (size_t i = 0; i < nd; ++i) {
     TE_CHECK(p.kernel[i] >= 1, "Convolution: kernel[", i, "] = ", p.kernel[i], " in kernel ",
              detail::VecStr(p.kernel), " must be >= 1");

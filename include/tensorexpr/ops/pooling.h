@@ -53,17 +53,6 @@ struct PoolGeometry : PoolWindows {
   bool is_max = true;
 };
 
-namespace detail {
-
-inline std::vector<index_t> PoolPerDim(const std::vector<index_t>& v, size_t nd, index_t fill, const char* name) {
-  if (v.empty()) return std::vector<index_t>(nd, fill);
-  TE_CHECK(v.size() == nd, "Pooling: ", name, " ", VecStr(v), " has ", v.size(), " entries but the pooling has ",
-           nd, " spatial dimensions");
-  return v;
-}
-
-}  // namespace detail
-
 // Resolves the parameters against the data shape (..., spatial...). Throws Error naming the bad value.
 inline PoolGeometry MakePoolGeometry(const PoolingParam& p, const std::vector<index_t>& data_shape) {
   const size_t dims = data_shape.size();
@@ -101,8 +90,8 @@ inline PoolGeometry MakePoolGeometry(const PoolingParam& p, const std::vector<in
     pad.assign(nd, 0);
   } else {
     kernel = p.kernel;
-    stride = detail::PoolPerDim(p.stride, nd, 1, "stride");
-    pad = detail::PoolPerDim(p.pad, nd, 0, "pad");
+    stride = detail::PerDim("Pooling", p.stride, nd, 1, "stride");
+    pad = detail::PerDim("Pooling", p.pad, nd, 0, "pad");
   }
   const size_t off = 3 - nd;
   for (size_t i = 0; i < 3; ++i) g.in[i] = g.out[i] = g.k[i] = g.s[i] = 1, g.p[i] = 0;
