@@ -52,6 +52,13 @@ inline Tensor<Device, 3, DType> ChannelsFirstRows(DType* ws, const Shape<3>& lsc
 }
 inline const Shape<3> kSwapLastTwo = Shape3(0, 2, 1);
 
+// Integer data pools by its maximum only: an average would have to round.
+template <typename DType>
+[[noreturn]] inline void FailIntegerAverage(const char* pass) {
+  Fail("Pooling ", pass, ": average pooling of ", DataType<DType>::name(),
+       " data; integer types take max pooling only");
+}
+
 template <int dim>
 inline std::vector<index_t> PoolShapeVec(const Shape<dim>& s) {
   return std::vector<index_t>(s.shape_, s.shape_ + dim);
@@ -86,6 +93,8 @@ void PoolingForward(const PoolingParam& p, const Tensor<Device, dim, DType>& dat
     PoolingForward(detail::VolumesParam(p, g), detail::PoolVolumes(data, g.nd), req, detail::PoolVolumes(out, g.nd));
   } else if (g.is_max) {
     Assign(out, req, expr::pool<red::maximum>(data, g));
+  } else if constexpr (std::is_integral<DType>::value) {
+    detail::FailIntegerAverage<DType>("forward");
   } else {
     Assign(out, req, expr::pool<red::sum>(data, g));  // divided as g.divisor says
   }
@@ -134,6 +143,8 @@ void PoolingBackward(const PoolingParam& p, const Tensor<Device, dim, DType>& ou
                     PoolVolumes(out, g.nd), req, PoolVolumes(in_grad, g.nd));
   } else if (g.is_max) {
     Assign(in_grad, req, expr::unpool<red::maximum>(data, out, out_grad, g));
+  } else if constexpr (std::is_integral<DType>::value) {
+    detail::FailIntegerAverage<DType>("backward");
   } else {
     Assign(in_grad, req, expr::unpool<red::sum>(data, out, out_grad, g));
   }
@@ -147,6 +158,9 @@ void PoolingBackward(const PoolingParam& p, const Tensor<Device, dim, DType>& ou
       const Tensor<Device, dim, DType>& out_grad, const Tensor<Device, dim, DType>& data, \
       const Tensor<Device, dim, DType>& out, OpReqType req, const Tensor<Device, dim, DType>& in_grad);
 #define TE_INSTANTIATE_POOLING(Device, DType) TE_OPS_RANKS_FROM_2(TE_POOLING_INSTANCE_, Device, DType)
+// The integer types max pooling takes (ONNX's MaxPool: int8 and uint8; int32 and int64 too).
+#define TE_POOLING_FOR_EACH_INTEGER(INSTANCE, Device) \
+  INSTANCE(Device, int8_t) INSTANCE(Device, uint8_t) INSTANCE(Device, int32_t) INSTANCE(Device, int64_t)
 
 }  // namespace ops
 }  // namespace tensorexpr

@@ -550,8 +550,10 @@ void RunPool(Stream<Device>* stream, const PoolCase& c, Shape<dim> xs, int nd, O
   Shape<dim> ys = xs;
   for (int i = 0; i < nd; ++i) ys[dim - nd + i] = r.out[3 - nd + i];
   REQUIRE(ops::InferPoolingShape(p, xs) == ys);
-  auto xh = Uniform<dim, DType>(xs);
-  auto dyh = Uniform<dim, DType>(ys);
+  // Integers over a range wide enough that a window's maximum is mostly unique.
+  const bool integral = std::is_integral<DType>::value;
+  auto xh = Uniform<dim, DType>(xs, integral ? (std::is_unsigned<DType>::value ? 0 : -100) : -1, integral ? 100 : 1);
+  auto dyh = Uniform<dim, DType>(ys, integral ? (std::is_unsigned<DType>::value ? 0 : -5) : -1, integral ? 5 : 1);
   TensorContainer<cpu, dim, DType> yh(ys), dxh(xs);
   const Vec x = ToVec(xh.view()), dy = ToVec(dyh.view());
   const Vec y0 = Prefill(yh.view(), req), dx0 = Prefill(dxh.view(), req);
@@ -645,6 +647,29 @@ TE_DEVICE_TEST_CASE("Pooling 1-D and 3-D match the float64 reference", "[ops_nn]
     RunPool<Device, double, 5>(stream, g, Shape5(2, 3, 3, 4, 5), 3, kAddTo, false);
     RunPool<Device, half_t, 5>(stream, PC({2, 2, 2}, {1, 1, 1}, {1, 0, 1}, t), Shape5(1, 2, 3, 4, 5), 3, kWriteTo, false);
   }
+}
+
+// Max pooling of integers (the int8 / uint8 outputs take kAddTo: the poison other reqs prefill with does not fit
+// them); average pooling of integers is an Error naming the dtype.
+TE_DEVICE_TEST_CASE("Pooling max takes integer types", "[ops_nn][pooling]") {
+  const PoolType kMax = PoolType::kMax;
+  for (OpReqType req : kAllReqs)
+    RunPool<Device, int32_t, 4>(stream, PC({3, 3}, {2, 2}, {1, 1}, kMax), Shape4(2, 3, 7, 9), 2, req, true);
+  RunPool<Device, int64_t, 5>(stream, PC({2, 3, 2}, {1, 2, 2}, {1, 1, 0}, kMax, kFullConv), Shape5(1, 2, 4, 5, 6), 3,
+                              kWriteTo, false);
+  RunPool<Device, int8_t, 3>(stream, PC({3}, {2}, {1}, kMax), Shape3(2, 3, 11), 1, kAddTo, false);
+  RunPool<Device, uint8_t, 4>(stream, PC({2, 2}, {2, 2}, {}, kMax), Shape4(2, 2, 6, 8), 2, kAddTo, true);
+  PoolCase g = PC({}, {}, {}, kMax);
+  g.global = true;
+  RunPool<Device, int32_t, 4>(stream, g, Shape4(2, 3, 5, 4), 2, kWriteTo, false);
+  TensorContainer<Device, 4, int32_t> x(Shape4(1, 2, 4, 4)), y(Shape4(1, 2, 2, 2));
+  x.set_stream(stream);
+  y.set_stream(stream);
+  const ops::PoolingParam avg = ToParam(PC({2, 2}, {2, 2}, {}, PoolType::kAvg));
+  RequireError([&] { ops::PoolingForward(avg, x.view(), kWriteTo, y.view()); },
+               {"Pooling forward", "average pooling of int32 data", "max pooling only"});
+  RequireError([&] { ops::PoolingBackward(avg, y.view(), x.view(), y.view(), kWriteTo, x.view()); },
+               {"Pooling backward", "int32"});
 }
 
 // d/dx of sum(dy * pool(x)) by central differences on the library's forward, against its backward.

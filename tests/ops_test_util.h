@@ -64,10 +64,11 @@ TensorContainer<Device, dim, DType> Dev(const Tensor<cpu, dim, DType>& h, Stream
   Sync(s);
   return d;
 }
-// Random prefill for kAddTo, poison otherwise; returns what the output holds before the op.
+// Random prefill for kAddTo (not negative for unsigned types), poison otherwise; returns what the output
+// holds before the op.
 template <int dim, typename DType>
 Vec Prefill(Tensor<cpu, dim, DType> t, OpReqType req) {
-  if (req == kAddTo) FillRandom(t); else Poison(t);
+  if (req == kAddTo) FillRandom(t, std::is_unsigned<DType>::value ? 0.0 : -1.0, 1.0); else Poison(t);
   return ToVec(t);
 }
 // What an output should hold after the op, given its prefill and the reference result.
