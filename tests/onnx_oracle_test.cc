@@ -13,6 +13,7 @@
 #include <tensorexpr/ops/fully_connected.h>
 #include <tensorexpr/ops/leaky_relu.h>
 #include <tensorexpr/ops/lrn.h>
+#include <tensorexpr/ops/pooling.h>
 #include <tensorexpr/ops/softmax.h>
 
 namespace {
@@ -290,14 +291,12 @@ std::vector<index_t> Ints(const OnnxCase& c, const char* name) {
   return v;
 }
 
-// The attributes Conv and ConvTranspose share, into either operator's parameters: kernel_shape, strides,
-// dilations, group, auto_pad (SAME_LOWER, SAME_UPPER, VALID) or pads (begin of each axis..., end of each
-// axis...); no bias without an input B.
+// The window attributes Conv, ConvTranspose and the pools share, into the operator's parameters:
+// kernel_shape, strides, dilations, auto_pad (SAME_LOWER, SAME_UPPER, VALID) or pads (begin of each axis...,
+// end of each axis...).
 template <typename Param>
-void ReadWindowAttrs(const OnnxCase& c, Param* p) {
+void ReadWindowShape(const OnnxCase& c, Param* p) {
   const std::string auto_pad = c.String("auto_pad", "NOTSET");
-  p->num_group = static_cast<index_t>(c.Int("group", 1));
-  p->no_bias = c.FindIn("B") == nullptr;
   p->kernel = Ints(c, "kernel_shape");
   p->stride = Ints(c, "strides");
   p->dilate = Ints(c, "dilations");
@@ -310,6 +309,13 @@ void ReadWindowAttrs(const OnnxCase& c, Param* p) {
     p->pad.assign(pads.begin(), pads.begin() + nd);
     p->pad_end.assign(pads.begin() + nd, pads.end());
   }
+}
+// ... and Conv's and ConvTranspose's group; no bias without an input B.
+template <typename Param>
+void ReadWindowAttrs(const OnnxCase& c, Param* p) {
+  ReadWindowShape(c, p);
+  p->num_group = static_cast<index_t>(c.Int("group", 1));
+  p->no_bias = c.FindIn("B") == nullptr;
 }
 
 // Y of case c against op(p, X, W, B, kWriteTo, Y) (the bias empty without an input B); X of rank 3 to 5.
@@ -413,6 +419,38 @@ void ConvTransposeAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
 TE_DEVICE_TEST_CASE("ONNX oracle: ConvTranspose as Deconvolution", "[onnx][deconv]") {
   ForOracleCases("ConvTranspose",
                  [&](const OnnxCase& c, auto t) { ConvTransposeAgainstOracle<Device, decltype(t)>(stream, c); });
+}
+
+// MaxPool and AveragePool: ceil_mode (our pooling_convention full), count_include_pad (ONNX's default 0).
+template <typename Device, typename DType>
+void PoolAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
+  INFO(c.Describe() << " dtype " << DataType<DType>::name());
+  ops::PoolingParam p;
+  ReadWindowShape(c, &p);
+  p.pool_type = c.op == "MaxPool" ? ops::PoolType::kMax : ops::PoolType::kAvg;
+  p.pooling_convention = c.Int("ceil_mode", 0) ? ops::PoolingConvention::kFull : ops::PoolingConvention::kValid;
+  p.count_include_pad = c.Int("count_include_pad", 0) != 0;
+  const OnnxTensor& x = c.In("X");
+  WithRank(x.rank(), [&](auto rank) {
+    constexpr int dim = decltype(rank)::value;
+    if constexpr (dim >= 3) {
+      REQUIRE(ops::InferPoolingShape(p, x.ShapeAs<dim>()) == c.Out().ShapeAs<dim>());
+      auto xd = Dev<Device>(HostOf<dim, DType>(x).view(), stream);
+      TensorContainer<Device, dim, DType> yd(c.Out().ShapeAs<dim>());
+      yd.set_stream(stream);
+      ops::PoolingForward(p, xd.view(), kWriteTo, yd.view());
+      CheckVec(ToHost(yd.view()).view(), c.Out().values, kOracleTol, c.op);
+    } else {
+      FAIL(c.op << " cases are 1-D to 3-D");
+    }
+  });
+}
+
+TE_DEVICE_TEST_CASE("ONNX oracle: MaxPool and AveragePool (dilations, pads, auto_pad, ceil_mode, count_include_pad)",
+                    "[onnx][pooling]") {
+  for (const char* op : {"MaxPool", "AveragePool"})
+    if (!ForOracleCases(op, [&](const OnnxCase& c, auto t) { PoolAgainstOracle<Device, decltype(t)>(stream, c); }))
+      return;
 }
 
 }  // namespace

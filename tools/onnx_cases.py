@@ -336,9 +336,39 @@ def conv_transpose_cases(rng, np, F):
         yield "ConvTranspose", inputs, [("Y", F)], attrs
 
 
+def pool_cases(rng, np, F):
+    """MaxPool and AveragePool in 1-D, 2-D and 3-D: strides, dilations, explicit pads (begin != end, below the
+    kernel), ceil_mode, count_include_pad (ONNX's default 0, ours 1), auto_pad SAME_UPPER / SAME_LOWER / VALID.
+    The data is at least the dilated kernel's extent, so every window holds an element. SAME cases are not
+    dilated: onnxruntime and the reference evaluator size dilated SAME padding by the undilated kernel, against
+    the spec's ceil(input / stride) outputs (ours follow the spec)."""
+    modes = ("NOTSET", "NOTSET", "SAME_UPPER", "NOTSET", "SAME_LOWER", "VALID")
+    for i in range(48):
+        op = "MaxPool" if i % 2 == 0 else "AveragePool"
+        mode = modes[(i // 2) % len(modes)]
+        nd = 1 + i % 3
+        kernel = [int(v) for v in rng.integers(1, 4, size=nd)]
+        strides = [int(v) for v in rng.integers(1, 4, size=nd)]
+        dilations = [int(v) for v in rng.integers(1, 3, size=nd)] if i % 3 and not mode.startswith("SAME") else [1] * nd
+        if mode.startswith("SAME"):  # a stride above the kernel would need negative padding: onnxruntime refuses it
+            strides = [min(st, k) for st, k in zip(strides, kernel)]
+        span = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
+        spatial = tuple(max(int(v), sp) for v, sp in zip(random_shape(rng, nd, 1, {1: 9, 2: 6, 3: 4}[nd], 150), span))
+        attrs = {"kernel_shape": kernel, "strides": strides, "dilations": dilations}
+        if mode == "NOTSET":
+            attrs["pads"] = [int(rng.integers(0, k)) for k in kernel] + [int(rng.integers(0, k)) for k in kernel]
+            attrs["ceil_mode"] = int(rng.integers(0, 2))
+        else:
+            attrs["auto_pad"] = mode
+        if op == "AveragePool":
+            attrs["count_include_pad"] = int(rng.integers(0, 2))
+        x = rng.standard_normal((int(rng.integers(1, 3)), int(rng.integers(1, 4))) + spatial).astype(np.float32)
+        yield op, [("X", x)], [("Y", F)], attrs
+
+
 GENERATORS = [softmax_cases, pad_cases, matmul_cases, slice_cases, concat_cases, reduce_mean_cases, leaky_cases,
               fully_connected_cases, conv_cases, lrn_cases, gather_cases,
-              conv_transpose_cases]
+              conv_transpose_cases, pool_cases]
 
 
 # ---- writing ---------------------------------------------------------------------------------------------

@@ -8,27 +8,13 @@
 #include <vector>
 #include <tensorexpr/base.h>
 #include <tensorexpr/checked.h>
+#include <tensorexpr/ops/auto_pad.h>
 #include <tensorexpr/ops/conv_geometry.h>
 #include <tensorexpr/ops/layout.h>
 #include <tensorexpr/ops/param_text.h>
 
 namespace tensorexpr {
 namespace ops {
-
-// How padding is chosen (Caffe2's legacy_pad, ONNX's auto_pad): explicit numbers, SAME_UPPER (output =
-// ceil(input / stride), the odd pixel of padding at the end; kSame), SAME_LOWER (the same total, the odd
-// pixel at the beginning) or VALID (no padding). kSameLower comes last so that the older values keep theirs.
-enum class ConvPadding { kExplicit, kSame, kValid, kSameLower, kSameUpper = kSame };
-
-inline const char* ConvPaddingName(ConvPadding p) {
-  switch (p) {
-    case ConvPadding::kExplicit: return "explicit";
-    case ConvPadding::kSame: return "SAME_UPPER";
-    case ConvPadding::kValid: return "VALID";
-    case ConvPadding::kSameLower: return "SAME_LOWER";
-  }
-  return "unknown";
-}
 
 struct ConvolutionParam {
   std::vector<index_t> kernel;   // spatial kernel extents: 1, 2 or 3 of them (W; H,W; D,H,W)
@@ -101,9 +87,7 @@ inline ConvGeometry MakeConvGeometry(const ConvolutionParam& p, const std::vecto
     TE_CHECK(pad_end[i] >= 0, "Convolution: pad_end[", i, "] = ", pad_end[i], " in pad_end ",
              detail::VecStr(pad_end), " must be >= 0");
   }
-  TE_CHECK(p.padding == ConvPadding::kExplicit || p.padding == ConvPadding::kSame ||
-               p.padding == ConvPadding::kSameLower || p.padding == ConvPadding::kValid,
-           "Convolution: unknown padding mode ", static_cast<int>(p.padding));
+  TE_CHECK(IsKnownPadding(p.padding), "Convolution: unknown padding mode ", static_cast<int>(p.padding));
   if (p.padding != ConvPadding::kExplicit) {
     TE_CHECK(p.pad.empty() && p.pad_end.empty(), "Convolution: padding mode ", ConvPaddingName(p.padding),
              " computes the padding itself; leave pad ", detail::VecStr(p.pad), " and pad_end ",
@@ -139,12 +123,7 @@ inline ConvGeometry MakeConvGeometry(const ConvolutionParam& p, const std::vecto
     if (p.padding == ConvPadding::kValid) {
       pb = pe = 0;
     } else if (p.padding == ConvPadding::kSame || p.padding == ConvPadding::kSameLower) {
-      const index_t out = CheckedAdd(in, s - 1, "Convolution: SAME padding, input + stride - 1") / s;
-      const index_t total = std::max<index_t>(
-          0, CheckedAdd(CheckedMul(out - 1, s, "Convolution: SAME padding, (out - 1) * stride"), span - in,
-                        "Convolution: SAME padding total"));
-      pb = p.padding == ConvPadding::kSame ? total / 2 : total - total / 2;
-      pe = total - pb;
+      SamePadding(p.padding, in, s, span, "Convolution", &pb, &pe);
     }
     const index_t padded = CheckedAdd(CheckedAdd(in, pb, "Convolution: input + pad"), pe, "Convolution: input + pad + pad_end");
     TE_CHECK(span <= padded, "Convolution: kernel[", i, "] = ", k, " with dilate ", d, " spans ", span,

@@ -142,9 +142,7 @@ inline ConvGeometry MakeDeconvGeometry(const DeconvolutionParam& p, const std::v
            nd + 1, last ? " (spatial..., C)" : " (C, spatial...)");
   for (index_t e : data_shape)
     TE_CHECK(e >= 0, "Deconvolution: data shape ", detail::VecStr(data_shape), " has a negative extent");
-  TE_CHECK(p.padding == ConvPadding::kExplicit || p.padding == ConvPadding::kSameUpper ||
-               p.padding == ConvPadding::kSameLower || p.padding == ConvPadding::kValid,
-           "Deconvolution: unknown padding mode ", static_cast<int>(p.padding));
+  TE_CHECK(IsKnownPadding(p.padding), "Deconvolution: unknown padding mode ", static_cast<int>(p.padding));
   TE_CHECK(p.padding == ConvPadding::kExplicit || (p.pad.empty() && p.pad_end.empty()), "Deconvolution: padding mode ",
            ConvPaddingName(p.padding), " computes the padding itself; leave pad ", detail::VecStr(p.pad), " and pad_end ",
            detail::VecStr(p.pad_end), " empty");
