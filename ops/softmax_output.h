@@ -16,73 +16,6 @@ namespace ops {
 
 namespace detail {
 
-// A label value as a class index, or -1 when it is not a whole number in [0, classes). Where the value was
-// not checked beforehand (the GPU), a bad one is recorded in `fault` (fault.h) for the stream's Wait().
-template <typename LType>
-TE_XINLINE index_t LabelIndex(LType v, index_t classes, KernelFault* fault, index_t row) {
-  const double d = static_cast<double>(static_cast<compute_t<LType>>(v));
-  const bool whole = std::is_integral<LType>::value || d == floor(d);
-  if (whole && d >= 0 && d < static_cast<double>(classes)) return static_cast<index_t>(d);
-  if (fault != nullptr) fault->Record(FaultKind::kSoftmaxLabel, row, d, std::is_integral<LType>::value, classes);
-  return -1;
-}
-
-// pick(data, label): 1-D (N), element i = data[i, label[i]]; NaN when the label is out of [0, K).
-template <typename EData, typename ELabel>
-struct PickExp : public expr::Exp<PickExp<EData, ELabel>, typename EData::value_type, expr::type::kChainer> {
-  using DType = typename EData::value_type;
-  using LType = typename ELabel::value_type;
-  static_assert(EData::kDim == 2 && ELabel::kDim == 1, "pick(data, label): data is (N, K), label is (N)");
-  static constexpr int kDim = 1;
-  static constexpr bool kFlat = false;
-  using device_type = typename expr::common_device<typename EData::device_type, typename ELabel::device_type>::type;
-  EData data_;
-  ELabel label_;
-  KernelFault* fault_;
-  PickExp(const EData& data, const ELabel& label, KernelFault* fault) : data_(data), label_(label), fault_(fault) {
-    TE_CHECK(data_.shape()[0] == label_.shape()[0], "pick: data shape ", data_.shape(), " and label shape ",
-             label_.shape(), " disagree on N");
-  }
-  Shape<1> shape() const { return label_.shape(); }
-  struct Plan {
-    typename EData::Plan data_;
-    typename ELabel::Plan label_;
-    index_t classes_;
-    KernelFault* fault_;
-    TE_XINLINE DType Eval(index_t, index_t x) const {  // a 1-D expression is one row: x is the sample
-      const index_t c = LabelIndex(label_.Eval(0, x), classes_, fault_, x);
-      if (c < 0) return static_cast<DType>(std::numeric_limits<compute_t<DType>>::quiet_NaN());
-      return data_.Eval(x, c);
-    }
-  };
-  Plan plan() const { return Plan{data_.plan(), label_.plan(), data_.shape()[1], fault_}; }
-};
-
-// onehot<DType>(label, K): (N, K), 1 where the column is the row's label, else 0 (a row of 0 for a bad label).
-template <typename DType, typename ELabel>
-struct OneHotExp : public expr::Exp<OneHotExp<DType, ELabel>, DType, expr::type::kChainer> {
-  static_assert(ELabel::kDim == 1, "onehot(label, K): label is (N)");
-  static constexpr int kDim = 2;
-  static constexpr bool kFlat = false;
-  using device_type = typename ELabel::device_type;
-  ELabel label_;
-  index_t classes_;
-  KernelFault* fault_;
-  OneHotExp(const ELabel& label, index_t classes, KernelFault* fault)
-      : label_(label), classes_(classes), fault_(fault) {}
-  Shape<2> shape() const { return Shape2(label_.shape()[0], classes_); }
-  struct Plan {
-    typename ELabel::Plan label_;
-    index_t classes_;
-    KernelFault* fault_;
-    TE_XINLINE DType Eval(index_t y, index_t x) const {
-      // Every column reads the label; the first column alone reports a bad one.
-      return LabelIndex(label_.Eval(0, y), classes_, x == 0 ? fault_ : nullptr, y) == x ? DType(1) : DType(0);
-    }
-  };
-  Plan plan() const { return Plan{label_.plan(), classes_, fault_}; }
-};
-
 template <typename Device, typename LType>
 inline void CheckSoftmaxShapes(const char* what, const Shape<2>& data, const Tensor<Device, 1, LType>& label) {
   TE_CHECK(data[1] >= 1, "SoftmaxOutput ", what, ": data shape ", data, " has K = ", data[1],
@@ -92,8 +25,8 @@ inline void CheckSoftmaxShapes(const char* what, const Shape<2>& data, const Ten
 }
 
 // On the CPU every label is checked before use, so a bad one changes nothing: a whole number in [0, K).
-// A device whose memory the host cannot read checks in the kernels instead (the fault record of PickExp
-// and OneHotExp), and the stream's next Wait() throws.
+// A device whose memory the host cannot read checks in the kernels instead (the fault record of
+// mat_choose_row_element and one_hot_encode, expr/row_element.h), and the stream's next Wait() throws.
 template <typename LType>
 inline void CheckLabels(Stream<cpu>*, const Tensor<cpu, 1, LType>& label, index_t classes) {
   for (index_t i = 0; i < label.shape_[0]; ++i) {
@@ -140,14 +73,11 @@ void SoftmaxOutputForward(const SoftmaxOutputParam& /*p: grad_scale acts in the 
   Tensor<Device, 2, DType> row_max(ws.dptr_, Shape2(N, 1), s), row_sum(ws.dptr_ + N, Shape2(N, 1), s);
   Tensor<Device, 1, DType> max1(ws.dptr_, Shape1(N), s), sum1(ws.dptr_ + N, Shape1(N), s);
   Tensor<Device, 1, DType> nll(ws.dptr_ + 2 * N, Shape1(N), s), total(ws.dptr_ + 3 * N, Shape1(1), s);
-  Tensor<Device, 2, DType> pr = prob;
   if (N > 0) {
-    row_max = expr::reduce_with_axis<red::maximum, true>(data, 1);
-    if (req_loss != kNullOp) nll = detail::PickExp<Tensor<Device, 2, DType>, Tensor<Device, 1, LType>>(data, label, FaultRecord(s));
     // Read before prob is written: prob may alias data.
-    pr = expr::F<op::exp>(data - expr::broadcast_keepdim(row_max, 1, K));
-    row_sum = expr::reduce_with_axis<red::sum, true>(pr, 1);
-    pr /= expr::broadcast_keepdim(row_sum, 1, K);
+    if (req_loss != kNullOp)
+      nll = expr::MatChooseRowElementExp<Tensor<Device, 2, DType>, Tensor<Device, 1, LType>>(data, label, FaultRecord(s));
+    ::tensorexpr::detail::SoftmaxAlongAxis1(prob, data, row_max, row_sum);
   }
   if (req_loss == kNullOp) return;
   if (N > 0) {
@@ -173,7 +103,7 @@ void SoftmaxOutputBackward(const SoftmaxOutputParam& p, const Tensor<Device, 2, 
   detail::CheckLabels(label.stream_, label, K);
   if (N == 0) return;
   const DType scale(p.grad_scale / static_cast<double>(N));
-  Assign(data_grad, req, (prob - detail::OneHotExp<DType, Tensor<Device, 1, LType>>(label, K, FaultRecord(data_grad.stream_))) * scale);
+  Assign(data_grad, req, (prob - expr::OneHotEncodeExp<DType, Tensor<Device, 1, LType>>(label, K, FaultRecord(data_grad.stream_))) * scale);
 }
 
 template <typename Device, typename DType, typename LType>
@@ -193,7 +123,7 @@ void SoftmaxOutputBackward(const SoftmaxOutputParam& p, const Tensor<Device, 2, 
   const DType scale(p.grad_scale / static_cast<double>(N));
   const Tensor<Device, 2, DType> g11(loss_grad.dptr_, Shape2(1, 1), loss_grad.stream_);
   Assign(data_grad, req,
-         (prob - detail::OneHotExp<DType, Tensor<Device, 1, LType>>(label, K, FaultRecord(data_grad.stream_))) * scale *
+         (prob - expr::OneHotEncodeExp<DType, Tensor<Device, 1, LType>>(label, K, FaultRecord(data_grad.stream_))) * scale *
              expr::broadcast_keepdim(expr::broadcast_keepdim(g11, 0, N), 1, K));
 }
 

@@ -423,6 +423,68 @@ TEST_CASE("CPU transpose register tiles match the reference at their edges", "[l
   CheckAll(o, [&](const Shape<2>& idx) { return double(a[idx[1]][idx[0]]); }, 0.0);
   CHECK(big[0][2052] == 7.0f);  // the row before the view is untouched
 }
+
+// Outputs of streaming_store::kMinBytes and more leave in streaming stores (cpu/streaming_store.h): maps
+// over a flat range and row by row, transposes through their L1 buffer (tiles and the element loop of
+// an expression source); destinations that start inside a line (plain stores up to the first whole
+// line and after the last) and padded rows whose padding must stay untouched; 1-, 4- and 8-byte elements.
+TEST_CASE("CPU assignments past the caches stream whole lines and match the reference", "[layout][streaming][cpu]") {
+  constexpr index_t kBig = index_t(33) << 20;  // bytes: past the streaming threshold
+  static_assert(streaming_store::kMinBytes <= kBig, "the outputs below must stream");
+  SECTION("a flat map into a destination one element past a line boundary") {
+    const index_t n = kBig / 4 + 5;
+    TensorContainer<cpu, 1, float> x(Shape1(n)), y(Shape1(n + 1), -1.0f);
+    FillRandom(x.view());
+    Tensor<cpu, 1, float> o(y.dptr_ + 1, Shape1(n), n, nullptr);
+    o = x.view() * 2.0f + 1.0f;
+    CheckAll(o, [&](const Shape<1>& i) { return double(x[i[0]] * 2.0f + 1.0f); }, 0.0);
+    CHECK(y[0] == -1.0f);
+  }
+  SECTION("a flat map of bytes") {
+    const index_t n = kBig + 7;
+    TensorContainer<cpu, 1, int8_t> a(Shape1(n)), b(Shape1(n));
+    for (index_t i = 0; i < n; ++i) a[i] = static_cast<int8_t>(i % 121 - 60);
+    b = a.view() + a.view();
+    CheckAll(b.view(), [&](const Shape<1>& i) { return 2.0 * double(a[i[0]]); }, 0.0);
+  }
+  SECTION("a broadcast row by row into padded rows") {
+    const index_t rows = 64 * 130, w = 1031, pitch = 1037;
+    TensorContainer<cpu, 3, float> x(Shape3(64, 130, w));
+    TensorContainer<cpu, 1, float> bias(Shape1(130));
+    TensorContainer<cpu, 1, float> storage(Shape1(rows * pitch), 5.0f);
+    FillRandom(x.view());
+    FillRandom(bias.view());
+    Tensor<cpu, 3, float> y(storage.dptr_, Shape3(64, 130, w), pitch, nullptr);
+    y = x.view() + broadcast<1>(bias.view(), y.shape_);
+    CheckAll(y, [&](const Shape<3>& i) { return double(x[i[0]][i[1]][i[2]] + bias[i[1]]); }, 0.0);
+    index_t touched = 0;
+    for (index_t r = 0; r < rows; ++r)
+      for (index_t k = w; k < pitch; ++k) touched += storage[r * pitch + k] != 5.0f;
+    CHECK(touched == 0);
+  }
+  SECTION("a.T() of floats into a destination that starts inside a line") {
+    const index_t n = 3001;  // 36 MB
+    TensorContainer<cpu, 2, float> a(Shape2(n, n + 2)), big(Shape2(n + 3, n + 8), 7.0f);
+    FillRandom(a.view());
+    // Rows 1.. and columns 5.. of big, 12036 bytes apart: each row starts at another offset in its line.
+    Tensor<cpu, 2, float> t(big.dptr_ + big.stride_ + 5, Shape2(n + 2, n), big.stride_, nullptr);
+    t = a.view().T();
+    CheckAll(t, [&](const Shape<2>& i) { return double(a[i[1]][i[0]]); }, 0.0);
+    index_t touched = 0;  // the columns around the view and the rows before and after it
+    for (index_t r = 0; r < n + 3; ++r)
+      for (index_t c = 0; c < n + 8; ++c)
+        touched += (r == 0 || r > n + 2 || c < 5 || c >= n + 5) && big[r][c] != 7.0f;
+    CHECK(touched == 0);
+  }
+  SECTION("NCHW -> NHWC of doubles and of an expression") {
+    TensorContainer<cpu, 3, double> x(Shape3(2, 257, 8195)), y(Shape3(2, 8195, 257));
+    FillRandom(x.view());
+    y = transpose(x.view(), Shape3(0, 2, 1));
+    CheckAll(y.view(), [&](const Shape<3>& i) { return x[i[0]][i[2]][i[1]]; }, 0.0);
+    y = transpose(x.view() * 2.0, Shape3(0, 2, 1));
+    CheckAll(y.view(), [&](const Shape<3>& i) { return 2.0 * x[i[0]][i[2]][i[1]]; }, 0.0);
+  }
+}
 #endif
 
 TE_DEVICE_TEST_CASE("transpose and swapaxis of expressions, with +=", "[layout]") {

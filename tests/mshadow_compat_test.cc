@@ -28,6 +28,10 @@ enum OpReqType { kNullOp, kWriteTo, kWriteInplace, kAddTo };
   }
 
 #include <tensorexpr/mshadow.h>
+// The operator headers too: MXNet-style code includes them under its Assign macro as well.
+#include <tensorexpr/ops/conv_epilogue.h>
+#include <tensorexpr/ops/convolution.h>
+#include "mshadow_conv_check.h"
 
 #define CATCH_CONFIG_PREFIX_ALL
 #include <catch2/catch.hpp>
@@ -43,6 +47,7 @@ enum OpReqType { kNullOp, kWriteTo, kWriteInplace, kAddTo };
 using namespace mshadow;
 using namespace mshadow::expr;
 using Catch::Contains;
+using Catch::Equals;
 
 // ---- extensions declared inside namespace mshadow, as mshadow users write them -----------------------
 namespace mshadow {
@@ -278,6 +283,8 @@ CATCH_TEST_CASE("mshadow: type switches, default dtype, half_t", "[cpu][mshadow]
   CATCH_CHECK(std::is_same<Holder<cpu>::type, float>::value);
   CATCH_CHECK(std::is_same<default_real_t, float>::value);
   CATCH_CHECK(default_type_flag == kFloat32);
+  // g++ compiles this file: no GPU backend, so code under `#if MSHADOW_USE_CUDA` stays out.
+  CATCH_STATIC_REQUIRE(MSHADOW_USE_CUDA == 0);
   const mshadow::half::half_t h(1.5f);
   CATCH_CHECK(static_cast<float>(h + h) == 3.0f);
   CATCH_CHECK(static_cast<float>(mshadow::bfloat::bf16_t(2.0f)) == 2.0f);
@@ -325,6 +332,19 @@ CATCH_TEST_CASE("mshadow: CHECK, CHECK_xx and LOG(FATAL) throw Error with the me
   std::cerr.rdbuf(old);
   CATCH_CHECK(captured.str().find("hello 3\n") != std::string::npos);
   CATCH_CHECK(captured.str().find("[INFO]") != std::string::npos);
+}
+
+CATCH_TEST_CASE("mshadow: utils::Check, Assert and Error format their message and throw Error", "[cpu][mshadow]") {
+  CATCH_CHECK_NOTHROW(utils::Check(true, "never %d", 1));
+  CATCH_CHECK_NOTHROW(utils::Assert(true, "never %d", 1));
+  CATCH_CHECK_THROWS_WITH(utils::Check(false, "key=%d does not exist in %s", 7, "the map"),
+                          Equals("key=7 does not exist in the map"));
+  CATCH_CHECK_THROWS_WITH(utils::Assert(1 > 2, "Queue.Pop on %u entries", 0u),
+                          Equals("AssertError: Queue.Pop on 0 entries"));
+  CATCH_CHECK_THROWS_WITH(utils::Error("unknown server type %s\n", "remote"), Equals("unknown server type remote\n"));
+  // A message longer than mshadow's 4096-byte buffer arrives whole.
+  const std::string long_name(5000, 'x');
+  CATCH_CHECK_THROWS_WITH(utils::Error("%s!", long_name.c_str()), Equals(long_name + "!"));
 }
 
 // ---- reductions with mshadow's meaning ----------------------------------------------------------------
@@ -478,4 +498,206 @@ CATCH_TEST_CASE("mshadow: MXNet-style operator with its own OpReqType and Assign
   // tensorexpr's own Assign is still there under the macro (a parenthesised name is not expanded).
   (::tensorexpr::Assign)(out.view(), ::tensorexpr::kAddTo, in * 2.0f);
   for (index_t i = 0; i < 6; ++i) CATCH_CHECK(out.dptr_[i] == 2.0f * relu(in.dptr_[i]) + 2.0f * in.dptr_[i]);
+}
+
+// ---- an MXNet-style convolution operator from a shared -inl.h (issue 16, item 7) -------------------------
+// The same file is instantiated for the GPU in tests/gpu/mshadow_compat_test.cu.
+CATCH_TEST_CASE("mshadow: MXNet-style convolution operator (-inl.h shared with the .cu) matches a naive convolution",
+                "[cpu][mshadow]") {
+  mxnet_style::ConvParam p;
+  p.kernel_y = 3, p.kernel_x = 2, p.stride_y = 2, p.stride_x = 1, p.dilate_y = 1, p.dilate_x = 2;
+  p.pad_y = 1, p.pad_x = 1, p.num_filter = 6, p.num_group = 2;
+  for (auto req : {mxnet_style::kWriteTo, mxnet_style::kAddTo, mxnet_style::kNullOp, mxnet_style::kWriteInplace}) {
+    CATCH_INFO("req " << int(req));
+    const auto e = mshadow_conv_check::RunConvCase<cpu>(p, 3, 4, 7, 6, req, std::random_device{}());
+    CATCH_CHECK(e.out < 1e-5);
+    CATCH_CHECK(e.grad_data < 1e-5);
+    CATCH_CHECK(e.grad_weight < 1e-5);
+    CATCH_CHECK(e.grad_bias < 1e-5);
+  }
+  // A plain 1 x 1 convolution, one group, no padding.
+  mxnet_style::ConvParam q;
+  q.kernel_y = 1, q.kernel_x = 1, q.num_filter = 3;
+  const auto e = mshadow_conv_check::RunConvCase<cpu>(q, 2, 5, 4, 4, mxnet_style::kWriteTo, 7);
+  CATCH_CHECK(std::max({e.out, e.grad_data, e.grad_weight, e.grad_bias}) < 1e-5);
+}
+
+// ---- a two-layer network with Softmax, as the guide's neural net writes it ------------------------------
+namespace {
+template <typename xpu>
+struct TwoLayerNet {
+  TensorContainer<xpu, 2, float> w1, w2, hidden, out, grad_hidden, g_w1, g_w2;
+  TensorContainer<xpu, 1, float> b1, b2, g_b1, g_b2;
+  // One step of SGD on a batch; returns nothing, leaves the softmax output in `out`.
+  void Step(const Tensor<xpu, 2, float>& x, const Tensor<xpu, 1, float>& label, float eta) {
+    const index_t batch = x.size(0);
+    hidden.Resize(Shape2(batch, w1.size(1)));
+    out.Resize(Shape2(batch, w2.size(1)));
+    hidden = dot(x, w1);
+    hidden += repmat(b1, batch);
+    hidden = F<sigmoid>(hidden);
+    out = dot(hidden, w2);
+    out += repmat(b2, batch);
+    Softmax(out, out);
+    // Cross-entropy gradient, averaged over the batch.
+    TensorContainer<xpu, 2, float> grad(out.shape_);
+    SoftmaxGrad(grad, out, label);
+    grad *= 1.0f / batch;
+    g_w2.Resize(w2.shape_);
+    g_b2.Resize(b2.shape_);
+    g_w2 = dot(hidden.T(), grad);
+    g_b2 = sum_rows(grad);
+    grad_hidden.Resize(hidden.shape_);
+    grad_hidden = dot(grad, w2.T());
+    grad_hidden = grad_hidden * hidden * (1.0f - hidden);
+    g_w1.Resize(w1.shape_);
+    g_b1.Resize(b1.shape_);
+    g_w1 = dot(x.T(), grad_hidden);
+    g_b1 = sum_rows(grad_hidden);
+    w1 -= eta * g_w1;
+    w2 -= eta * g_w2;
+    b1 -= eta * g_b1;
+    b2 -= eta * g_b2;
+  }
+};
+}  // namespace
+
+CATCH_TEST_CASE("mshadow: a two-layer network with Softmax trains one step as naive float64 loops do",
+                "[cpu][mshadow]") {
+  const index_t B = 6, I = 5, H = 4, O = 3;
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  TwoLayerNet<cpu> net;
+  net.w1.Resize(Shape2(I, H));
+  net.w2.Resize(Shape2(H, O));
+  net.b1.Resize(Shape1(H));
+  net.b2.Resize(Shape1(O));
+  TensorContainer<cpu, 2, float> x(Shape2(B, I));
+  TensorContainer<cpu, 1, float> label(Shape1(B));
+  for (Tensor<cpu, 2, float> t : {net.w1.view(), net.w2.view(), x.view()})
+    for (index_t i = 0; i < t.size(0); ++i)
+      for (index_t j = 0; j < t.size(1); ++j) t[i][j] = u(rng);
+  for (index_t j = 0; j < H; ++j) net.b1[j] = u(rng);
+  for (index_t j = 0; j < O; ++j) net.b2[j] = u(rng);
+  for (index_t b = 0; b < B; ++b) label[b] = float(b % O);
+  // The reference, in double, from the same starting weights.
+  std::vector<std::vector<double>> w1(I, std::vector<double>(H)), w2(H, std::vector<double>(O));
+  std::vector<double> b1(H), b2(O);
+  for (index_t i = 0; i < I; ++i)
+    for (index_t j = 0; j < H; ++j) w1[i][j] = net.w1[i][j];
+  for (index_t i = 0; i < H; ++i)
+    for (index_t j = 0; j < O; ++j) w2[i][j] = net.w2[i][j];
+  for (index_t j = 0; j < H; ++j) b1[j] = net.b1[j];
+  for (index_t j = 0; j < O; ++j) b2[j] = net.b2[j];
+  const float eta = 0.5f;
+  net.Step(x, label, eta);
+
+  std::vector<std::vector<double>> h(B, std::vector<double>(H)), p(B, std::vector<double>(O)), gh = h, g = p;
+  for (index_t b = 0; b < B; ++b) {
+    for (index_t j = 0; j < H; ++j) {
+      double s = b1[j];
+      for (index_t i = 0; i < I; ++i) s += x[b][i] * w1[i][j];
+      h[b][j] = 1.0 / (1.0 + std::exp(-s));
+    }
+    double m = -1e300, z = 0;
+    for (index_t k = 0; k < O; ++k) {
+      double s = b2[k];
+      for (index_t j = 0; j < H; ++j) s += h[b][j] * w2[j][k];
+      p[b][k] = s;
+      m = std::max(m, s);
+    }
+    for (index_t k = 0; k < O; ++k) z += std::exp(p[b][k] - m);
+    for (index_t k = 0; k < O; ++k) {
+      p[b][k] = std::exp(p[b][k] - m) / z;
+      g[b][k] = (p[b][k] - (k == index_t(label[b]) ? 1.0 : 0.0)) / B;
+      CATCH_CHECK(Near(net.out[b][k], p[b][k]));
+    }
+    for (index_t j = 0; j < H; ++j) {
+      double s = 0;
+      for (index_t k = 0; k < O; ++k) s += g[b][k] * w2[j][k];
+      gh[b][j] = s * h[b][j] * (1 - h[b][j]);
+    }
+  }
+  for (index_t j = 0; j < H; ++j)
+    for (index_t k = 0; k < O; ++k) {
+      double s = 0;
+      for (index_t b = 0; b < B; ++b) s += h[b][j] * g[b][k];
+      CATCH_CHECK(Near(net.w2[j][k], w2[j][k] - eta * s));
+    }
+  for (index_t i = 0; i < I; ++i)
+    for (index_t j = 0; j < H; ++j) {
+      double s = 0;
+      for (index_t b = 0; b < B; ++b) s += x[b][i] * gh[b][j];
+      CATCH_CHECK(Near(net.w1[i][j], w1[i][j] - eta * s));
+    }
+  for (index_t k = 0; k < O; ++k) {
+    double s = 0;
+    for (index_t b = 0; b < B; ++b) s += g[b][k];
+    CATCH_CHECK(Near(net.b2[k], b2[k] - eta * s));
+  }
+  for (index_t j = 0; j < H; ++j) {
+    double s = 0;
+    for (index_t b = 0; b < B; ++b) s += gh[b][j];
+    CATCH_CHECK(Near(net.b1[j], b1[j] - eta * s));
+  }
+}
+
+// ---- a reducer written to mshadow's interface, declared by reopening namespace mshadow -----------------
+namespace mshadow {
+namespace red {
+// mshadow's reducer interface: SetInitValue and Reduce on volatile references. The smallest absolute value.
+struct min_abs {
+  template <typename DType>
+  MSHADOW_XINLINE static void SetInitValue(DType& v) {
+    v = DType(1e30f);
+  }
+  template <typename DType>
+  MSHADOW_XINLINE static void Reduce(volatile DType& dst, volatile DType src) {
+    const DType a = src < DType(0) ? DType(-src) : DType(src);
+    if (a < dst) dst = a;
+  }
+};
+}  // namespace red
+}  // namespace mshadow
+
+CATCH_TEST_CASE("mshadow: a reducer with mshadow's interface in reductions, MapReduceKeep*, pool and chpool",
+                "[cpu][mshadow]") {
+  TensorContainer<cpu, 4, float> x(Shape4(2, 3, 4, 4));
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  for (index_t i = 0; i < x.MSize(); ++i) x.dptr_[i] = u(rng);
+  auto at = [&](index_t n, index_t c, index_t h, index_t w) { return std::fabs(double(x[n][c][h][w])); };
+  TensorContainer<cpu, 1, float> per_c(Shape1(3)), per_w(Shape1(4));
+  per_c = reduce_except_dim<1, red::min_abs>(x);
+  MapReduceKeepHighDim<sv::saveto, red::min_abs, 1>(&per_c, x * 1.0f, 2.0f);
+  MapReduceKeepLowest<sv::saveto, red::min_abs>(&per_w, x, 1.0f);
+  for (index_t c = 0; c < 3; ++c) {
+    double m = 1e30;
+    for (index_t n = 0; n < 2; ++n)
+      for (index_t h = 0; h < 4; ++h)
+        for (index_t w = 0; w < 4; ++w) m = std::min(m, at(n, c, h, w));
+    CATCH_CHECK(Near(per_c[c], 2 * m));
+  }
+  for (index_t w = 0; w < 4; ++w) {
+    double m = 1e30;
+    for (index_t n = 0; n < 2; ++n)
+      for (index_t c = 0; c < 3; ++c)
+        for (index_t h = 0; h < 4; ++h) m = std::min(m, at(n, c, h, w));
+    CATCH_CHECK(Near(per_w[w], m));
+  }
+  TensorContainer<cpu, 4, float> pooled(Shape4(2, 3, 2, 2)), chp(x.shape_);
+  pooled = pool<red::min_abs>(x, 2, 2, 2);
+  chp = chpool<red::min_abs>(x, 3);
+  for (index_t n = 0; n < 2; ++n)
+    for (index_t c = 0; c < 3; ++c)
+      for (index_t h = 0; h < 4; ++h)
+        for (index_t w = 0; w < 4; ++w) {
+          double m = 1e30;
+          for (index_t cc = std::max<index_t>(0, c - 1); cc <= std::min<index_t>(2, c + 1); ++cc) m = std::min(m, at(n, cc, h, w));
+          CATCH_CHECK(Near(chp[n][c][h][w], m));
+          if (h % 2 == 0 && w % 2 == 0) {
+            const double pm = std::min({at(n, c, h, w), at(n, c, h + 1, w), at(n, c, h, w + 1), at(n, c, h + 1, w + 1)});
+            CATCH_CHECK(Near(pooled[n][c][h / 2][w / 2], pm));
+          }
+        }
 }

@@ -70,4 +70,37 @@ void GroupedGemm(Stream<Device>* s, index_t M, index_t N, index_t K, float alpha
   }
 }
 
+// ---- mshadow's BLAS functions on tensors ------------------------------------------------------------------
+
+// VectorDot(dst, lhs, rhs): dst[0] = sum_i lhs[i] rhs[i]; dst has shape (1) and may live on the GPU.
+template <typename Device, typename DType>
+inline void VectorDot(Tensor<Device, 1, DType> dst, const Tensor<Device, 1, DType>& lhs,
+                      const Tensor<Device, 1, DType>& rhs) {
+  TE_CHECK(lhs.shape_ == rhs.shape_, "VectorDot: operand shapes ", lhs.shape_, " and ", rhs.shape_, " differ");
+  TE_CHECK(dst.shape_[0] == 1, "VectorDot: the destination holds the one result: shape (1), not ", dst.shape_);
+  const index_t n = lhs.shape_[0];
+  if (n == 0) {
+    dst = DType(0);
+    return;
+  }
+  dst = expr::dot(Tensor<Device, 2, DType>(lhs.dptr_, Shape2(1, n), lhs.stream_), rhs);  // (1 x n)(n): one gemv
+}
+
+// BatchGEMM<transpose_left, transpose_right>(dst, lhs, rhs, alpha, beta, workspace):
+// dst[i] = alpha op(lhs[i]) op(rhs[i]) + beta dst[i] for every i of the batch. The workspace of DType*
+// that mshadow needed for cuBLAS's pointer arrays is accepted and not used (the call is strided-batched).
+template <bool transpose_left, bool transpose_right, typename Device, typename DType, typename Workspace>
+inline void BatchGEMM(Tensor<Device, 3, DType> dst, const Tensor<Device, 3, DType>& lhs,
+                      const Tensor<Device, 3, DType>& rhs, DType alpha, DType beta, const Workspace& /*workspace*/) {
+  const auto product = expr::batch_dot<transpose_left, transpose_right>(lhs, rhs);
+  TE_CHECK(product.shape() == dst.shape_, "BatchGEMM: destination shape ", dst.shape_, " does not match ",
+           product.describe());
+  if (beta == DType(0)) {
+    dst = alpha * product;  // beta = 0 does not read dst (it may hold NaN), as BLAS
+  } else {
+    if (beta != DType(1)) dst *= beta;
+    dst += alpha * product;
+  }
+}
+
 }  // namespace tensorexpr

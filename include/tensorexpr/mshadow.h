@@ -6,9 +6,12 @@
 // - namespace mshadow, a real namespace (clients reopen it: `namespace mshadow { ... }`), holding mshadow's
 //   API by using-declarations of tensorexpr's names; mshadow::expr, mshadow::op, mshadow::red, mshadow::sv,
 //   mshadow::half::half_t, mshadow::bfloat::bf16_t, default_real_t, default_type_flag;
-// - the macros (mshadow/macros.h) and dmlc's logging macros, which throw Error (mshadow/logging.h);
+// - the macros (mshadow/macros.h) and dmlc's logging macros, which throw Error (mshadow/logging.h), and
+//   mshadow::utils::Check / Assert / Error(fmt, ...), which throw it too (mshadow/utils.h);
 // - mshadow's meaning where tensorexpr's differs: reduce_except_dim<dimkeep, Reducer>,
-//   reduce_with_axis<Reducer, mask> (mshadow/reduce.h) and a synchronous default Copy (mshadow/copy.h).
+//   reduce_with_axis<Reducer, mask>, reduce_keepdim<Reducer, mask> (mshadow/reduce.h) and a synchronous
+//   default Copy (mshadow/copy.h);
+// - mshadow's low-level MapExp / MapReduceKeepLowest / MapReduceKeepHighDim (mshadow/map_exp.h).
 //
 // Why using-declarations, one name at a time, and not `using namespace tensorexpr`: the names whose mshadow
 // meaning differs are declared here under the same spelling; with a using-directive an unqualified call
@@ -29,13 +32,12 @@
 //   (Copy, expr::reduce_with_axis) would then be ambiguous.
 #pragma once
 #include "tensorexpr.h"
-#if defined(__CUDACC__)
-#include "cuda/tensorexpr_cuda.cuh"
-#endif
 #include "mshadow/logging.h"
+#include "mshadow/utils.h"
 #include "mshadow/macros.h"
 #include "mshadow/copy.h"
 #include "mshadow/reduce.h"
+#include "mshadow/map_exp.h"
 
 namespace mshadow {
 
@@ -51,17 +53,43 @@ using ::tensorexpr::Shape4;
 using ::tensorexpr::Shape5;
 using ::tensorexpr::Tensor;
 using ::tensorexpr::TensorContainer;
+using ::tensorexpr::TShape;
+using ::tensorexpr::TBlob;
 using ::tensorexpr::Stream;
 using ::tensorexpr::NewStream;
 using ::tensorexpr::DeleteStream;
 using ::tensorexpr::InitTensorEngine;
 using ::tensorexpr::ShutdownTensorEngine;
+// mshadow's guide calls them untemplated (its first API): the GPU's too when compiled by nvcc.
+inline void InitTensorEngine(int dev_id = 0) {
+#if defined(__CUDACC__)
+  ::tensorexpr::InitTensorEngine<::tensorexpr::gpu>(dev_id);
+#else
+  (void)dev_id;
+#endif
+}
+inline void ShutdownTensorEngine() {
+#if defined(__CUDACC__)
+  ::tensorexpr::ShutdownTensorEngine<::tensorexpr::gpu>();
+#endif
+}
 using ::tensorexpr::AllocSpace;
 using ::tensorexpr::FreeSpace;
 using ::tensorexpr::NewTensor;
 using ::tensorexpr::Random;
 using ::tensorexpr::Error;
+using ::tensorexpr::SetDevice;
+using ::tensorexpr::AllocHost;
+using ::tensorexpr::FreeHost;
 // Copy: mshadow/copy.h (waits when no stream is passed).
+// MapExp, MapReduceKeepLowest, MapReduceKeepHighDim: mshadow/map_exp.h.
+
+// ---- functions on tensors ----------------------------------------------------------------------------
+using ::tensorexpr::Softmax;
+using ::tensorexpr::SoftmaxGrad;
+using ::tensorexpr::VectorDot;
+using ::tensorexpr::BatchGEMM;
+using ::tensorexpr::AddTakeGrad;
 
 // ---- element types -----------------------------------------------------------------------------------
 using ::tensorexpr::DataType;
@@ -150,6 +178,29 @@ using ::tensorexpr::expr::pool;
 using ::tensorexpr::expr::avg_pool;
 using ::tensorexpr::expr::UnPoolingExp;
 using ::tensorexpr::expr::unpool;
+using ::tensorexpr::expr::BroadcastScalarExp;
+using ::tensorexpr::expr::broadcast_scalar;
+using ::tensorexpr::expr::UpSamplingNearestExp;
+using ::tensorexpr::expr::upsampling_nearest;
+using ::tensorexpr::expr::ChannelPoolingExp;
+using ::tensorexpr::expr::chpool;
+// Indexing.
+using ::tensorexpr::expr::OneHotEncodeExp;
+using ::tensorexpr::expr::one_hot_encode;
+using ::tensorexpr::expr::MatChooseRowElementExp;
+using ::tensorexpr::expr::mat_choose_row_element;
+using ::tensorexpr::expr::MatFillRowElementExp;
+using ::tensorexpr::expr::mat_fill_row_element;
+using ::tensorexpr::expr::TakeExp;
+using ::tensorexpr::expr::take;
+using ::tensorexpr::expr::TakeGradExp;
+using ::tensorexpr::expr::take_grad;
+using ::tensorexpr::expr::MaskExp;
+using ::tensorexpr::expr::mask;
+using ::tensorexpr::expr::RangeExp;
+using ::tensorexpr::expr::range;
+using ::tensorexpr::expr::ImplicitDotExp;
+using ::tensorexpr::expr::implicit_dot;
 // Reductions.
 using ::tensorexpr::expr::ReduceExp;
 using ::tensorexpr::expr::sumall_except_dim;

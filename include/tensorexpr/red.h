@@ -62,5 +62,36 @@ struct minimum {
   template <typename A> TE_XINLINE static void Reduce(A& acc, A v) { if (v < acc || detail::IsNaN(v)) acc = v; }
 };
 
+// ---- reducers written to mshadow's interface --------------------------------------------------------
+// mshadow's reducers have `SetInitValue(DType& v)` and `Reduce(volatile DType& dst, volatile DType src)`
+// instead of Init / Reduce(A&, A). Every builder that takes a Reducer (reductions, pool, chpool) reads it
+// through reducer_t<R>, which is R itself for a reducer of ours and FromMshadow<R> for one of mshadow's,
+// so a user reducer from mshadow code works unchanged (host and device alike when its functions are
+// MSHADOW_XINLINE). Its identity is what SetInitValue leaves in the accumulator type.
+template <typename R>
+struct FromMshadow {
+  static const char* name() { return "user reducer"; }
+  template <typename A, typename DType = A>
+  TE_XINLINE static A Init() {
+    A v = A(0);
+    R::SetInitValue(v);
+    return v;
+  }
+  template <typename A>
+  TE_XINLINE static void Reduce(A& acc, A v) {
+    R::Reduce(acc, v);
+  }
+};
+
+namespace detail {
+template <typename R, typename = void>
+struct has_tensorexpr_reducer_interface : std::false_type {};
+template <typename R>
+struct has_tensorexpr_reducer_interface<R, decltype(void(R::template Init<float, float>()))> : std::true_type {};
+}  // namespace detail
+
+template <typename R>
+using reducer_t = std::conditional_t<detail::has_tensorexpr_reducer_interface<R>::value, R, FromMshadow<R>>;
+
 }  // namespace red
 }  // namespace tensorexpr

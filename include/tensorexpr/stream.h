@@ -68,4 +68,10 @@ inline void InitTensorEngine<cpu>(int) {}
 template <>
 inline void ShutdownTensorEngine<cpu>() {}
 
+// Makes device `dev_id` the calling thread's current one (cuda/engine.cuh for the GPU); the CPU has one.
+template <typename Device>
+inline void SetDevice(int dev_id);
+template <>
+inline void SetDevice<cpu>(int) {}
+
 }  // namespace tensorexpr

@@ -95,6 +95,16 @@ struct Tensor : public expr::Exp<Tensor<Device, dim, DType>, DType, expr::type::
   TE_XINLINE const Shape<dim>& shape() const { return shape_; }
   // Elements the view spans in memory, padding included.
   TE_XINLINE index_t MSize() const { return shape_.ProdShape(0, dim - 1) * stride_; }
+  // The same for one sub-tensor at depth startdim (mshadow's MemSize<1>() is the span of t[i]).
+  template <int startdim>
+  TE_XINLINE index_t MemSize() const {
+    static_assert(0 <= startdim && startdim <= dim, "MemSize<startdim>: startdim must lie in [0, dim]");
+    if constexpr (startdim >= dim - 1) {
+      return startdim == dim ? 1 : stride_;
+    } else {
+      return shape_.ProdShape(startdim, dim - 1) * stride_;
+    }
+  }
   TE_XINLINE bool CheckContiguous() const { return shape_[dim - 1] == stride_; }
   TE_XINLINE bool contiguous() const { return CheckContiguous(); }
   bool aligned_for(int lanes) const {
@@ -174,7 +184,8 @@ struct Tensor : public expr::Exp<Tensor<Device, dim, DType>, DType, expr::type::
   Tensor& operator*=(DType s) { return Store<sv::multo>(expr::ScalarExp<DType>(s)); }
   Tensor& operator/=(DType s) { return Store<sv::divto>(expr::ScalarExp<DType>(s)); }
 
- private:
+  // Evaluates e into this view with any saver (sv::saveto, plusto, ...): what the operators above call,
+  // and mshadow's MapExp<Saver>(&dst, e).
   template <typename Saver, typename E, typename D2, int etype>
   Tensor& Store(const expr::Exp<E, D2, etype>& e) {
     static_assert(kCompiledForCuda || !std::is_same<Device, gpu>::value, TE_GPU_NEEDS_NVCC_MESSAGE);

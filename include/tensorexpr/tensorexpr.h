@@ -1,4 +1,6 @@
-// tensorexpr.h — the umbrella include: everything for the CPU; the CUDA backend too when compiled by nvcc.
+// tensorexpr.h — the umbrella include: everything for the CPU; the CUDA backend too when compiled by nvcc
+// (cuda/tensorexpr_cuda.cuh), so one header serves a .cc and a .cu alike and an operator written once,
+// templated on the device, can be instantiated for cpu by g++ and for gpu by nvcc (MXNet's -inl.h files).
 #pragma once
 #include "base.h"
 #include "shape.h"
@@ -27,6 +29,13 @@
 #include "expr/reduce.h"
 #include "expr/reduce_axes.h"
 #include "expr/dot.h"
+#include "expr/row_element.h"
+#include "expr/take.h"
+#include "expr/implicit_dot.h"
+#include "expr/mask.h"
+#include "expr/chpool.h"
+#include "expr/upsampling.h"
+#include "expr/range.h"
 #include "patch.h"
 #include "gemm.h"
 #include "cpu/threads.h"
@@ -40,4 +49,9 @@
 #include "cpu/transpose.h"
 #include "cpu/row_copy.h"
 #include "tensor_container.h"
+#include "blob.h"
 #include "random.h"
+#include "softmax.h"
+#if defined(__CUDACC__)
+#include "cuda/tensorexpr_cuda.cuh"
+#endif

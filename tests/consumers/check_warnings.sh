@@ -6,7 +6,8 @@ set -euo pipefail
 root=$1
 flags=(-std=c++17 -fopenmp -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wsign-conversion -Werror -fsyntax-only
        -I"$root/include" $(pkg-config --cflags openblas))
-sources=(tests/consumers/app.cpp tests/consumers/strict.cpp examples/basic.cpp examples/defop.cpp)
+sources=(tests/consumers/app.cpp tests/consumers/strict.cpp tests/consumers/mshadow_strict.cpp examples/basic.cpp
+         examples/defop.cpp)
 for cxx in g++ clang++; do
   if ! command -v "$cxx" >/dev/null; then
     echo "$cxx: not installed, skipped"

@@ -1,11 +1,13 @@
 // The GPU side of <tensorexpr/mshadow.h> (tests/mshadow_compat_test.cc is the CPU suite): mshadow's
-// reduce_with_axis<Reducer, true> (the index the reducer settles on) as a GPU kernel, and Copy without a
-// stream, which returns once the data is there. Catch2 is included first, so CHECK is Catch's here (the
+// reduce_with_axis<Reducer, true> (the index the reducer settles on) as a GPU kernel, Copy without a
+// stream, which returns once the data is there, and the MXNet-style convolution of
+// tests/mshadow_conv_op-inl.h, the file the CPU suite instantiates for cpu, here for gpu. Catch2 is included first, so CHECK is Catch's here (the
 // mshadow logging macros define themselves only where nothing did).
 #include <cmath>
 #include <random>
 #include "../test_util.h"
 #include <tensorexpr/mshadow.h>
+#include "../mshadow_conv_check.h"
 
 namespace {
 
@@ -25,6 +27,8 @@ int FirstExtreme(const tensorexpr::TensorContainer<tensorexpr::cpu, 3, float>& a
 
 TEST_CASE("mshadow on the GPU: reduce_with_axis<Reducer, true> gives the argmax / argmin, Copy waits",
           "[gpu][mshadow]") {
+  // nvcc compiles this file: the GPU backend is in, so code under `#if MSHADOW_USE_CUDA` compiles.
+  STATIC_REQUIRE(MSHADOW_USE_CUDA == 1);
   if (!te_test::HaveGPU()) {
     WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");
     return;
@@ -50,4 +54,23 @@ TEST_CASE("mshadow on the GPU: reduce_with_axis<Reducer, true> gives the argmax 
       CHECK(got_max[o][i] == float(FirstExtreme<true>(h, o, i)));
       CHECK(got_min[o][i] == float(FirstExtreme<false>(h, o, i)));
     }
+}
+
+TEST_CASE("mshadow on the GPU: the MXNet-style convolution operator (-inl.h shared with the .cc) matches a naive "
+          "convolution", "[gpu][mshadow]") {
+  if (!te_test::HaveGPU()) {
+    WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");
+    return;
+  }
+  mxnet_style::ConvParam p;
+  p.kernel_y = 3, p.kernel_x = 2, p.stride_y = 2, p.stride_x = 1, p.dilate_y = 1, p.dilate_x = 2;
+  p.pad_y = 1, p.pad_x = 1, p.num_filter = 6, p.num_group = 2;
+  for (auto req : {mxnet_style::kWriteTo, mxnet_style::kAddTo, mxnet_style::kNullOp, mxnet_style::kWriteInplace}) {
+    INFO("req " << int(req));
+    const auto e = mshadow_conv_check::RunConvCase<mshadow::gpu>(p, 3, 4, 7, 6, req, te_test::Seed());
+    CHECK(e.out < 1e-5);
+    CHECK(e.grad_data < 1e-5);
+    CHECK(e.grad_weight < 1e-5);
+    CHECK(e.grad_bias < 1e-5);
+  }
 }

@@ -34,6 +34,39 @@ inline void FreeSpace(Tensor<cpu, dim, DType>* t) {
   t->dptr_ = nullptr;
 }
 
+// ---- AllocHost<Device> / FreeHost<Device> (mshadow's names) ---------------------------------------------
+// Contiguous host memory for a CPU tensor, staged for transfers to Device: page-locked (pinned) for the
+// GPU, so that copies to and from it run asynchronously (cuda/memory.cuh), plain aligned memory for the
+// CPU. HostAllocator<Device> is the device's half.
+template <typename Device>
+struct HostAllocator;
+template <>
+struct HostAllocator<cpu> {
+  static void* Alloc(size_t bytes) { return std::aligned_alloc(kCPUAlign, (bytes + kCPUAlign - 1) / kCPUAlign * kCPUAlign); }
+  static void Free(void* p) { std::free(p); }
+};
+
+template <typename Device, int dim, typename DType>
+inline void AllocHost(Tensor<cpu, dim, DType>* t) {
+  static_assert(kCompiledForCuda || !std::is_same<Device, gpu>::value, TE_GPU_NEEDS_NVCC_MESSAGE);
+  t->stride_ = t->shape_[dim - 1];
+  const size_t bytes = CheckedSpanBytes(t->shape_, t->stride_, sizeof(DType), "AllocHost");
+  t->dptr_ = nullptr;
+  if (bytes == 0) return;
+  void* p = HostAllocator<Device>::Alloc(bytes);
+  TE_CHECK(p != nullptr, "AllocHost: out of memory allocating ", bytes, " bytes for shape ", t->shape_);
+  t->dptr_ = static_cast<DType*>(p);
+}
+// Frees what AllocHost<Device> gave; freeing a tensor without memory is an Error (mshadow: "double free").
+template <typename Device, int dim, typename DType>
+inline void FreeHost(Tensor<cpu, dim, DType>* t) {
+  static_assert(kCompiledForCuda || !std::is_same<Device, gpu>::value, TE_GPU_NEEDS_NVCC_MESSAGE);
+  TE_CHECK(t->dptr_ != nullptr || t->shape_.Size() == 0, "FreeHost: the tensor of shape ", t->shape_,
+           " has no memory (freed twice?)");
+  if (t->dptr_ != nullptr) HostAllocator<Device>::Free(t->dptr_);
+  t->dptr_ = nullptr;
+}
+
 // The CPU frees at once: nothing of the stream is needed.
 template <>
 class FreeQueue<cpu> {

@@ -9,9 +9,9 @@
 // When the source is a tensor and the store a plain `=`, a block moves in SSE2 register tiles (MicroTile:
 // 4 x 4 of a 4-byte type, 2 x 2 of an 8-byte one; W loads along c, a shuffle transpose, W stores along x),
 // as bits, so any such type takes it. One element at a time the loop is bound by its loads (one per
-// element, each from another source row), at 0.4 of memcpy. Streaming stores (past the caches) were
-// tried for large outputs and dropped: on a 16-core Xeon host they halved the speed at every thread
-// count from 2 to 16 (float NCHW -> NHWC at 1 GB, 16 threads: 0.34 of memcpy with them, 0.55 without).
+// element, each from another source row), at 0.4 of memcpy. Outputs far larger than the caches stream:
+// a block's tiles fill an L1 buffer whose rows leave in whole-line streaming stores (streaming stores
+// straight from the tiles, a quarter line per row each, halved the speed instead).
 // Tile edges, rows of c that are not adjacent in the source (c spanning rows of a padded tensor), other
 // savers, sources and element sizes take the element loop.
 #pragma once
@@ -21,6 +21,7 @@
 #include "../tensor.h"
 #include "device.h"
 #include "map.h"
+#include "streaming_store.h"
 #include "threads.h"
 #if defined(__SSE2__)
 #include <immintrin.h>
@@ -100,12 +101,18 @@ inline void RunTransposeTiles(const Tensor<cpu, dim, DType>& dst, const expr::Tr
   constexpr bool kTiled = std::is_same<Saver, sv::saveto>::value && Source::kTensorSource && Tile::kWidth > 0 &&
                           std::is_trivially_copyable<DType>::value;
   constexpr index_t kW = kTiled ? Tile::kWidth : 1;
+  constexpr bool kMayStream = std::is_same<Saver, sv::saveto>::value && std::is_trivially_copyable<DType>::value;
   const StreamThreadScope threads(dst.stream_);
   const index_t c_blocks = (t.c + kBlockC - 1) / kBlockC;
   DType* const out = dst.dptr_;
   const index_t stride = dst.stride_;
-  ParallelFor(t.planes * c_blocks, kBlockC * t.x, [plan, t, c_blocks, out, stride](index_t begin, index_t end) {
+  // A block that streams (streaming_store.h) lands in an L1 buffer first and leaves it a row of whole
+  // lines at a time: register tiles alone write four rows at once, a quarter line each.
+  const bool streaming = streaming_store::Pays<Saver, DType>(dst.shape_.Size() * index_t(sizeof(DType)));
+  ParallelFor(t.planes * c_blocks, kBlockC * t.x, [plan, t, c_blocks, out, stride, streaming](index_t begin, index_t end) {
     const auto p = plan;
+    alignas(64) unsigned char staging[kMayStream ? static_cast<size_t>(kBlockC * kBlockX) * sizeof(DType) : 1];
+    DType* const buf = reinterpret_cast<DType*>(staging);
     const index_t c_step = t.inner * stride;  // output rows between c and c + 1
     for (index_t item = begin; item < end; ++item) {
       const index_t plane = item / c_blocks, c0 = (item - plane * c_blocks) * kBlockC;
@@ -113,6 +120,11 @@ inline void RunTransposeTiles(const Tensor<cpu, dim, DType>& dst, const expr::Tr
       const index_t c1 = std::min(c0 + kBlockC, t.c);
       for (index_t x0 = 0; x0 < t.x; x0 += kBlockX) {
         const index_t x1 = std::min(x0 + kBlockX, t.x);
+        // Element (c, x) is stored at Target(c, row)[x - x_base], the rows of c and c + 1 row_step apart.
+        const index_t x_base = streaming ? x0 : 0, row_step = streaming ? kBlockX : c_step;
+        const auto Target = [&](index_t c, index_t row) {
+          return streaming ? buf + (c - c0) * kBlockX : out + row * stride;
+        };
         index_t c = c0;
         if constexpr (kTiled) {
           // Groups of kW rows whose sources are adjacent elements: tiles, then the x tail element by element.
@@ -123,25 +135,31 @@ inline void RunTransposeTiles(const Tensor<cpu, dim, DType>& dst, const expr::Tr
             const index_t x_step = Source::Address(p.AtRow(row), x0 + 1) - src;
             bool adjacent = true;
             for (index_t k = 1; k < kW; ++k) adjacent = adjacent && Source::Address(p.AtRow(row + k * t.inner), x0) == src + k;
-            DType* const o = out + row * stride;
+            DType* const o = Target(c, row);
             index_t x = x0;
             if (adjacent) {
-              for (; x < x_tiled; x += kW, src += kW * x_step) Tile::Move(src, x_step, o + x, c_step);
+              for (; x < x_tiled; x += kW, src += kW * x_step) Tile::Move(src, x_step, o + (x - x_base), row_step);
             }
             for (index_t k = 0; k < kW; ++k) {
               const auto at = p.AtRow(row + k * t.inner);
-              for (index_t xr = x; xr < x1; ++xr) Saver::Save(o[k * c_step + xr], at(xr));
+              for (index_t xr = x; xr < x1; ++xr) Saver::Save(o[k * row_step + (xr - x_base)], at(xr));
             }
           }
         }
         for (; c < c1; ++c) {
           const index_t row = t.Row(outer, in, c);
           const auto at = p.AtRow(row);
-          DType* const o = out + row * stride;
-          for (index_t x = x0; x < x1; ++x) Saver::Save(o[x], at(x));
+          DType* const o = Target(c, row);
+          for (index_t x = x0; x < x1; ++x) Saver::Save(o[x - x_base], at(x));
+        }
+        if constexpr (kMayStream) {
+          if (streaming)
+            for (c = c0; c < c1; ++c)
+              streaming_store::Copy(out + t.Row(outer, in, c) * stride + x0, buf + (c - c0) * kBlockX, x1 - x0);
         }
       }
     }
+    if (streaming) streaming_store::Fence();
   });
 }
 

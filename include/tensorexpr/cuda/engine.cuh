@@ -36,6 +36,16 @@ inline void InitTensorEngine<gpu>(int dev_id) {
   cuda::KeepPoolCached(dev_id);
 }
 
+// Selects device `dev_id` for the calling thread (cudaSetDevice), without InitTensorEngine's start-up work.
+template <>
+inline void SetDevice<gpu>(int dev_id) {
+  int count = 0;
+  TE_CUDA_CHECK(cudaGetDeviceCount(&count));
+  TE_CHECK(0 <= dev_id && dev_id < count, "SetDevice<gpu>(", dev_id, "): device id out of range; ", count,
+           " CUDA device(s) present");
+  TE_CUDA_CHECK(cudaSetDevice(dev_id));
+}
+
 // On the current device: waits for pending work (frees queued with cudaFreeAsync must have run), drops
 // the calling thread's default-stream cuBLAS handle, and trims the stream-ordered memory pool so that
 // its unused memory goes back to the driver. Streams made with NewStream keep their own handles

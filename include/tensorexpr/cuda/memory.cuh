@@ -20,6 +20,7 @@
 #include <cuda_runtime.h>
 #include "../checked.h"
 #include "../tensor.h"
+#include "../cpu/memory.h"
 #include "check.cuh"
 #include "device.cuh"
 #include "stream.cuh"
@@ -179,6 +180,21 @@ class FreeQueue<gpu> {
 
 // Copy(dst, src, stream): same shape, any row strides; asynchronous on `stream` (see the top of this
 // file), which defaults to the GPU tensor's stream_ and then to the per-thread default stream.
+// Page-locked host memory for AllocHost<gpu> (cpu/memory.h): portable across the host's devices.
+template <>
+struct HostAllocator<gpu> {
+  static void* Alloc(size_t bytes) {
+    void* p = nullptr;
+    const cudaError_t err = cudaHostAlloc(&p, bytes, cudaHostAllocPortable);
+    if (err != cudaSuccess) {
+      cudaGetLastError();
+      Fail("AllocHost<gpu>: cudaHostAlloc of ", bytes, " bytes failed: ", cudaGetErrorName(err));
+    }
+    return p;
+  }
+  static void Free(void* p) { TE_CUDA_CHECK(cudaFreeHost(p)); }
+};
+
 template <int dim, typename DType>
 inline void Copy(Tensor<gpu, dim, DType> dst, const Tensor<cpu, dim, DType>& src, Stream<gpu>* stream = nullptr) {
   cuda::CopyTensor(dst, src, cudaMemcpyHostToDevice, cuda::CopyStream(stream, dst.stream_), "gpu <- cpu");

@@ -10,12 +10,16 @@
 // count (cuRAND draws normals in pairs) go through a float (double) buffer that an expression then
 // scales and converts into the destination, padding untouched. Uniform values lie in (a, b] (cuRAND's
 // uniform is (0, 1]); the CPU generator gives [a, b). The GPU and CPU sequences for a seed differ.
+// The samplers cuRAND's host API lacks (gamma, exponential, the negative binomials, and Poisson with a
+// mean per element) run one kernel over the elements, each element drawing from its own Philox
+// subsequence of the generator's seed (cuda::SampleKernel), into the float buffer.
 // Every cuRAND call goes through TE_CURAND_CHECK: a failure throws Error naming the call.
 #pragma once
 #if !defined(__CUDACC__)
 #error "tensorexpr/cuda/random.cuh uses cuRAND and CUDA kernels: compile it with nvcc (a .cu file); CPU-only code includes tensorexpr/random.h."
 #endif
 #include <curand.h>
+#include <curand_kernel.h>
 #include <type_traits>
 #include "../random.h"
 #include "../tensor_container.h"
@@ -24,6 +28,7 @@
 #include "stream.cuh"
 #include "memory.cuh"
 #include "map.cuh"
+#include "../expr/reshape.h"
 
 namespace tensorexpr {
 namespace cuda {
@@ -51,6 +56,58 @@ inline void CheckCurand(curandStatus_t st, const char* call, const char* file, i
   if (st != CURAND_STATUS_SUCCESS) Fail(file, ":", line, ": ", call, " failed: ", CurandStatusName(st));
 }
 
+// Gamma(alpha, 1) by Marsaglia and Tsang's method (2000); below alpha = 1 through
+// Gamma(alpha + 1) * U^(1 / alpha).
+template <typename Real, typename State>
+__device__ inline Real SampleGamma1(State* st, Real alpha) {
+  Real boost = Real(1);
+  if (alpha < Real(1)) {
+    boost = pow(static_cast<Real>(curand_uniform(st)), Real(1) / alpha);
+    alpha += Real(1);
+  }
+  const Real d = alpha - Real(1) / Real(3), c = Real(1) / sqrt(Real(9) * d);
+  while (true) {
+    Real x, v;
+    do {
+      x = static_cast<Real>(curand_normal(st));
+      v = Real(1) + c * x;
+    } while (v <= Real(0));
+    v = v * v * v;
+    const Real u = static_cast<Real>(curand_uniform(st));  // (0, 1]
+    if (log(u) < Real(0.5) * x * x + d - d * v + d * log(v)) return d * v * boost;
+  }
+}
+// A Poisson whose mean is Gamma(shape, scale): the negative binomial.
+template <typename Real, typename State>
+__device__ inline Real SamplePoissonOfGamma(State* st, Real shape, Real scale) {
+  const Real mean = SampleGamma1(st, shape) * scale;
+  return mean > Real(0) ? static_cast<Real>(curand_poisson(st, static_cast<double>(mean))) : Real(0);
+}
+
+enum class Distribution { kGamma, kExponential, kPoisson, kPoissonOfGamma };
+template <Distribution kDist, typename Real>
+struct Sampler {
+  Real a, b;  // gamma: shape, scale; exponential: rate; Poisson: mean; Poisson of gamma: shape, scale
+  template <typename State>
+  __device__ Real operator()(State* st) const {
+    if constexpr (kDist == Distribution::kGamma) return SampleGamma1(st, a) * b;
+    if constexpr (kDist == Distribution::kExponential) return -log(static_cast<Real>(curand_uniform(st))) / a;
+    if constexpr (kDist == Distribution::kPoisson) return static_cast<Real>(curand_poisson(st, static_cast<double>(a)));
+    if constexpr (kDist == Distribution::kPoissonOfGamma) return SamplePoissonOfGamma(st, a, b);
+  }
+};
+
+// out[i] = sample(state of subsequence i), the state placed `offset` draws into it (a new offset per call).
+template <typename Real, typename Sample>
+__global__ void SampleKernel(Real* out, index_t n, unsigned long long seed, unsigned long long offset, Sample sample) {
+  for (index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<index_t>(gridDim.x) * blockDim.x) {
+    curandStatePhilox4_32_10_t st;
+    curand_init(seed, static_cast<unsigned long long>(i), offset, &st);
+    out[i] = sample(&st);
+  }
+}
+
 }  // namespace cuda
 }  // namespace tensorexpr
 
@@ -59,12 +116,15 @@ inline void CheckCurand(curandStatus_t st, const char* call, const char* file, i
 namespace tensorexpr {
 
 template <typename DType>
-class Random<gpu, DType> {
+class Random<gpu, DType>
+    : public detail::RandomPointerForms<Random<gpu, DType>, gpu, DType, compute_t<DType>> {
   static_assert(detail::check_random_dtype<DType>::value, "");
+  using PointerForms = detail::RandomPointerForms<Random, gpu, DType, compute_t<DType>>;
   // What cuRAND generates: double for double, float for the rest.
   using Real = compute_t<DType>;
 
  public:
+  TE_RANDOM_POINTER_FORMS_(PointerForms);  // rnd.SampleGaussian(&t, ...): mshadow's pointer forms
   explicit Random(uint64_t seed = 0, Stream<gpu>* stream = nullptr) {
     TE_CURAND_CHECK(curandCreateGenerator(&gen_, CURAND_RNG_PSEUDO_DEFAULT));
     set_stream(stream);
@@ -81,6 +141,8 @@ class Random<gpu, DType> {
   void Seed(uint64_t seed) {
     TE_CURAND_CHECK(curandSetPseudoRandomGeneratorSeed(gen_, static_cast<unsigned long long>(seed)));
     TE_CURAND_CHECK(curandSetGeneratorOffset(gen_, 0));
+    seed_ = seed;
+    kernel_calls_ = 0;
   }
   // Queues generation on `stream` (null: the per-thread default stream).
   void set_stream(Stream<gpu>* stream) {
@@ -128,15 +190,89 @@ class Random<gpu, DType> {
     GenerateNormal(z, even, mu, sigma);
     Store(dst, z, Real(1), Real(0));
   }
-  // mshadow's pointer forms.
+
+  // Gamma with shape alpha and scale beta (mean alpha beta).
   template <int dim>
-  void SampleUniform(Tensor<gpu, dim, DType>* dst, Real a = Real(0), Real b = Real(1)) { SampleUniform(*dst, a, b); }
+  void SampleGamma(Tensor<gpu, dim, DType> dst, Real alpha, Real beta) {
+    CheckPositive("SampleGamma", "alpha", alpha, dst.shape_);
+    CheckPositive("SampleGamma", "beta", beta, dst.shape_);
+    Sample(dst, cuda::Sampler<cuda::Distribution::kGamma, Real>{alpha, beta});
+  }
+  // Exponential with rate lambda (mean 1 / lambda).
   template <int dim>
-  void SampleGaussian(Tensor<gpu, dim, DType>* dst, Real mu = Real(0), Real sigma = Real(1)) {
-    SampleGaussian(*dst, mu, sigma);
+  void SampleExponential(Tensor<gpu, dim, DType> dst, Real lambda) {
+    CheckPositive("SampleExponential", "lambda", lambda, dst.shape_);
+    Sample(dst, cuda::Sampler<cuda::Distribution::kExponential, Real>{lambda, Real(0)});
+  }
+  // Poisson with mean lambda (whole numbers stored in DType).
+  template <int dim>
+  void SamplePoisson(Tensor<gpu, dim, DType> dst, Real lambda) {
+    CheckPositive("SamplePoisson", "lambda", lambda, dst.shape_);
+    Sample(dst, cuda::Sampler<cuda::Distribution::kPoisson, Real>{lambda, Real(0)});
+  }
+  // Failures before the k-th success of trials that succeed with probability p.
+  template <int dim>
+  void SampleNegativeBinomial(Tensor<gpu, dim, DType> dst, Real k, Real p) {
+    detail::CheckNegativeBinomial(kName, k, p, dst.shape_);
+    Sample(dst, cuda::Sampler<cuda::Distribution::kPoissonOfGamma, Real>{k, (Real(1) - p) / p});
+  }
+  // Mean mu and overdispersion alpha (variance mu + alpha mu^2); alpha = 0 is a Poisson of mean mu.
+  template <int dim>
+  void SampleGeneralizedNegativeBinomial(Tensor<gpu, dim, DType> dst, Real mu, Real alpha) {
+    detail::CheckGeneralizedNegativeBinomial(kName, mu, alpha, dst.shape_);
+    if (alpha == Real(0)) {
+      SamplePoisson(dst, mu);
+    } else {
+      Sample(dst, cuda::Sampler<cuda::Distribution::kPoissonOfGamma, Real>{Real(1) / alpha, mu * alpha});
+    }
+  }
+
+  // mshadow's sample expressions: `shape` normal (mean 0, deviation 1) or uniform (0, 1] values in the
+  // generator's buffer, as an expression of that shape, valid until the generator's next call.
+  template <int dim>
+  auto gaussian(const Shape<dim>& shape) {
+    const index_t n = shape.Size();
+    const index_t even = (n + 1) / 2 * 2;  // cuRAND draws normals in pairs
+    Real* z = Buffer(even);
+    if (n > 0) GenerateNormal(z, even, Real(0), Real(1));
+    return AsExpression(z, shape);
+  }
+  template <int dim>
+  auto uniform(const Shape<dim>& shape) {
+    const index_t n = shape.Size();
+    Real* u = Buffer(n);
+    if (n > 0) GenerateUniform(u, n);
+    return AsExpression(u, shape);
   }
 
  private:
+  static constexpr const char* kName = "Random<gpu>";  // in error messages
+  template <int dim>
+  static void CheckPositive(const char* sampler, const char* name, Real v, const Shape<dim>& shape) {
+    detail::CheckSamplerPositive(kName, sampler, name, v, shape);
+  }
+  // dst = sample() per element, through the buffer (contiguous, Real), on the generator's stream.
+  template <int dim, typename Sampler>
+  void Sample(const Tensor<gpu, dim, DType>& dst, Sampler sampler) {
+    const index_t n = dst.shape_.Size();
+    if (n == 0) return;
+    Real* out = Buffer(n);
+    const int threads = 256;
+    const index_t blocks = std::min<index_t>((n + threads - 1) / threads, 65536);
+    cuda::SampleKernel<<<static_cast<unsigned>(blocks), threads, 0, Stream<gpu>::GetStream(stream_)>>>(
+        out, n, static_cast<unsigned long long>(seed_), (kernel_calls_++) << 32, sampler);
+    TE_CUDA_CHECK(cudaGetLastError());
+    Store(dst, out, Real(1), Real(0));
+  }
+  template <int dim>
+  auto AsExpression(Real* values, const Shape<dim>& shape) {
+    const Tensor<gpu, 1, Real> flat(values, Shape1(shape.Size()), stream_);
+    if constexpr (std::is_same<DType, Real>::value) {
+      return expr::reshape(flat, shape);
+    } else {
+      return expr::reshape(expr::tcast<DType>(flat), shape);
+    }
+  }
   // Whether cuRAND can write the (float / double) destination itself.
   template <int dim>
   static bool Direct(const Tensor<gpu, dim, DType>& dst, bool pairs) {
@@ -173,6 +309,8 @@ class Random<gpu, DType> {
 
   curandGenerator_t gen_ = nullptr;
   Stream<gpu>* stream_ = nullptr;
+  uint64_t seed_ = 0;
+  unsigned long long kernel_calls_ = 0;  // SampleKernel calls since Seed: each starts further into the streams
   TensorContainer<gpu, 1, Real> buffer_;
 };
 

@@ -3,6 +3,8 @@
 //   repmat(v, nrow)                     nrow copies of a 1-D v as the rows of a matrix
 //   broadcast_with_axis(e, axis, size)  a new dimension of extent `size` inserted right after `axis`
 //   broadcast_keepdim(e, axis, size)    dimension `axis` of extent 1 stretched to `size`
+//   broadcast_scalar(v, shape)          the one element of a 1-D v of shape (1) repeated over `shape`
+//                                       (a scalar that lives on the device: a loss, a norm)
 // Each output element reads the one source element it repeats; nothing is materialised.
 //
 // Cost of a plan: its divisions are multiplies (index_div.h) of the output row index y alone, so the CPU
@@ -71,6 +73,35 @@ inline Broadcast1DExp<SrcExp, DType, 2, 1> repmat(const Exp<SrcExp, DType, etype
   static_assert(SrcExp::kDim == 1, "repmat(v, nrow) repeats a 1-D v");
   TE_CHECK(nrow >= 0, "repmat: nrow must be non-negative, got ", nrow);
   return broadcast<1>(src, Shape2(nrow, src.self().shape()[0]));
+}
+
+// ---- broadcast_scalar(v, shape) -----------------------------------------------------------------------
+template <typename SrcExp, typename DType, int dimdst>
+struct BroadcastScalarExp : public Exp<BroadcastScalarExp<SrcExp, DType, dimdst>, DType, type::kChainer> {
+  static_assert(SrcExp::kDim == 1, "broadcast_scalar(v, shape): v is a 1-D expression of shape (1)");
+  static_assert(SrcExp::kExpType != type::kComplex,
+                "broadcast_scalar(...) cannot read dot(...) directly; assign the product to a tensor first");
+  static constexpr int kDim = dimdst;
+  static constexpr bool kFlat = false;
+  using device_type = typename SrcExp::device_type;
+  SrcExp src_;
+  Shape<dimdst> shape_;
+  BroadcastScalarExp(const SrcExp& src, const Shape<dimdst>& shape) : src_(src), shape_(shape) {
+    TE_CHECK(src_.shape()[0] == 1, "broadcast_scalar: the source must have shape (1), not ", src_.shape(),
+             " (target shape ", shape, ")");
+  }
+  Shape<dimdst> shape() const { return shape_; }
+  struct Plan {
+    typename SrcExp::Plan src_;
+    TE_XINLINE DType Eval(index_t, index_t) const { return src_.Eval(0, 0); }
+  };
+  Plan plan() const { return Plan{src_.plan()}; }
+};
+
+template <typename SrcExp, typename DType, int etype, int dimdst>
+inline BroadcastScalarExp<SrcExp, DType, dimdst> broadcast_scalar(const Exp<SrcExp, DType, etype>& src,
+                                                                 const Shape<dimdst>& shape) {
+  return BroadcastScalarExp<SrcExp, DType, dimdst>(src.self(), shape);
 }
 
 // ---- broadcast_with_axis / broadcast_keepdim ----------------------------------------------------------

@@ -96,8 +96,8 @@ struct PaddingExp : public Exp<PaddingExp<E>, typename E::value_type, type::kCha
   // source index by the mode) and, before them, unpadded dimensions that pass through as one index.
   struct Plan {
     typename E::Plan src_;
-    IndexDiv out_extent_[size_t(kRowDims)];
-    index_t in_extent_[size_t(kRowDims)], begin_[size_t(kRowDims)];
+    IndexDiv out_extent_[static_cast<size_t>(kRowDims)];
+    index_t in_extent_[static_cast<size_t>(kRowDims)], begin_[static_cast<size_t>(kRowDims)];
     int first_;  // the first padded row dimension (kDim - 1 when no row dimension is padded)
     index_t in_width_, begin_x_;
     PadMode mode_;

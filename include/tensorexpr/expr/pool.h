@@ -9,6 +9,8 @@
 //       the gradient of pool with respect to src: each input pixel receives the sum of grad over the
 //       windows that cover it; for red::maximum / red::minimum only over the windows whose pooled value
 //       it equals (ties all receive the gradient, as in mshadow).
+//   pool<Reducer>(src, [pshape,] ky, kx, stride), unpool<Reducer>(src, pooled, grad, ky, kx, stride)
+//       mshadow's one-stride forms (sy = sx = stride)
 //   pool<Reducer>(src, windows), unpool<Reducer>(src, pooled, grad, windows)
 //       the general form the Pooling operator runs: 1 to 3 spatial dimensions, dilation, padding (before
 //       and after), and averages that divide by the padded or the valid window (PoolWindows).
@@ -204,29 +206,40 @@ struct PoolingExp : public Exp<PoolingExp<Reducer, E>, typename E::value_type, t
 };
 
 // The general form: the windows say everything (Pooling's N-D, padded, averaging form).
+// Reducer: one of ours or one written to mshadow's interface (red::reducer_t, red.h).
 template <typename Reducer, typename E, typename DType, int etype>
-inline PoolingExp<Reducer, E> pool(const Exp<E, DType, etype>& src, const PoolWindows& windows) {
-  return PoolingExp<Reducer, E>(src.self(), windows);
+inline PoolingExp<red::reducer_t<Reducer>, E> pool(const Exp<E, DType, etype>& src, const PoolWindows& windows) {
+  return PoolingExp<red::reducer_t<Reducer>, E>(src.self(), windows);
 }
 // Output pshape (rows, columns of windows); windows running past the image are clipped.
 template <typename Reducer, typename E, typename DType, int etype>
-inline PoolingExp<Reducer, E> pool(const Exp<E, DType, etype>& src, Shape<2> pshape, index_t ksize_y,
+inline PoolingExp<red::reducer_t<Reducer>, E> pool(const Exp<E, DType, etype>& src, Shape<2> pshape, index_t ksize_y,
                                    index_t ksize_x, index_t stride_y, index_t stride_x) {
   const Shape<E::kDim> in = src.self().shape();
   const index_t h = in[E::kDim - 2], w = in[E::kDim - 1];
   detail::CheckPoolWindow("pool", h, w, pshape[0], pshape[1], ksize_y, ksize_x, stride_y, stride_x);
-  return PoolingExp<Reducer, E>(src.self(),
-                                detail::Windows2D(h, w, pshape[0], pshape[1], ksize_y, ksize_x, stride_y, stride_x));
+  return PoolingExp<red::reducer_t<Reducer>, E>(src.self(),
+                                                detail::Windows2D(h, w, pshape[0], pshape[1], ksize_y, ksize_x, stride_y, stride_x));
 }
 // Output ((H - ky) / sy + 1, (W - kx) / sx + 1).
 template <typename Reducer, typename E, typename DType, int etype>
-inline PoolingExp<Reducer, E> pool(const Exp<E, DType, etype>& src, index_t ksize_y, index_t ksize_x,
-                                   index_t stride_y, index_t stride_x) {
+inline PoolingExp<red::reducer_t<Reducer>, E> pool(const Exp<E, DType, etype>& src, index_t ksize_y,
+                                                   index_t ksize_x, index_t stride_y, index_t stride_x) {
   const Shape<E::kDim> in = src.self().shape();
   const index_t h = in[E::kDim - 2], w = in[E::kDim - 1];
   detail::CheckPoolWindow("pool", h, w, 1, 1, ksize_y, ksize_x, stride_y, stride_x);
   return pool<Reducer>(src, Shape2((h - ksize_y) / stride_y + 1, (w - ksize_x) / stride_x + 1), ksize_y, ksize_x,
                        stride_y, stride_x);
+}
+
+// mshadow's one-stride forms: the same stride along both axes.
+template <typename Reducer, typename E, typename DType, int etype>
+inline auto pool(const Exp<E, DType, etype>& src, index_t ksize_y, index_t ksize_x, index_t stride) {
+  return pool<Reducer>(src, ksize_y, ksize_x, stride, stride);
+}
+template <typename Reducer, typename E, typename DType, int etype>
+inline auto pool(const Exp<E, DType, etype>& src, Shape<2> pshape, index_t ksize_y, index_t ksize_x, index_t stride) {
+  return pool<Reducer>(src, pshape, ksize_y, ksize_x, stride, stride);
 }
 
 // Average pooling: the window sum times 1 / (ky kx) (clipped windows are still divided by ky kx).
@@ -361,6 +374,13 @@ inline UnPoolingExp<Reducer, ES, EP, EG> unpool(const Exp<ES, DType, es>& data_s
   return unpool<Reducer>(data_src, data_pooled, grad_pooled,
                          detail::Windows2D(s[kDim - 2], s[kDim - 1], p[kDim - 2], p[kDim - 1], ksize_y, ksize_x,
                                            stride_y, stride_x));
+}
+
+// mshadow's one-stride form.
+template <typename Reducer, typename ES, typename EP, typename EG, typename DType, int es, int ep, int eg>
+inline auto unpool(const Exp<ES, DType, es>& data_src, const Exp<EP, DType, ep>& data_pooled,
+                   const Exp<EG, DType, eg>& grad_pooled, index_t ksize_y, index_t ksize_x, index_t stride) {
+  return unpool<Reducer>(data_src, data_pooled, grad_pooled, ksize_y, ksize_x, stride, stride);
 }
 
 }  // namespace expr

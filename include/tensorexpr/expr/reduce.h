@@ -233,15 +233,16 @@ struct ReduceExp : public Exp<ReduceExp<Reducer, SrcExp, DType, kDimOut, kMode>,
 };
 
 // ---- builders -----------------------------------------------------------------------------------------------
+// Each takes a reducer of ours or one written to mshadow's interface (red::reducer_t, red.h).
 
 // reduce_except_dim<Reducer, dimkeep>(e): 1-D, length e.shape()[dimkeep]; element c reduces every element
 // of e whose index along dimkeep is c.
 template <typename Reducer, int dimkeep, typename SrcExp, typename DType, int etype>
-inline ReduceExp<Reducer, SrcExp, DType, 1, kReduceKeepAxis> reduce_except_dim(const Exp<SrcExp, DType, etype>& e) {
+inline ReduceExp<red::reducer_t<Reducer>, SrcExp, DType, 1, kReduceKeepAxis> reduce_except_dim(const Exp<SrcExp, DType, etype>& e) {
   static_assert(0 <= dimkeep && dimkeep < SrcExp::kDim,
                 "reduce_except_dim<Reducer, dimkeep> / sumall_except_dim<dimkeep>: dimkeep must be a dimension of the "
                 "expression (0 <= dimkeep < its number of dimensions)");
-  return ReduceExp<Reducer, SrcExp, DType, 1, kReduceKeepAxis>(e.self(), dimkeep);
+  return ReduceExp<red::reducer_t<Reducer>, SrcExp, DType, 1, kReduceKeepAxis>(e.self(), dimkeep);
 }
 
 // sumall_except_dim<dimkeep>(e): 1-D, length e.shape()[dimkeep]: the sum over every other dimension
@@ -263,22 +264,22 @@ inline auto sum_rows(const Exp<SrcExp, DType, etype>& e) {
 // dimensions). Without keepdim the result has one dimension less; with keepdim the same number, with
 // extent 1 at `axis`. An axis out of range throws Error.
 template <typename Reducer, bool keepdim = false, typename SrcExp, typename DType, int etype>
-inline ReduceExp<Reducer, SrcExp, DType, (keepdim ? SrcExp::kDim : SrcExp::kDim - 1), kReduceAlongAxis>
+inline ReduceExp<red::reducer_t<Reducer>, SrcExp, DType, (keepdim ? SrcExp::kDim : SrcExp::kDim - 1), kReduceAlongAxis>
 reduce_with_axis(const Exp<SrcExp, DType, etype>& e, int axis) {
   static_assert(keepdim || SrcExp::kDim >= 2,
                 "reduce_with_axis without keepdim removes a dimension, so it needs at least 2; for a 1-D expression "
                 "use sumall / maxall / minall (shape (1)) or reduce_with_axis<Reducer, true>");
-  TE_CHECK(0 <= axis && axis < SrcExp::kDim, "reduce_with_axis<", Reducer::name(), ">: axis ", axis,
+  TE_CHECK(0 <= axis && axis < SrcExp::kDim, "reduce_with_axis<", red::reducer_t<Reducer>::name(), ">: axis ", axis,
            " is out of range for a ", SrcExp::kDim, "-D expression of shape ", e.self().shape(), " (need 0 <= axis < ",
            SrcExp::kDim, ")");
-  return ReduceExp<Reducer, SrcExp, DType, (keepdim ? SrcExp::kDim : SrcExp::kDim - 1), kReduceAlongAxis>(e.self(),
+  return ReduceExp<red::reducer_t<Reducer>, SrcExp, DType, (keepdim ? SrcExp::kDim : SrcExp::kDim - 1), kReduceAlongAxis>(e.self(),
                                                                                                            axis);
 }
 
 // reduce_all<Reducer>(e): the whole expression reduced to one value, as a 1-D expression of shape (1).
 template <typename Reducer, typename SrcExp, typename DType, int etype>
-inline ReduceExp<Reducer, SrcExp, DType, 1, kReduceKeepAxis> reduce_all(const Exp<SrcExp, DType, etype>& e) {
-  return ReduceExp<Reducer, SrcExp, DType, 1, kReduceKeepAxis>(e.self(), -1);
+inline ReduceExp<red::reducer_t<Reducer>, SrcExp, DType, 1, kReduceKeepAxis> reduce_all(const Exp<SrcExp, DType, etype>& e) {
+  return ReduceExp<red::reducer_t<Reducer>, SrcExp, DType, 1, kReduceKeepAxis>(e.self(), -1);
 }
 // sumall(e), maxall(e), minall(e): shape (1).
 template <typename SrcExp, typename DType, int etype>

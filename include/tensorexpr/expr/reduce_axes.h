@@ -35,7 +35,7 @@ struct ReduceAxesLayout {
 
 template <int dim>
 inline ReduceAxesLayout<dim> MakeReduceAxesLayout(const Shape<dim>& s, const std::vector<int>& axes, const char* what) {
-  bool reduce[size_t(dim > 0 ? dim : 1)] = {};
+  bool reduce[dim > 0 ? static_cast<size_t>(dim) : 1] = {};
   for (int a : axes) {
     TE_CHECK(-dim <= a && a < dim, what, ": axis ", a, " is out of range for shape ", s, " (need ", -dim,
              " <= axis < ", dim, ")");

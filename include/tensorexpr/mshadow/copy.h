@@ -9,9 +9,6 @@
 #pragma once
 #include <type_traits>
 #include "../tensorexpr.h"
-#if defined(__CUDACC__)
-#include "../cuda/tensorexpr_cuda.cuh"
-#endif
 
 namespace mshadow {
 

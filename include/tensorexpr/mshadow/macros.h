@@ -1,6 +1,7 @@
 // mshadow/macros.h — the macros mshadow user code touches, mapped onto tensorexpr's: MSHADOW_XINLINE,
-// MSHADOW_CINLINE, MSHADOW_DEFAULT_DTYPE and the run-time dtype switches. Each is defined only where it is
-// not already (a project that still has mshadow's base.h somewhere keeps its own).
+// MSHADOW_CINLINE, MSHADOW_FORCE_INLINE, MSHADOW_USE_CUDA, MSHADOW_DEFAULT_DTYPE and the run-time dtype
+// switches. Each is defined only where it is not already (a project that still has mshadow's base.h
+// somewhere keeps its own).
 #pragma once
 #include "../base.h"
 #include "../dtype.h"
@@ -11,6 +12,18 @@
 #endif
 #ifndef MSHADOW_CINLINE
 #define MSHADOW_CINLINE TE_CINLINE
+#endif
+#ifndef MSHADOW_FORCE_INLINE
+#define MSHADOW_FORCE_INLINE TE_CINLINE
+#endif
+// Whether the GPU backend is there: nvcc compiles it in (tensorexpr.h), g++ never does. Client code guards
+// its GPU-only parts with `#if MSHADOW_USE_CUDA`, which then holds exactly where Tensor<gpu> code compiles.
+#ifndef MSHADOW_USE_CUDA
+#if defined(__CUDACC__)
+#define MSHADOW_USE_CUDA 1
+#else
+#define MSHADOW_USE_CUDA 0
+#endif
 #endif
 // The default template argument mshadow writes as `typename DType MSHADOW_DEFAULT_DTYPE`; qualified, so it
 // also works outside `using namespace mshadow`.

@@ -2,6 +2,7 @@
 //   reduce_except_dim<dimkeep, Reducer>(e)   mshadow's argument order (tensorexpr's is <Reducer, dimkeep>)
 //   reduce_with_axis<Reducer, mask>(e, axis) mask = true is the index the reducer settles on (argmax for
 //                                            red::maximum); tensorexpr's second argument is keepdim
+//   reduce_keepdim<Reducer, mask>(e, axis)  the same with the reduced axis kept at extent 1
 // Both results have mshadow's shapes and compose like any tensorexpr expression.
 //
 // reduce_with_axis is a function object, not a function template: an unqualified call finds the object
@@ -20,19 +21,21 @@ inline auto reduce_except_dim(const ::tensorexpr::expr::Exp<SrcExp, DType, etype
   return ::tensorexpr::expr::reduce_except_dim<Reducer, dimkeep>(e);
 }
 
-template <typename Reducer, bool mask>
+template <typename Reducer, bool mask, bool keepdim>
 struct ReduceWithAxis {
   template <typename SrcExp, typename DType, int etype>
   auto operator()(const ::tensorexpr::expr::Exp<SrcExp, DType, etype>& e, int axis) const {
     if constexpr (mask) {
-      return ReduceIndexExp<Reducer, SrcExp, DType>(e.self(), axis);
+      return ReduceIndexExp<::tensorexpr::red::reducer_t<Reducer>, SrcExp, DType, keepdim>(e.self(), axis);
     } else {
-      return ::tensorexpr::expr::reduce_with_axis<Reducer, false>(e, axis);
+      return ::tensorexpr::expr::reduce_with_axis<Reducer, keepdim>(e, axis);
     }
   }
 };
 template <typename Reducer, bool mask>
-inline constexpr ReduceWithAxis<Reducer, mask> reduce_with_axis{};
+inline constexpr ReduceWithAxis<Reducer, mask, false> reduce_with_axis{};
+template <typename Reducer, bool mask>
+inline constexpr ReduceWithAxis<Reducer, mask, true> reduce_keepdim{};
 
 }  // namespace expr
 }  // namespace mshadow

@@ -5,6 +5,7 @@
 // answer when there is one (mshadow's std::max skipped NaN). The index is returned in the source's DType,
 // as in mshadow (half_t holds integers exactly up to 2048).
 //
+// kKeepDim: the reduced axis stays with extent 1 (mshadow's reduce_keepdim<Reducer, true>).
 // A kChainer node: each output element runs one loop over the axis, on the CPU and in a GPU kernel alike.
 #pragma once
 #include "../tensorexpr.h"
@@ -12,16 +13,16 @@
 namespace mshadow {
 namespace expr {
 
-template <typename Reducer, typename SrcExp, typename DType>
-struct ReduceIndexExp : public ::tensorexpr::expr::Exp<ReduceIndexExp<Reducer, SrcExp, DType>, DType,
+template <typename Reducer, typename SrcExp, typename DType, bool kKeepDim = false>
+struct ReduceIndexExp : public ::tensorexpr::expr::Exp<ReduceIndexExp<Reducer, SrcExp, DType, kKeepDim>, DType,
                                                        ::tensorexpr::expr::type::kChainer> {
   using index_t = ::tensorexpr::index_t;
   using Accum = ::tensorexpr::accum_t<DType>;
   static_assert(::tensorexpr::expr::check_operand<SrcExp>::value, "");
-  static_assert(SrcExp::kDim >= 2,
+  static_assert(kKeepDim || SrcExp::kDim >= 2,
                 "reduce_with_axis<Reducer, true> removes the axis it reduces, so its source needs at least 2 dimensions");
   static constexpr int kSrcDim = SrcExp::kDim;
-  static constexpr int kDim = kSrcDim - 1;
+  static constexpr int kDim = kKeepDim ? kSrcDim : kSrcDim - 1;
   static constexpr bool kFlat = false;
   using device_type = typename SrcExp::device_type;
 
@@ -36,8 +37,13 @@ struct ReduceIndexExp : public ::tensorexpr::expr::Exp<ReduceIndexExp<Reducer, S
   ::tensorexpr::Shape<kDim> shape() const {
     const ::tensorexpr::Shape<kSrcDim> s = src_.shape();
     ::tensorexpr::Shape<kDim> out;
-    for (int i = 0, j = 0; i < kSrcDim; ++i) {
-      if (i != axis_) out[j++] = s[i];
+    if constexpr (kKeepDim) {
+      out = s;
+      out[axis_] = 1;
+    } else {
+      for (int i = 0, j = 0; i < kSrcDim; ++i) {
+        if (i != axis_) out[j++] = s[i];
+      }
     }
     return out;
   }

@@ -217,13 +217,14 @@ void ConvolutionForward(const ConvolutionParam& p, const Tensor<Device, ddim, DT
   const char* const out_end = out_begin + sizeof(DType) * size_t(out.shape_.Size());
   if (req != kAddTo && !epilogue::MayRead(e, out_begin, out_end)) {
     ConvolutionForward(p, data, weight, no_bias, kWriteTo, out);
-    Assign(out, kWriteTo, epilogue::Bind(e, out));
+    // (Assign): a public header, so an MXNet `#define Assign(out, req, exp)` made before it must not expand.
+    (Assign)(out, kWriteTo, epilogue::Bind(e, out));
   } else {
     TensorContainer<Device, ddim, DType> conv;
     conv.set_stream(out.stream_);
     conv.Resize(out.shape_);
     ConvolutionForward(p, data, weight, no_bias, kWriteTo, conv.view());
-    Assign(out, req, epilogue::Bind(e, conv.view()));
+    (Assign)(out, req, epilogue::Bind(e, conv.view()));
   }
 }
 

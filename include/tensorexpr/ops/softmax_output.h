@@ -7,9 +7,8 @@
 //
 // Numerically stable: the row maximum m is subtracted before exp, and the loss is computed from the
 // log-sum-exp, -log p = m + log(sum_j exp(x_j - m)) - x_label, never from log(prob) (which underflows).
-// Everything is composed from core expressions (reduce_with_axis, broadcast_keepdim, sumall, F<op>) and
-// two small nodes of this header (pick: data[i, label[i]]; onehot), so the same code runs on the CPU and
-// the GPU. Sums accumulate in accum_t (float for half / bf16).
+// Everything is composed from core expressions (Softmax, mat_choose_row_element: data[i, label[i]],
+// one_hot_encode, sumall, F<op>), so the same code runs on the CPU and the GPU. Sums accumulate in accum_t (float for half / bf16).
 //
 // Labels: a 1-D tensor of N class indices of any element type LType — the data's DType (MXNet's
 // convention) or int32_t. Floating labels must hold whole numbers (exact up to 2^11 classes in half_t, 2^8
