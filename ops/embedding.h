@@ -17,28 +17,6 @@ namespace ops {
 
 namespace detail {
 
-// The weight's rows the indices pick: (n, output_dim), row y = weight[EmbeddingRow(idx[y])].
-template <typename Device, typename IType, typename DType>
-struct EmbeddingRowsExp : public expr::Exp<EmbeddingRowsExp<Device, IType, DType>, DType, expr::type::kChainer> {
-  static constexpr int kDim = 2;
-  static constexpr bool kFlat = false;
-  using device_type = Device;
-  Tensor<Device, 1, IType> idx_;
-  Tensor<Device, 2, DType> weight_;
-
-  EmbeddingRowsExp(const Tensor<Device, 1, IType>& idx, const Tensor<Device, 2, DType>& weight)
-      : idx_(idx), weight_(weight) {}
-  Shape<2> shape() const { return Shape2(idx_.shape_[0], weight_.shape_[1]); }
-
-  struct Plan {
-    const IType* idx_;
-    const DType* weight_;
-    index_t stride_, rows_;
-    TE_XINLINE DType Eval(index_t y, index_t x) const { return weight_[EmbeddingRow(idx_[y], rows_) * stride_ + x]; }
-  };
-  Plan plan() const { return Plan{idx_.dptr_, weight_.dptr_, weight_.stride_, weight_.shape_[0]}; }
-};
-
 // The data as one row of indices (it must be contiguous), after the checks every pass makes.
 template <typename Device, int idim, typename IType, typename DType>
 inline Tensor<Device, 1, IType> EmbeddingIndices(const char* what, const EmbeddingParam& p,
@@ -83,7 +61,7 @@ void EmbeddingForward(const EmbeddingParam& p, const Tensor<Device, idim, IType>
       detail::EmbeddingIndices("Embedding forward", p, data, weight, "weight", out.shape_, "output");
   if (!DecodeReq(req, "Embedding forward").active || idx.shape_.Size() == 0) return;
   detail::CheckEmbeddingRange("Embedding forward", p, idx);
-  Assign(out.FlatTo2D(), req, detail::EmbeddingRowsExp<Device, IType, DType>(idx, weight));
+  Assign(out.FlatTo2D(), req, expr::take<true>(idx, weight));  // the clip is take's, TakeRow<true>
 }
 
 template <typename Device, int idim, typename IType, typename DType>

@@ -17,7 +17,7 @@ template <typename IType, typename DType>
 void EmbeddingGradRows(Stream<cpu>* s, const IType* idx, index_t n, index_t rows, const DType* dy,
                        index_t dy_stride, index_t cols, DType* dw, index_t dw_stride) {
   std::vector<index_t> row(static_cast<size_t>(n)), pos(static_cast<size_t>(n));
-  for (index_t i = 0; i < n; ++i) row[size_t(i)] = EmbeddingRow(idx[i], rows);
+  for (index_t i = 0; i < n; ++i) row[size_t(i)] = expr::TakeRow<true>(idx[i], rows);
   std::iota(pos.begin(), pos.end(), index_t(0));
   std::stable_sort(pos.begin(), pos.end(), [&](index_t a, index_t b) { return row[size_t(a)] < row[size_t(b)]; });
   std::vector<index_t> starts;  // where each row's run of positions begins, then n

@@ -20,7 +20,7 @@ __global__ void __launch_bounds__(cuda::kMapBlock)
     EmbeddingKeysKernel(const IType* idx, index_t n, index_t rows, index_t* keys, index_t* pos) {
   const index_t step = static_cast<index_t>(gridDim.x) * blockDim.x;
   for (index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
-    keys[i] = EmbeddingRow(idx[i], rows);
+    keys[i] = expr::TakeRow<true>(idx[i], rows);
     pos[i] = i;
   }
 }

@@ -7,7 +7,8 @@
 //   weight_grad[k, :] (req) = sum of out_grad[i..., :] over the i whose row(data[i]) is k
 //
 // row(v) truncates v toward zero. An index outside [0, input_dim) after that is, by `mode`:
-//   kClip   clipped to 0 or input_dim - 1 (NaN to 0): MXNet's Embedding and its take mode "clip"; the default
+//   kClip   clipped to 0 or input_dim - 1 (NaN to 0): MXNet's Embedding and its take mode "clip", the core's
+//           take<true> (expr/take.h), which the forward is; the default
 //   kRaise  an Error naming input_dim and the smallest and largest index (a reduction over the indices and,
 //           on the GPU, a wait for it before anything is computed)
 // The gradient is deterministic on both devices: the positions are sorted by their row (stably: a GPU radix
