@@ -101,6 +101,22 @@ void PoolingForward(const PoolingParam& p, const Tensor<Device, dim, DType>& dat
 }
 
 template <typename Device, int dim, typename DType>
+void PoolingForwardWithIndices(const PoolingParam& p, const Tensor<Device, dim, DType>& data, OpReqType req,
+                               const Tensor<Device, dim, DType>& out, const Tensor<Device, dim, int64_t>& indices) {
+  TE_CHECK(p.pool_type == PoolType::kMax, "Pooling forward with indices: the indices are max pooling's; pool_type is average");
+  TE_CHECK(p.layout == Layout::kNCHW, "Pooling forward with indices: channels-first data only (the indices number the ",
+           "data's elements in that order)");
+  const PoolGeometry g = MakePoolGeometry(p, detail::PoolShapeVec(data.shape_));
+  TE_CHECK(indices.shape_ == InferPoolingShape(p, data.shape_), "Pooling forward with indices: indices shape ",
+           indices.shape_, " does not match the output shape ", InferPoolingShape(p, data.shape_), " for data shape ",
+           data.shape_);
+  PoolingForward(p, data, req, out);
+  if (indices.shape_.Size() == 0) return;
+  // As (planes, D, H, W), the views the pooling runs on: the windows' flat indices are the data's.
+  Assign(detail::PoolVolumes(indices, g.nd), kWriteTo, expr::pool_argmax(detail::PoolVolumes(data, g.nd), g));
+}
+
+template <typename Device, int dim, typename DType>
 void PoolingBackward(const PoolingParam& p, const Tensor<Device, dim, DType>& out_grad,
                      const Tensor<Device, dim, DType>& data, const Tensor<Device, dim, DType>& out, OpReqType req,
                      const Tensor<Device, dim, DType>& in_grad) {
@@ -154,6 +170,9 @@ void PoolingBackward(const PoolingParam& p, const Tensor<Device, dim, DType>& ou
 #define TE_POOLING_INSTANCE_(Device, dim, DType) \
   template void PoolingForward<Device, dim, DType>(const PoolingParam& p, const Tensor<Device, dim, DType>& data, \
       OpReqType req, const Tensor<Device, dim, DType>& out); \
+  template void PoolingForwardWithIndices<Device, dim, DType>(const PoolingParam& p, \
+      const Tensor<Device, dim, DType>& data, OpReqType req, const Tensor<Device, dim, DType>& out, \
+      const Tensor<Device, dim, int64_t>& indices); \
   template void PoolingBackward<Device, dim, DType>(const PoolingParam& p, \
       const Tensor<Device, dim, DType>& out_grad, const Tensor<Device, dim, DType>& data, \
       const Tensor<Device, dim, DType>& out, OpReqType req, const Tensor<Device, dim, DType>& in_grad);

@@ -421,7 +421,8 @@ TE_DEVICE_TEST_CASE("ONNX oracle: ConvTranspose as Deconvolution", "[onnx][decon
                  [&](const OnnxCase& c, auto t) { ConvTransposeAgainstOracle<Device, decltype(t)>(stream, c); });
 }
 
-// MaxPool and AveragePool: ceil_mode (our pooling_convention full), count_include_pad (ONNX's default 0).
+// MaxPool (and its Indices) and AveragePool: ceil_mode (our pooling_convention full), count_include_pad (ONNX's
+// default 0).
 template <typename Device, typename DType>
 void PoolAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
   INFO(c.Describe() << " dtype " << DataType<DType>::name());
@@ -438,7 +439,14 @@ void PoolAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
       auto xd = Dev<Device>(HostOf<dim, DType>(x).view(), stream);
       TensorContainer<Device, dim, DType> yd(c.Out().ShapeAs<dim>());
       yd.set_stream(stream);
-      ops::PoolingForward(p, xd.view(), kWriteTo, yd.view());
+      if (c.op == "MaxPool") {  // with Indices: where each maximum is, in the flat data
+        TensorContainer<Device, dim, int64_t> at(c.Out(1).ShapeAs<dim>());
+        at.set_stream(stream);
+        ops::PoolingForwardWithIndices(p, xd.view(), kWriteTo, yd.view(), at.view());
+        CheckVec(ToHost(at.view()).view(), c.Out(1).values, 0, "MaxPool Indices");
+      } else {
+        ops::PoolingForward(p, xd.view(), kWriteTo, yd.view());
+      }
       CheckVec(ToHost(yd.view()).view(), c.Out().values, kOracleTol, c.op);
     } else {
       FAIL(c.op << " cases are 1-D to 3-D");
@@ -446,7 +454,7 @@ void PoolAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
   });
 }
 
-TE_DEVICE_TEST_CASE("ONNX oracle: MaxPool and AveragePool (dilations, pads, auto_pad, ceil_mode, count_include_pad)",
+TE_DEVICE_TEST_CASE("ONNX oracle: MaxPool with Indices, AveragePool (dilations, pads, auto_pad, ceil_mode)",
                     "[onnx][pooling]") {
   for (const char* op : {"MaxPool", "AveragePool"})
     if (!ForOracleCases(op, [&](const OnnxCase& c, auto t) { PoolAgainstOracle<Device, decltype(t)>(stream, c); }))

@@ -501,6 +501,14 @@ struct RefPool {
                 }
           }
   }
+  // Max pooling's argmax: the first tap (row-major) holding the window's largest value.
+  std::vector<int64_t> Argmax(const Vec& x) const {
+    std::vector<int64_t> at(static_cast<size_t>(planes * out[0] * out[1] * out[2]), -1);
+    ForEachTap([&](index_t o, index_t i) {
+      if (i >= 0 && (at[size_t(o)] < 0 || x[size_t(i)] > x[size_t(at[size_t(o)])])) at[size_t(o)] = i;
+    });
+    return at;
+  }
   void Run(const Vec& x, const Vec& dy, Vec* y, Vec* dx) const {
     const size_t nout = static_cast<size_t>(planes * out[0] * out[1] * out[2]);
     Vec acc(nout, is_max ? -INFINITY : 0.0), count(nout, 0.0);
@@ -590,6 +598,16 @@ void RunPool(Stream<Device>* stream, const PoolCase& c, Shape<dim> xs, int nd, O
   ops::PoolingForward(p, xd.view(), req, yd.view());
   const double tol = 2 * Tol<DType>();
   CheckVec(ToHost(yd.view()).view(), Expect(req, y0, y), tol, "forward");
+  if (c.type == PoolType::kMax) {  // the same maximum with where it is
+    const std::vector<int64_t> at = r.Argmax(x);
+    TensorContainer<Device, dim, DType> y2(ys);
+    TensorContainer<Device, dim, int64_t> idx(ys);
+    y2.set_stream(stream);
+    idx.set_stream(stream);
+    ops::PoolingForwardWithIndices(p, xd.view(), kWriteTo, y2.view(), idx.view());
+    CheckVec(ToHost(y2.view()).view(), y, tol, "forward with indices");
+    CheckVec(ToHost(idx.view()).view(), Vec(at.begin(), at.end()), 0, "indices");
+  }
   // Backward reads the forward output: give it the exact one (kNullOp / kAddTo leave yd elsewhere).
   TensorContainer<cpu, dim, DType> yexact(ys);
   ForEachIndex(ys, [&](const Shape<dim>& i) {
@@ -846,6 +864,37 @@ TE_DEVICE_TEST_CASE("Pooling max propagates NaN and keeps -inf", "[ops_nn][pooli
   CHECK(dxh.dptr_[1] == 1.0f);             // the NaN window's gradient goes to its NaN pixel
   CHECK(dxh.dptr_[0] == 0.0f);
   CHECK(dxh.dptr_[4] == 0.0f);
+  // Where the maxima are: the NaN window points at its NaN, the all -inf window at its first element; ties
+  // take the first.
+  TensorContainer<cpu, 4, float> th(Shape4(1, 1, 2, 6));
+  const float t[12] = {1, nan, -inf, -inf, 5, 5, nan, 3, -inf, -inf, 2, 5};
+  for (index_t i = 0; i < 12; ++i) th.dptr_[i] = t[i];
+  auto td = ToDevice(th.view(), stream);
+  TensorContainer<Device, 4, float> ty(Shape4(1, 1, 1, 3));
+  TensorContainer<Device, 4, int64_t> at(Shape4(1, 1, 1, 3));
+  ty.set_stream(stream);
+  at.set_stream(stream);
+  ops::PoolingForwardWithIndices(p, td.view(), kWriteTo, ty.view(), at.view());
+  const auto ath = ToHost(at.view());
+  CHECK(ath.dptr_[0] == 1);  // 1, NaN / NaN, 3: the first NaN
+  CHECK(ath.dptr_[1] == 2);  // -inf everywhere
+  CHECK(ath.dptr_[2] == 4);  // 5, 5 / 2, 5: the first 5
+}
+
+TE_DEVICE_TEST_CASE("Pooling with indices names what it does not take", "[ops_nn][pooling][error]") {
+  TensorContainer<Device, 4, float> x(Shape4(1, 2, 4, 4)), y(Shape4(1, 2, 2, 2));
+  TensorContainer<Device, 4, int64_t> at(Shape4(1, 2, 2, 2)), at_bad(Shape4(1, 2, 3, 2));
+  for (auto* t : {&x, &y}) t->set_stream(stream);
+  ops::PoolingParam p = ToParam(PC({2, 2}, {2, 2}, {}, PoolType::kMax));
+  RequireError([&] { ops::PoolingForwardWithIndices(p, x.view(), kWriteTo, y.view(), at_bad.view()); },
+               {"indices shape (1,2,3,2)", "(1,2,2,2)"});
+  p.pool_type = PoolType::kAvg;
+  RequireError([&] { ops::PoolingForwardWithIndices(p, x.view(), kWriteTo, y.view(), at.view()); },
+               {"max pooling", "average"});
+  p.pool_type = PoolType::kMax;
+  p.layout = ops::Layout::kNHWC;
+  RequireError([&] { ops::PoolingForwardWithIndices(p, x.view(), kWriteTo, y.view(), at.view()); },
+               {"channels-first data only"});
 }
 
 namespace {

@@ -337,7 +337,8 @@ def conv_transpose_cases(rng, np, F):
 
 
 def pool_cases(rng, np, F):
-    """MaxPool and AveragePool in 1-D, 2-D and 3-D: strides, dilations, explicit pads (begin != end, below the
+    I64 = 7  # onnx.TensorProto.INT64
+    """MaxPool (with its Indices) and AveragePool in 1-D, 2-D and 3-D: strides, dilations, explicit pads (begin != end, below the
     kernel), ceil_mode, count_include_pad (ONNX's default 0, ours 1), auto_pad SAME_UPPER / SAME_LOWER / VALID.
     The data is at least the dilated kernel's extent, so every window holds an element. SAME cases are not
     dilated: onnxruntime and the reference evaluator size dilated SAME padding by the undilated kernel, against
@@ -363,7 +364,8 @@ def pool_cases(rng, np, F):
         if op == "AveragePool":
             attrs["count_include_pad"] = int(rng.integers(0, 2))
         x = rng.standard_normal((int(rng.integers(1, 3)), int(rng.integers(1, 4))) + spatial).astype(np.float32)
-        yield op, [("X", x)], [("Y", F)], attrs
+        outputs = [("Y", F), ("Indices", I64)] if op == "MaxPool" else [("Y", F)]  # argmax: flat, row-major
+        yield op, [("X", x)], outputs, attrs
 
 
 GENERATORS = [softmax_cases, pad_cases, matmul_cases, slice_cases, concat_cases, reduce_mean_cases, leaky_cases,

@@ -181,6 +181,14 @@ template <typename Device, int dim, typename DType>
 void PoolingForward(const PoolingParam& p, const Tensor<Device, dim, DType>& data, OpReqType req,
                     const Tensor<Device, dim, DType>& out);
 
+// Max pooling's out (req), and indices = where each maximum is: its flat row-major index in the data (ONNX
+// MaxPool's Indices with storage_order 0; for data (N, C, spatial...), the index in the whole tensor). The
+// first element equal to the maximum wins ties; a window holding NaN points at its first NaN. Channels-first
+// data only.
+template <typename Device, int dim, typename DType>
+void PoolingForwardWithIndices(const PoolingParam& p, const Tensor<Device, dim, DType>& data, OpReqType req,
+                               const Tensor<Device, dim, DType>& out, const Tensor<Device, dim, int64_t>& indices);
+
 // in_grad = d pool / d data applied to out_grad, stored as req says. `out` is the forward output (max
 // pooling routes the gradient to the inputs equal to it).
 template <typename Device, int dim, typename DType>
