@@ -92,11 +92,11 @@ bool MakeRefGeom(const ConvCase& c, RefGeom* r) {
     if (p.padding == ops::ConvPadding::kExplicit) {
       pb = p.pad.empty() ? 0 : p.pad[i];
       pe = !p.pad_end.empty() ? p.pad_end[i] : pb;
-    } else if (p.padding == ops::ConvPadding::kSame) {
-      // SAME: output ceil(in / s), the odd pixel of padding at the end.
+    } else if (p.padding == ops::ConvPadding::kSame || p.padding == ops::ConvPadding::kSameLower) {
+      // SAME: output ceil(in / s), the odd pixel of padding at the end (SAME_UPPER) or the beginning.
       const index_t out = (in + s - 1) / s, total = std::max<index_t>(0, (out - 1) * s + span - in);
-      pb = total / 2;
-      pe = total - pb;
+      pe = p.padding == ops::ConvPadding::kSame ? total - total / 2 : total / 2;
+      pb = total - pe;
     }
     if (span > in + pb + pe) return false;
     r->k[off + i] = k, r->s[off + i] = s, r->d[off + i] = d, r->pb[off + i] = pb, r->in[off + i] = in;
@@ -253,7 +253,7 @@ void FuzzConv(FuzzedDataProvider& f) {
   };
   p.stride = per_dim(1, 3);
   p.dilate = per_dim(1, 3);
-  p.padding = static_cast<ops::ConvPadding>(f.ConsumeIntegralInRange<int>(0, 2));
+  p.padding = static_cast<ops::ConvPadding>(f.ConsumeIntegralInRange<int>(0, 3));
   if (p.padding == ops::ConvPadding::kExplicit) {
     p.pad = per_dim(0, 3);
     p.pad_end = p.pad.empty() ? Vec() : per_dim(0, 3);

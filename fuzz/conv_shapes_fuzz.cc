@@ -27,7 +27,7 @@ void FuzzConv(FuzzedDataProvider& f) {
   p.num_group = Hostile(f, 4);
   p.no_bias = f.ConsumeBool();
   p.workspace = te_fuzz::HostileDouble(f);
-  p.padding = static_cast<ops::ConvPadding>(f.ConsumeIntegralInRange<int>(0, 2));
+  p.padding = static_cast<ops::ConvPadding>(f.ConsumeIntegralInRange<int>(0, 3));
   const std::vector<index_t> data = HostileVec(f, 6);
   const size_t dtype_bytes = size_t(1) << f.ConsumeIntegralInRange<int>(0, 3);
   const bool contiguous = f.ConsumeBool();

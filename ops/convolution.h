@@ -22,12 +22,13 @@ inline std::vector<index_t> ShapeVec(const Shape<dim>& s) {
   return std::vector<index_t>(s.shape_, s.shape_ + dim);
 }
 
+// Operator `op`'s tensor `name` against the shape the parameters give, and contiguous when it must be.
 template <typename Device, int dim, typename DType>
-inline void CheckTensor(const Tensor<Device, dim, DType>& t, const std::vector<index_t>& want, const char* name,
-                        bool need_contiguous) {
-  TE_CHECK(ShapeVec(t.shape_) == want, "Convolution: ", name, " shape ", t.shape_, " does not match the expected ",
+inline void CheckTensor(const char* op, const Tensor<Device, dim, DType>& t, const std::vector<index_t>& want,
+                        const char* name, bool need_contiguous) {
+  TE_CHECK(ShapeVec(t.shape_) == want, op, ": ", name, " shape ", t.shape_, " does not match the expected ",
            VecStr(want));
-  TE_CHECK(!need_contiguous || t.CheckContiguous() || t.shape_.Size() == 0, "Convolution: ", name, " of shape ",
+  TE_CHECK(!need_contiguous || t.CheckContiguous() || t.shape_.Size() == 0, op, ": ", name, " of shape ",
            t.shape_, " must be contiguous (row stride ", t.stride_, ")");
 }
 
@@ -49,6 +50,20 @@ inline Tensor<Device, dim + 1, DType> WithBatch(const Tensor<Device, dim, DType>
   s[0] = 1;
   for (int i = 0; i < dim; ++i) s[i + 1] = t.shape_[i];
   return Tensor<Device, dim + 1, DType>(t.dptr_, s, t.stride_, t.stream_);
+}
+
+// Calls f(view) with a batched tensor (N, C, spatial...), or (N, spatial..., C) channels last, viewed with
+// its channels as dimension 1: (N, C, rows, W) or (rows, C), each row's stride kept (padded rows work).
+// Where a bias is added or its gradient summed.
+template <typename Device, int dim, typename DType, typename F>
+inline void WithChannelsAt1(const Tensor<Device, dim, DType>& t, bool channels_last, F f) {
+  const Shape<dim>& s = t.shape_;
+  if (channels_last) {
+    f(Tensor<Device, 2, DType>(t.dptr_, Shape2(s.ProdShape(0, dim - 1), s[dim - 1]), t.stride_, t.stream_));
+  } else {
+    f(Tensor<Device, 4, DType>(t.dptr_, Shape4(s[0], s[1], s.ProdShape(2, dim - 1), s[dim - 1]), t.stride_,
+                               t.stream_));
+  }
 }
 
 // The extent of a tensor's memory in elements, padded rows included (scratch outputs for the tuner).
@@ -139,8 +154,8 @@ bool RunConvForward(const ConvolutionParam& p, const Tensor<Device, ddim, DType>
   const std::vector<index_t> dshape = ShapeVec(data.shape_);
   const ConvGeometry g = MakeConvGeometry(p, dshape);
   const ConvShapes shapes = InferConvShapes(p, dshape);
-  CheckTensor(weight, shapes.weight, "weight", true);
-  CheckTensor(out, shapes.out, "output", true);
+  CheckTensor("Convolution", weight, shapes.weight, "weight", true);
+  CheckTensor("Convolution", out, shapes.out, "output", true);
   // Unbatched data runs as its exact batched view (1, C, spatial...): one instance of the passes.
   if constexpr (ddim == wdim - 1) {
     return RunConvForward(p, WithBatch(data), weight, epilogue, req, WithBatch(out), only_fused);
@@ -169,15 +184,9 @@ bool RunConvForward(const ConvolutionParam& p, const Tensor<Device, ddim, DType>
     const size_t bytes = a->WorkspaceBytes(problem, stores);
     a->Run(problem, t, stores, bytes > 0 ? GetWorkspaceBytes<Device>(bytes, s) : nullptr, s);
     if (epilogue.active && !fused) {
-      // The bias alone: y (N, K, P), or (N, P, K) channels last, += b laid along the channel dimension.
+      // The bias alone, laid along the channel dimension.
       const Tensor<Device, 1, DType> bias(const_cast<DType*>(epilogue.bias), Shape1(g.K), s);
-      if (g.channels_last) {
-        Tensor<Device, 2, DType> y2(out.dptr_, Shape2(g.N * P, g.K), s);
-        y2 += expr::broadcast<1>(bias, y2.shape_);
-      } else {
-        Tensor<Device, 3, DType> y3(out.dptr_, Shape3(g.N, g.K, P), s);
-        y3 += expr::broadcast<1>(bias, y3.shape_);
-      }
+      WithChannelsAt1(out, g.channels_last, [&](auto y) { y += expr::broadcast<1>(bias, y.shape_); });
     }
     return true;
   }
@@ -191,7 +200,7 @@ void ConvolutionForward(const ConvolutionParam& p, const Tensor<Device, ddim, DT
                         const Tensor<Device, ddim, DType>& out) {
   ConvEpilogue<DType> epilogue;
   if (!p.no_bias) {
-    detail::CheckTensor(bias, InferConvShapes(p, detail::ShapeVec(data.shape_)).bias, "bias", true);
+    detail::CheckTensor("Convolution", bias, InferConvShapes(p, detail::ShapeVec(data.shape_)).bias, "bias", true);
     epilogue.active = true;
     epilogue.bias = bias.dptr_;
   }
@@ -223,11 +232,11 @@ void ConvolutionBackward(const ConvolutionParam& p, const Tensor<Device, ddim, D
   stores.data_grad = DecodeReq(req_data, "Convolution backward (data gradient)");
   stores.weight_grad = DecodeReq(req_weight, "Convolution backward (weight gradient)");
   const ReqStore bias_store = p.no_bias ? ReqStore() : DecodeReq(req_bias, "Convolution backward (bias gradient)");
-  detail::CheckTensor(out_grad, shapes.out, "output gradient", true);
-  detail::CheckTensor(weight, shapes.weight, "weight", true);
-  if (stores.data_grad.active) detail::CheckTensor(data_grad, dshape, "data gradient", false);
-  if (stores.weight_grad.active) detail::CheckTensor(weight_grad, shapes.weight, "weight gradient", true);
-  if (bias_store.active) detail::CheckTensor(bias_grad, shapes.bias, "bias gradient", true);
+  detail::CheckTensor("Convolution", out_grad, shapes.out, "output gradient", true);
+  detail::CheckTensor("Convolution", weight, shapes.weight, "weight", true);
+  if (stores.data_grad.active) detail::CheckTensor("Convolution", data_grad, dshape, "data gradient", false);
+  if (stores.weight_grad.active) detail::CheckTensor("Convolution", weight_grad, shapes.weight, "weight gradient", true);
+  if (bias_store.active) detail::CheckTensor("Convolution", bias_grad, shapes.bias, "bias gradient", true);
   if constexpr (ddim == wdim - 1) {
     ConvolutionBackward(p, detail::WithBatch(out_grad), detail::WithBatch(data), weight, req_data,
                         detail::WithBatch(data_grad), req_weight, weight_grad, req_bias, bias_grad);
@@ -236,15 +245,9 @@ void ConvolutionBackward(const ConvolutionParam& p, const Tensor<Device, ddim, D
     const StreamThreadScope threads(s);
     const index_t P = g.OutSize();
 
-    if (bias_store.active) {
-      // db = the sum of dY (N, K, P), or (N * P, K) channels last, over images and positions.
-      if (g.channels_last) {
-        const Tensor<Device, 2, DType> dy2(out_grad.dptr_, Shape2(g.N * P, g.K), s);
-        Assign(bias_grad, req_bias, expr::sumall_except_dim<1>(dy2));
-      } else {
-        const Tensor<Device, 3, DType> dy3(out_grad.dptr_, Shape3(g.N, g.K, P), s);
-        Assign(bias_grad, req_bias, expr::sumall_except_dim<1>(dy3));
-      }
+    if (bias_store.active) {  // db = the sum of dY over images and positions
+      detail::WithChannelsAt1(out_grad, g.channels_last,
+                      [&](auto dy) { Assign(bias_grad, req_bias, expr::sumall_except_dim<1>(dy)); });
     }
     if (!stores.data_grad.active && !stores.weight_grad.active) return;
     // Nothing to sum over: the weight gradient is zero, and so is every input element's.

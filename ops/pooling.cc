@@ -6,5 +6,6 @@
 namespace tensorexpr {
 namespace ops {
 TE_OPS_FOR_EACH_DTYPE(TE_INSTANTIATE_POOLING, TE_OPS_DEVICE)
+TE_POOLING_FOR_EACH_INTEGER(TE_INSTANTIATE_POOLING, TE_OPS_DEVICE)
 }  // namespace ops
 }  // namespace tensorexpr

@@ -52,6 +52,13 @@ inline Tensor<Device, 3, DType> ChannelsFirstRows(DType* ws, const Shape<3>& lsc
 }
 inline const Shape<3> kSwapLastTwo = Shape3(0, 2, 1);
 
+// Integer data pools by its maximum only: an average would have to round.
+template <typename DType>
+[[noreturn]] inline void FailIntegerAverage(const char* pass) {
+  Fail("Pooling ", pass, ": average pooling of ", DataType<DType>::name(),
+       " data; integer types take max pooling only");
+}
+
 template <int dim>
 inline std::vector<index_t> PoolShapeVec(const Shape<dim>& s) {
   return std::vector<index_t>(s.shape_, s.shape_ + dim);
@@ -86,9 +93,27 @@ void PoolingForward(const PoolingParam& p, const Tensor<Device, dim, DType>& dat
     PoolingForward(detail::VolumesParam(p, g), detail::PoolVolumes(data, g.nd), req, detail::PoolVolumes(out, g.nd));
   } else if (g.is_max) {
     Assign(out, req, expr::pool<red::maximum>(data, g));
+  } else if constexpr (std::is_integral<DType>::value) {
+    detail::FailIntegerAverage<DType>("forward");
   } else {
     Assign(out, req, expr::pool<red::sum>(data, g));  // divided as g.divisor says
   }
+}
+
+template <typename Device, int dim, typename DType>
+void PoolingForwardWithIndices(const PoolingParam& p, const Tensor<Device, dim, DType>& data, OpReqType req,
+                               const Tensor<Device, dim, DType>& out, const Tensor<Device, dim, int64_t>& indices) {
+  TE_CHECK(p.pool_type == PoolType::kMax, "Pooling forward with indices: the indices are max pooling's; pool_type is average");
+  TE_CHECK(p.layout == Layout::kNCHW, "Pooling forward with indices: channels-first data only (the indices number the ",
+           "data's elements in that order)");
+  const PoolGeometry g = MakePoolGeometry(p, detail::PoolShapeVec(data.shape_));
+  TE_CHECK(indices.shape_ == InferPoolingShape(p, data.shape_), "Pooling forward with indices: indices shape ",
+           indices.shape_, " does not match the output shape ", InferPoolingShape(p, data.shape_), " for data shape ",
+           data.shape_);
+  PoolingForward(p, data, req, out);
+  if (indices.shape_.Size() == 0) return;
+  // As (planes, D, H, W), the views the pooling runs on: the windows' flat indices are the data's.
+  Assign(detail::PoolVolumes(indices, g.nd), kWriteTo, expr::pool_argmax(detail::PoolVolumes(data, g.nd), g));
 }
 
 template <typename Device, int dim, typename DType>
@@ -134,6 +159,8 @@ void PoolingBackward(const PoolingParam& p, const Tensor<Device, dim, DType>& ou
                     PoolVolumes(out, g.nd), req, PoolVolumes(in_grad, g.nd));
   } else if (g.is_max) {
     Assign(in_grad, req, expr::unpool<red::maximum>(data, out, out_grad, g));
+  } else if constexpr (std::is_integral<DType>::value) {
+    detail::FailIntegerAverage<DType>("backward");
   } else {
     Assign(in_grad, req, expr::unpool<red::sum>(data, out, out_grad, g));
   }
@@ -143,10 +170,16 @@ void PoolingBackward(const PoolingParam& p, const Tensor<Device, dim, DType>& ou
 #define TE_POOLING_INSTANCE_(Device, dim, DType) \
   template void PoolingForward<Device, dim, DType>(const PoolingParam& p, const Tensor<Device, dim, DType>& data, \
       OpReqType req, const Tensor<Device, dim, DType>& out); \
+  template void PoolingForwardWithIndices<Device, dim, DType>(const PoolingParam& p, \
+      const Tensor<Device, dim, DType>& data, OpReqType req, const Tensor<Device, dim, DType>& out, \
+      const Tensor<Device, dim, int64_t>& indices); \
   template void PoolingBackward<Device, dim, DType>(const PoolingParam& p, \
       const Tensor<Device, dim, DType>& out_grad, const Tensor<Device, dim, DType>& data, \
       const Tensor<Device, dim, DType>& out, OpReqType req, const Tensor<Device, dim, DType>& in_grad);
 #define TE_INSTANTIATE_POOLING(Device, DType) TE_OPS_RANKS_FROM_2(TE_POOLING_INSTANCE_, Device, DType)
+// The integer types max pooling takes (ONNX's MaxPool: int8 and uint8; int32 and int64 too).
+#define TE_POOLING_FOR_EACH_INTEGER(INSTANCE, Device) \
+  INSTANCE(Device, int8_t) INSTANCE(Device, uint8_t) INSTANCE(Device, int32_t) INSTANCE(Device, int64_t)
 
 }  // namespace ops
 }  // namespace tensorexpr

@@ -1,10 +1,10 @@
 // conv_test.cc — ops/convolution.h against a naive float64 direct convolution on fresh random inputs:
-// 1-D / 2-D / 3-D, groups (incl. depthwise), strides, padding (explicit, asymmetric, SAME, VALID),
-// dilation, kernels 1/3/5/7 and non-square, batch 1 and > 1, unbatched input, padded-row views, every req,
-// every dtype; finite-difference gradient checks; chunked vs folded workspace; the workspace resource;
+// 1-D / 2-D / 3-D, groups (incl. depthwise), strides, padding (explicit, asymmetric, SAME_UPPER,
+// SAME_LOWER, VALID), dilation, kernels 1/3/5/7 and non-square, batch 1 and > 1, unbatched input,
+// padded-row views, every req, every dtype; finite-difference gradient checks; chunked vs folded workspace; the workspace resource;
 // shape / cost inference; and the errors bad parameters raise.
 #include <thread>
-#include "test_util.h"
+#include "ops_test_util.h"
 #include <tensorexpr/ops/convolution.h>
 #include "../ops/cpu/conv_per_image.h"  // PlanIm2Col and PlanConvPerImage, checked directly
 
@@ -12,7 +12,7 @@ namespace {
 using namespace te_test;
 using tensorexpr::ops::ConvolutionParam;
 using tensorexpr::ops::ConvPadding;
-using Vec = std::vector<index_t>;
+using Dims = std::vector<index_t>;
 
 // ---- the float64 reference, written from the definition ------------------------------------------------
 // All shapes are taken as 3-D spatial with leading extents of 1; pb / pe are the padding per side.
@@ -52,11 +52,11 @@ struct RefConv {
 
 // The reference's view of a case: data shape, kernel, stride, dilation and the padding per side
 // (given by hand, so that SAME / VALID are checked against numbers computed outside the library).
-RefConv MakeRef(const Vec& dshape, bool batched, const Vec& kernel, Vec stride, Vec dilate, const Vec& pb,
-                const Vec& pe, index_t K, index_t G) {
+RefConv MakeRef(const Dims& dshape, bool batched, const Dims& kernel, Dims stride, Dims dilate, const Dims& pb,
+                const Dims& pe, index_t K, index_t G) {
   const size_t nd = kernel.size(), off = 3 - nd, first = batched ? 2 : 1;
-  if (stride.empty()) stride = Vec(nd, 1);
-  if (dilate.empty()) dilate = Vec(nd, 1);
+  if (stride.empty()) stride = Dims(nd, 1);
+  if (dilate.empty()) dilate = Dims(nd, 1);
   RefConv r;
   r.N = batched ? dshape[0] : 1;
   r.C = dshape[first - 1];
@@ -74,28 +74,13 @@ RefConv MakeRef(const Vec& dshape, bool batched, const Vec& kernel, Vec stride, 
   return r;
 }
 
-// Element of a host tensor as double, exactly (test_util's At() goes through float, which would hide
-// double-precision errors).
-template <int dim, typename DType>
-double AtExact(const Tensor<cpu, dim, DType>& t, const Shape<dim>& idx) {
-  index_t row = 0;
-  for (int i = 0; i + 1 < dim; ++i) row = row * t.shape_[i] + idx[i];
-  return AsDouble(t.dptr_[row * t.stride_ + idx[dim - 1]]);
-}
-template <int dim, typename DType>
-std::vector<double> ToVec(const Tensor<cpu, dim, DType>& t) {
-  std::vector<double> v;
-  v.reserve(static_cast<size_t>(t.shape_.Size()));
-  ForEachIndex(t.shape_, [&](const Shape<dim>& idx) { v.push_back(AtExact(t, idx)); });
-  return v;
-}
 // CheckAll with the exact accessor: every element within rtol * max(1, |ref|).
 template <int dim, typename DType, typename Ref>
 void CheckClose(const Tensor<cpu, dim, DType>& got, Ref ref, double rtol, const char* what) {
   index_t bad = 0;
   std::string first;
   ForEachIndex(got.shape_, [&](const Shape<dim>& idx) {
-    const double g = AtExact(got, idx), r = ref(idx);
+    const double g = AtX(got, idx), r = ref(idx);
     if (!(std::fabs(g - r) <= rtol * std::max(1.0, std::fabs(r)))) {
       if (bad++ == 0) {
         std::ostringstream os;
@@ -109,19 +94,6 @@ void CheckClose(const Tensor<cpu, dim, DType>& got, Ref ref, double rtol, const 
   INFO("mismatches: " << bad << " of " << got.shape_.Size() << " (shape " << got.shape_ << ")");
   CHECK(bad == 0);
 }
-template <int dim>
-index_t FlatIndex(const Shape<dim>& shape, const Shape<dim>& idx) {
-  index_t f = 0;
-  for (int i = 0; i < dim; ++i) f = f * shape[i] + idx[i];
-  return f;
-}
-template <int dim>
-Shape<dim> ToShape(const Vec& v) {
-  Shape<dim> s;
-  REQUIRE(v.size() == size_t(dim));
-  for (int i = 0; i < dim; ++i) s[i] = v[i];
-  return s;
-}
 
 // A device tensor holding `h`, with padded rows when asked (a strided view for the op to read / write).
 template <typename Device, int dim, typename DType>
@@ -134,49 +106,16 @@ TensorContainer<Device, dim, DType> DeviceCopy(const Tensor<cpu, dim, DType>& h,
   return d;
 }
 
-// A shape written channels first, with the channels moved last: (N, C, s...) -> (N, s..., C), or for an
-// unbatched one (C, s...) -> (s..., C).
-inline Vec ChannelsLastShape(Vec v, bool batched) {
-  const size_t c = batched ? 1 : 0;
-  const index_t channels = v[c];
-  v.erase(v.begin() + static_cast<std::ptrdiff_t>(c));
-  v.push_back(channels);
-  return v;
-}
-
-// A dense copy of t with its channel dimension moved last (to_last) or back first; a plain copy when
-// `permute` is false. The library's transpose expression does the moving.
-template <int dim, typename DType>
-TensorContainer<cpu, dim, DType> Permuted(const Tensor<cpu, dim, DType>& t, bool permute, bool to_last, bool batched) {
-  Shape<dim> axes;
-  const int c = batched ? 1 : 0;
-  for (int i = 0; i < dim; ++i) axes[i] = i;
-  if (permute) {
-    if (to_last) {
-      for (int i = c; i + 1 < dim; ++i) axes[i] = i + 1;
-      axes[dim - 1] = c;
-    } else {
-      axes[c] = dim - 1;
-      for (int i = c + 1; i < dim; ++i) axes[i] = i - 1;
-    }
-  }
-  Shape<dim> shape;
-  for (int i = 0; i < dim; ++i) shape[i] = t.shape_[axes[i]];
-  TensorContainer<cpu, dim, DType> out(shape);
-  out = expr::transpose(t, axes);
-  return out;
-}
-
 // One case in full: what the op is asked and what the reference expects.
 struct Case {
-  Vec data;                  // data shape (batched or not)
+  Dims data;                  // data shape (batched or not)
   bool batched = true;
   ConvolutionParam param;
-  Vec ref_pb, ref_pe;        // padding per side for the reference
+  Dims ref_pb, ref_pe;        // padding per side for the reference
   bool padded_rows = false;  // give the data and its gradient padded rows
 };
 
-Case MakeCase(Vec data, Vec kernel, Vec stride, Vec pad, Vec dilate, index_t K, index_t G, bool bias,
+Case MakeCase(Dims data, Dims kernel, Dims stride, Dims pad, Dims dilate, index_t K, index_t G, bool bias,
               bool batched = true) {
   Case c;
   c.data = data;
@@ -188,7 +127,7 @@ Case MakeCase(Vec data, Vec kernel, Vec stride, Vec pad, Vec dilate, index_t K, 
   c.param.num_filter = K;
   c.param.num_group = G;
   c.param.no_bias = !bias;
-  c.ref_pb = pad.empty() ? Vec(kernel.size(), 0) : pad;
+  c.ref_pb = pad.empty() ? Dims(kernel.size(), 0) : pad;
   c.ref_pe = c.ref_pb;
   return c;
 }
@@ -202,13 +141,6 @@ double ConvTol(index_t terms) {
 struct Reqs {
   OpReqType fwd = kWriteTo, data = kWriteTo, weight = kWriteTo, bias = kWriteTo;
 };
-
-// Fills the host output with random values (kAddTo) or poison (otherwise), and returns what it holds.
-template <int dim, typename DType>
-std::vector<double> Prefill(Tensor<cpu, dim, DType> t, OpReqType req) {
-  if (req == kAddTo) FillRandom(t); else Poison(t);
-  return ToVec(t);
-}
 
 // The expected value of an output given its prefill, the reference result and the req.
 inline double Expect(OpReqType req, double before, double ref) {
@@ -230,15 +162,15 @@ void RunCase(Stream<Device>* stream, const Case& cs, Reqs reqs) {
     REQUIRE(cl.weight == ChannelsLastShape(shapes.weight, true));
   }
   // The library's shapes against the reference's.
-  Vec want_out;
+  Dims want_out;
   if (cs.batched) want_out.push_back(r.N);
   want_out.push_back(r.K);
   for (size_t i = 0; i < p.kernel.size(); ++i) want_out.push_back(r.out[3 - p.kernel.size() + i]);
   REQUIRE(shapes.out == want_out);
-  Vec want_w = {r.K, r.Cg()};
+  Dims want_w = {r.K, r.Cg()};
   for (index_t k : p.kernel) want_w.push_back(k);
   REQUIRE(shapes.weight == want_w);
-  REQUIRE(shapes.bias == (p.no_bias ? Vec{} : Vec{r.K}));
+  REQUIRE(shapes.bias == (p.no_bias ? Dims{} : Dims{r.K}));
 
   const Shape<ddim> xs = ToShape<ddim>(cs.data), ys = ToShape<ddim>(shapes.out);
   const Shape<wdim> ws = ToShape<wdim>(shapes.weight);
@@ -289,15 +221,15 @@ void RunCase(Stream<Device>* stream, const Case& cs, Reqs reqs) {
                << OpReqName(reqs.bias) << " dtype " << DataType<DType>::name() << " layout "
                << ops::LayoutName(cs.param.layout) << " algorithm '" << cs.param.algorithm << "'");
   CheckClose(back(yd, cs.batched).view(), [&](const Shape<ddim>& i) {
-    const index_t f = FlatIndex(ys, i);
+    const index_t f = Flat(ys, i);
     return Expect(reqs.fwd, y0[f], y[f]);
   }, ConvTol<DType>(taps), "forward");
   CheckClose(back(dxd, cs.batched).view(), [&](const Shape<ddim>& i) {
-    const index_t f = FlatIndex(xs, i);
+    const index_t f = Flat(xs, i);
     return Expect(reqs.data, dx0[f], dx[f]);
   }, ConvTol<DType>(r.Kg() * r.k[0] * r.k[1] * r.k[2]), "data grad");
   CheckClose(back(dwd, true).view(), [&](const Shape<wdim>& i) {
-    const index_t f = FlatIndex(ws, i);
+    const index_t f = Flat(ws, i);
     return Expect(reqs.weight, dw0[f], dw[f]);
   }, ConvTol<DType>(r.N * P), "weight grad");
   // With no_bias the bias gradient is never touched, whatever its req.
@@ -527,42 +459,43 @@ TE_DEVICE_TEST_CASE("convolution half and bf16 accumulate in float", "[conv]") {
   RunCase<Device, bf16_t, 3, 3>(stream, Grid1D()[0], ReqPattern(0));
 }
 
-TE_DEVICE_TEST_CASE("convolution SAME, VALID and asymmetric explicit padding", "[conv]") {
-  // SAME: output = ceil(in / stride); total padding (out - 1) * stride + span - in, the odd pixel after.
+// A case whose padding `mode` computes, with the padding per side the reference expects (worked out by hand).
+Case PaddingModeCase(Dims data, Dims kernel, Dims stride, Dims dilate, ConvPadding mode, Dims pb, Dims pe) {
+  Case c = MakeCase(data, kernel, stride, {}, dilate, 3, 1, true);
+  c.param.padding = mode;
+  c.ref_pb = pb;
+  c.ref_pe = pe;
+  return c;
+}
+
+TE_DEVICE_TEST_CASE("convolution SAME_UPPER, SAME_LOWER, VALID and asymmetric explicit padding", "[conv]") {
+  // SAME: output = ceil(in / stride); total padding (out - 1) * stride + span - in, the odd pixel after
+  // (SAME_UPPER) or before (SAME_LOWER).
   // H: in 8, k 4, s 2 -> out 4, total 2*3 + 4 - 8 = 2 -> (1, 1).  W: in 7, k 3, s 2 -> out 4, total 2 -> (1, 1).
-  {
-    Case c = MakeCase({2, 3, 8, 7}, {4, 3}, {2, 2}, {}, {1, 1}, 4, 1, true);
-    c.param.padding = ConvPadding::kSame;
-    c.ref_pb = {1, 1};
-    c.ref_pe = {1, 1};
-    RunCase<Device, float, 4, 4>(stream, c, ReqPattern(0));
-  }
-  // H: in 9, k 4, s 1 -> out 9, total 3 -> (1, 2).  W: in 10, k 3 dilated 2 (span 5), s 3 -> out 4,
-  // total 3*3 + 5 - 10 = 4 -> (2, 2).
-  {
-    Case c = MakeCase({1, 2, 9, 10}, {4, 3}, {1, 3}, {}, {1, 2}, 3, 1, true);
-    c.param.padding = ConvPadding::kSame;
-    c.ref_pb = {1, 2};
-    c.ref_pe = {2, 2};
-    RunCase<Device, float, 4, 4>(stream, c, ReqPattern(1));
-    RunCase<Device, double, 4, 4>(stream, c, ReqPattern(2));
-  }
-  // SAME in 3-D, asymmetric in depth: in 6, k 2, s 1 -> total 1 -> (0, 1).
-  {
-    Case c = MakeCase({1, 2, 6, 5, 4}, {2, 3, 3}, {1, 1, 1}, {}, {1, 1, 1}, 2, 1, true);
-    c.param.padding = ConvPadding::kSame;
-    c.ref_pb = {0, 1, 1};
-    c.ref_pe = {1, 1, 1};
-    RunCase<Device, double, 5, 5>(stream, c, ReqPattern(3));
-  }
+  RunCase<Device, float, 4, 4>(
+      stream, PaddingModeCase({2, 3, 8, 7}, {4, 3}, {2, 2}, {1, 1}, ConvPadding::kSame, {1, 1}, {1, 1}), ReqPattern(0));
+  // H: in 9, k 4, s 1 -> out 9, total 3 -> (1, 2), lower (2, 1).  W: in 10, k 3 dilated 2 (span 5), s 3 ->
+  // out 4, total 3*3 + 5 - 10 = 4 -> (2, 2).
+  const Case upper = PaddingModeCase({1, 2, 9, 10}, {4, 3}, {1, 3}, {1, 2}, ConvPadding::kSameUpper, {1, 2}, {2, 2});
+  const Case lower = PaddingModeCase({1, 2, 9, 10}, {4, 3}, {1, 3}, {1, 2}, ConvPadding::kSameLower, {2, 2}, {1, 2});
+  RunCase<Device, float, 4, 4>(stream, upper, ReqPattern(1));
+  RunCase<Device, double, 4, 4>(stream, upper, ReqPattern(2));
+  RunCase<Device, float, 4, 4>(stream, lower, ReqPattern(1));
+  RunCase<Device, double, 4, 4>(stream, lower, ReqPattern(5));
+  // 3-D, asymmetric in depth: in 6, k 2, s 1 -> total 1 -> (0, 1), lower (1, 0); channels last too.
+  RunCase<Device, double, 5, 5>(stream, PaddingModeCase({1, 2, 6, 5, 4}, {2, 3, 3}, {1, 1, 1}, {1, 1, 1},
+                                                        ConvPadding::kSame, {0, 1, 1}, {1, 1, 1}), ReqPattern(3));
+  Case lower3 = PaddingModeCase({1, 2, 6, 5, 4}, {2, 3, 3}, {1, 1, 1}, {1, 1, 1}, ConvPadding::kSameLower, {1, 1, 1},
+                                {0, 1, 1});
+  RunCase<Device, double, 5, 5>(stream, lower3, ReqPattern(3));
+  lower3.param.layout = ops::Layout::kNHWC;
+  RunCase<Device, float, 5, 5>(stream, lower3, ReqPattern(4));
+  // 1-D SAME_LOWER: in 7, k 4, s 2 -> out 4, total 3 -> (2, 1).
+  RunCase<Device, double, 3, 3>(
+      stream, PaddingModeCase({2, 3, 7}, {4}, {2}, {1}, ConvPadding::kSameLower, {2}, {1}), ReqPattern(2));
   // VALID ignores padding: out = (in - span) / stride + 1.
-  {
-    Case c = MakeCase({2, 2, 9, 8}, {3, 2}, {2, 1}, {}, {1, 1}, 3, 1, true);
-    c.param.padding = ConvPadding::kValid;
-    c.ref_pb = {0, 0};
-    c.ref_pe = {0, 0};
-    RunCase<Device, float, 4, 4>(stream, c, ReqPattern(4));
-  }
+  RunCase<Device, float, 4, 4>(
+      stream, PaddingModeCase({2, 2, 9, 8}, {3, 2}, {2, 1}, {1, 1}, ConvPadding::kValid, {0, 0}, {0, 0}), ReqPattern(4));
   // Explicit asymmetric padding through pad_end.
   {
     Case c = MakeCase({2, 3, 7, 6}, {3, 3}, {2, 1}, {0, 2}, {1, 1}, 2, 1, true);
@@ -572,9 +505,10 @@ TE_DEVICE_TEST_CASE("convolution SAME, VALID and asymmetric explicit padding", "
   }
 }
 
+
 TE_DEVICE_TEST_CASE("convolution accepts an unbatched input as N = 1", "[conv]") {
   Case c = MakeCase({3, 7, 8}, {3, 3}, {1, 2}, {1, 1}, {1, 1}, 4, 1, true, false);
-  REQUIRE(ops::InferConvShapes(c.param, c.data).out == Vec{4, 7, 4});
+  REQUIRE(ops::InferConvShapes(c.param, c.data).out == Dims{4, 7, 4});
   RunCase<Device, float, 3, 4>(stream, c, ReqPattern(0));
   RunCase<Device, float, 3, 4>(stream, c, ReqPattern(1));
   Case c1 = MakeCase({2, 9}, {3}, {2}, {1}, {1}, 3, 1, true, false);  // unbatched 1-D (C, W)
@@ -596,7 +530,7 @@ TE_DEVICE_TEST_CASE("convolution gives the same result under every workspace cap
   p.pad = {1, 1};
   p.num_filter = 4;
   p.num_group = 1;
-  const Vec dshape = {5, 3, 11, 5};
+  const Dims dshape = {5, 3, 11, 5};
   const double MB = 1048576.0;
   const ops::ConvGeometry geom = ops::MakeConvGeometry(p, dshape);
   REQUIRE(geom.ColRows() == 27);
@@ -763,7 +697,7 @@ TE_DEVICE_TEST_CASE("workspace grows when needed and is reused", "[conv][workspa
   FillRandom(h.view());
   Copy(c, h.view(), stream);
   auto back = ToHost(c);
-  CheckClose(back.view(), [&](const Shape<3>& i) { return AtExact(h.view(), i); }, 0.0, "workspace round trip");
+  CheckClose(back.view(), [&](const Shape<3>& i) { return AtX(h.view(), i); }, 0.0, "workspace round trip");
   // An op reports its need up front, and afterwards the stream holds at least that much.
   ConvolutionParam p;
   p.kernel = {3, 3};
@@ -823,9 +757,9 @@ TE_DEVICE_TEST_CASE("convolution shape and cost inference", "[conv]") {
   p.pad = {3, 3};
   p.num_filter = 64;
   const auto s = ops::InferConvShapes(p, {32, 3, 224, 224});
-  CHECK(s.out == Vec{32, 64, 112, 112});
-  CHECK(s.weight == Vec{64, 3, 7, 7});
-  CHECK(s.bias == Vec{64});
+  CHECK(s.out == Dims{32, 64, 112, 112});
+  CHECK(s.weight == Dims{64, 3, 7, 7});
+  CHECK(s.bias == Dims{64});
   const auto c = ops::InferConvCost(p, {32, 3, 224, 224}, 4);
   const double macs = 32.0 * 64 * 112 * 112 * 3 * 49;
   CHECK(c.forward_flops == 2 * macs + 32.0 * 64 * 112 * 112);
@@ -839,15 +773,15 @@ TE_DEVICE_TEST_CASE("convolution shape and cost inference", "[conv]") {
   p.pad = {};
   p.num_filter = 8;
   const auto s3 = ops::InferConvShapes(p, {2, 4, 5, 6, 7});
-  CHECK(s3.out == Vec{2, 8, 3, 4, 5});
-  CHECK(s3.weight == Vec{8, 4, 3, 3, 3});
+  CHECK(s3.out == Dims{2, 8, 3, 4, 5});
+  CHECK(s3.weight == Dims{8, 4, 3, 3, 3});
   CHECK(s3.bias.empty());
   // The 3-D benchmark case: 1x1x256^3 input, 8 filters 7x7x7.
   ConvolutionParam big;
   big.kernel = {7, 7, 7};
   big.num_filter = 8;
   const auto s_big = ops::InferConvShapes(big, {1, 1, 256, 256, 256});
-  CHECK(s_big.out == Vec{1, 8, 250, 250, 250});
+  CHECK(s_big.out == Dims{1, 8, 250, 250, 250});
 }
 
 using te_test::RequireError;
@@ -863,8 +797,8 @@ TE_DEVICE_TEST_CASE("convolution rejects bad parameters with useful messages", "
     p.num_group = 2;
     return p;
   };
-  const Vec data = {2, 6, 8, 8};
-  auto infer = [&](ConvolutionParam p, Vec d = {}) {
+  const Dims data = {2, 6, 8, 8};
+  auto infer = [&](ConvolutionParam p, Dims d = {}) {
     return [p, d, &data] { ops::InferConvShapes(p, d.empty() ? data : d); };
   };
   ConvolutionParam p = base();
@@ -910,7 +844,12 @@ TE_DEVICE_TEST_CASE("convolution rejects bad parameters with useful messages", "
   RequireError(infer(p, {6, 8}), {"data shape (6,8)", "expected 4 dimensions"});
   p = base();
   p.padding = ConvPadding::kSame;
-  RequireError(infer(p), {"SAME", "pad (1,1)"});
+  RequireError(infer(p), {"SAME_UPPER", "pad (1,1)"});
+  p.padding = ConvPadding::kSameLower;
+  RequireError(infer(p), {"SAME_LOWER", "pad (1,1)"});
+  p = base();
+  p.padding = static_cast<ConvPadding>(9);
+  RequireError(infer(p), {"unknown padding mode 9"});
 
   // Tensors that do not match the inferred shapes.
   p = base();
@@ -945,7 +884,7 @@ TE_DEVICE_TEST_CASE("convolution rejects bad parameters with useful messages", "
 // (negative or tiny) shape, cost or workspace size.
 TEST_CASE("convolution inference rejects values whose products overflow", "[cpu][conv][hostile]") {
   const index_t big = index_t(1) << 62;
-  auto param = [](Vec kernel, Vec dilate, Vec pad, index_t K = 4) {
+  auto param = [](Dims kernel, Dims dilate, Dims pad, index_t K = 4) {
     ConvolutionParam p;
     p.kernel = kernel;
     p.dilate = dilate;
@@ -953,7 +892,7 @@ TEST_CASE("convolution inference rejects values whose products overflow", "[cpu]
     p.num_filter = K;
     return p;
   };
-  auto all = [](const ConvolutionParam& p, const Vec& d) {
+  auto all = [](const ConvolutionParam& p, const Dims& d) {
     return [p, d] {
       ops::InferConvShapes(p, d);
       ops::InferConvCost(p, d, 4);

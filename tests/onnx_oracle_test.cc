@@ -7,8 +7,13 @@
 // saying why (tools/test.sh counts them as skipped).
 #include "ops_test_util.h"
 #include "onnx_cases.h"
+#include <tensorexpr/ops/convolution.h>
+#include <tensorexpr/ops/deconvolution.h>
+#include <tensorexpr/ops/embedding.h>
 #include <tensorexpr/ops/fully_connected.h>
 #include <tensorexpr/ops/leaky_relu.h>
+#include <tensorexpr/ops/lrn.h>
+#include <tensorexpr/ops/pooling.h>
 #include <tensorexpr/ops/softmax.h>
 
 namespace {
@@ -275,6 +280,184 @@ void LeakyAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
 TE_DEVICE_TEST_CASE("ONNX oracle: LeakyRelu, Elu and PRelu", "[onnx][leaky_relu]") {
   for (const char* op : {"LeakyRelu", "Elu", "PRelu"})
     if (!ForOracleCases(op, [&](const OnnxCase& c, auto t) { LeakyAgainstOracle<Device, decltype(t)>(stream, c); }))
+      return;
+}
+
+// An attribute's list of integers (empty when the case does not give it).
+std::vector<index_t> Ints(const OnnxCase& c, const char* name) {
+  std::vector<index_t> v;
+  if (c.attrs.count(name))
+    for (double a : c.attrs.at(name)) v.push_back(static_cast<index_t>(a));
+  return v;
+}
+
+// The window attributes Conv, ConvTranspose and the pools share, into the operator's parameters:
+// kernel_shape, strides, dilations, auto_pad (SAME_LOWER, SAME_UPPER, VALID) or pads (begin of each axis...,
+// end of each axis...).
+template <typename Param>
+void ReadWindowShape(const OnnxCase& c, Param* p) {
+  const std::string auto_pad = c.String("auto_pad", "NOTSET");
+  p->kernel = Ints(c, "kernel_shape");
+  p->stride = Ints(c, "strides");
+  p->dilate = Ints(c, "dilations");
+  p->padding = auto_pad == "SAME_LOWER" ? ops::ConvPadding::kSameLower
+             : auto_pad == "SAME_UPPER" ? ops::ConvPadding::kSameUpper
+             : auto_pad == "VALID" ? ops::ConvPadding::kValid : ops::ConvPadding::kExplicit;
+  const std::vector<index_t> pads = Ints(c, "pads");
+  const std::ptrdiff_t nd = static_cast<std::ptrdiff_t>(p->kernel.size());
+  if (!pads.empty()) {
+    p->pad.assign(pads.begin(), pads.begin() + nd);
+    p->pad_end.assign(pads.begin() + nd, pads.end());
+  }
+}
+// ... and Conv's and ConvTranspose's group; no bias without an input B.
+template <typename Param>
+void ReadWindowAttrs(const OnnxCase& c, Param* p) {
+  ReadWindowShape(c, p);
+  p->num_group = static_cast<index_t>(c.Int("group", 1));
+  p->no_bias = c.FindIn("B") == nullptr;
+}
+
+// Y of case c against op(p, X, W, B, kWriteTo, Y) (the bias empty without an input B); X of rank 3 to 5.
+template <typename Device, typename DType, typename Param, typename Op>
+void WindowedAgainstOracle(Stream<Device>* stream, const OnnxCase& c, const Param& p, Op op) {
+  const OnnxTensor &x = c.In("X"), &w = c.In("W");
+  const OnnxTensor* b = c.FindIn("B");
+  auto bd = Dev<Device>(FromVec<1, DType>(Shape1(b ? b->shape[0] : 0), b ? b->values : Vec{}).view(), stream);
+  WithRank(x.rank(), [&](auto rank) {
+    constexpr int dim = decltype(rank)::value;
+    if constexpr (dim >= 3) {
+      auto xd = Dev<Device>(HostOf<dim, DType>(x).view(), stream), wd = Dev<Device>(HostOf<dim, DType>(w).view(), stream);
+      TensorContainer<Device, dim, DType> yd(c.Out().ShapeAs<dim>());
+      yd.set_stream(stream);
+      op(p, xd.view(), wd.view(), bd.view(), kWriteTo, yd.view());
+      CheckVec(ToHost(yd.view()).view(), c.Out().values, kOracleTol, c.op);
+    } else {
+      FAIL(c.op << " cases are 1-D to 3-D");
+    }
+  });
+}
+
+// Conv: X (N, C, spatial...), W (K, C / group, kernel...), B (K) optional.
+template <typename Device, typename DType>
+void ConvAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
+  INFO(c.Describe() << " dtype " << DataType<DType>::name());
+  ops::ConvolutionParam p;
+  ReadWindowAttrs(c, &p);
+  p.num_filter = c.In("W").shape[0];
+  REQUIRE(ops::InferConvShapes(p, c.In("X").shape).out == c.Out().shape);
+  WindowedAgainstOracle<Device, DType>(stream, c, p, [](const auto&... a) { ops::ConvolutionForward(a...); });
+}
+
+TE_DEVICE_TEST_CASE("ONNX oracle: Conv with auto_pad SAME_LOWER, SAME_UPPER, VALID and explicit pads", "[onnx][conv]") {
+  ForOracleCases("Conv", [&](const OnnxCase& c, auto t) { ConvAgainstOracle<Device, decltype(t)>(stream, c); });
+}
+
+// LRN: size, alpha (1e-4), beta (0.75), bias (ONNX's default 1; our knorm's is 2).
+template <typename Device, typename DType>
+void LRNAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
+  INFO(c.Describe() << " dtype " << DataType<DType>::name());
+  ops::LRNParam p;
+  p.nsize = static_cast<index_t>(c.Int("size", 0));
+  p.alpha = c.Float("alpha", 1e-4);
+  p.beta = c.Float("beta", 0.75);
+  p.knorm = c.Float("bias", 1.0);
+  auto xd = Dev<Device>(HostOf<4, DType>(c.In("X")).view(), stream);
+  TensorContainer<Device, 4, DType> yd(xd.shape_);
+  yd.set_stream(stream);
+  ops::LRNForward(p, xd.view(), kWriteTo, yd.view());
+  CheckVec(ToHost(yd.view()).view(), c.Out().values, kOracleTol, "LRN");
+}
+
+TE_DEVICE_TEST_CASE("ONNX oracle: LRN, odd and even sizes", "[onnx][lrn]") {
+  ForOracleCases("LRN", [&](const OnnxCase& c, auto t) { LRNAgainstOracle<Device, decltype(t)>(stream, c); });
+}
+
+// Gather on axis 0 of a 2-D table: Embedding with the table as its weight; indices as int64 (the file keeps
+// their values, not their type).
+template <typename Device, typename DType>
+void GatherAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
+  INFO(c.Describe() << " dtype " << DataType<DType>::name());
+  const OnnxTensor &table = c.In("data"), &idx = c.In("indices");
+  ops::EmbeddingParam p;
+  p.input_dim = table.shape[0];
+  p.output_dim = table.shape[1];
+  p.mode = ops::EmbeddingMode::kRaise;
+  auto wd = Dev<Device>(HostOf<2, DType>(table).view(), stream);
+  WithRank(idx.rank(), [&](auto rank) {
+    constexpr int dim = decltype(rank)::value;
+    if constexpr (dim <= 4) {
+      auto id = Dev<Device>(HostOf<dim, int64_t>(idx).view(), stream);
+      TensorContainer<Device, dim + 1, DType> yd(c.Out().ShapeAs<dim + 1>());
+      yd.set_stream(stream);
+      ops::EmbeddingForward(p, id.view(), wd.view(), kWriteTo, yd.view());
+      CheckVec(ToHost(yd.view()).view(), c.Out().values, kMovedTol, "Gather");
+    } else {
+      FAIL("Gather cases have indices of rank 1 to 4");
+    }
+  });
+}
+
+TE_DEVICE_TEST_CASE("ONNX oracle: Gather on axis 0 as Embedding", "[onnx][embedding]") {
+  ForOracleCases("Gather", [&](const OnnxCase& c, auto t) { GatherAgainstOracle<Device, decltype(t)>(stream, c); });
+}
+
+// ConvTranspose: X (N, C, spatial...), W (C, M / group, kernel...), B (M) optional; output_padding (our adj);
+// output_shape (our target_shape: the odd pixel of padding before, after with auto_pad SAME_UPPER).
+template <typename Device, typename DType>
+void ConvTransposeAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
+  INFO(c.Describe() << " dtype " << DataType<DType>::name());
+  ops::DeconvolutionParam p;
+  ReadWindowAttrs(c, &p);
+  p.num_filter = c.In("W").shape[1] * p.num_group;
+  p.adj = Ints(c, "output_padding");
+  p.target_shape = Ints(c, "output_shape");
+  REQUIRE(ops::InferDeconvShapes(p, c.In("X").shape).out == c.Out().shape);
+  WindowedAgainstOracle<Device, DType>(stream, c, p, [](const auto&... a) { ops::DeconvolutionForward(a...); });
+}
+
+TE_DEVICE_TEST_CASE("ONNX oracle: ConvTranspose as Deconvolution", "[onnx][deconv]") {
+  ForOracleCases("ConvTranspose",
+                 [&](const OnnxCase& c, auto t) { ConvTransposeAgainstOracle<Device, decltype(t)>(stream, c); });
+}
+
+// MaxPool (and its Indices) and AveragePool: ceil_mode (our pooling_convention full), count_include_pad (ONNX's
+// default 0).
+template <typename Device, typename DType>
+void PoolAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
+  INFO(c.Describe() << " dtype " << DataType<DType>::name());
+  ops::PoolingParam p;
+  ReadWindowShape(c, &p);
+  p.pool_type = c.op == "MaxPool" ? ops::PoolType::kMax : ops::PoolType::kAvg;
+  p.pooling_convention = c.Int("ceil_mode", 0) ? ops::PoolingConvention::kFull : ops::PoolingConvention::kValid;
+  p.count_include_pad = c.Int("count_include_pad", 0) != 0;
+  const OnnxTensor& x = c.In("X");
+  WithRank(x.rank(), [&](auto rank) {
+    constexpr int dim = decltype(rank)::value;
+    if constexpr (dim >= 3) {
+      REQUIRE(ops::InferPoolingShape(p, x.ShapeAs<dim>()) == c.Out().ShapeAs<dim>());
+      auto xd = Dev<Device>(HostOf<dim, DType>(x).view(), stream);
+      TensorContainer<Device, dim, DType> yd(c.Out().ShapeAs<dim>());
+      yd.set_stream(stream);
+      if (c.op == "MaxPool") {  // with Indices: where each maximum is, in the flat data
+        TensorContainer<Device, dim, int64_t> at(c.Out(1).ShapeAs<dim>());
+        at.set_stream(stream);
+        ops::PoolingForwardWithIndices(p, xd.view(), kWriteTo, yd.view(), at.view());
+        CheckVec(ToHost(at.view()).view(), c.Out(1).values, 0, "MaxPool Indices");
+      } else {
+        ops::PoolingForward(p, xd.view(), kWriteTo, yd.view());
+      }
+      CheckVec(ToHost(yd.view()).view(), c.Out().values, kOracleTol, c.op);
+    } else {
+      FAIL(c.op << " cases are 1-D to 3-D");
+    }
+  });
+}
+
+TE_DEVICE_TEST_CASE("ONNX oracle: MaxPool with Indices, AveragePool (dilations, pads, auto_pad, ceil_mode)",
+                    "[onnx][pooling]") {
+  for (const char* op : {"MaxPool", "AveragePool"})
+    if (!ForOracleCases(op, [&](const OnnxCase& c, auto t) { PoolAgainstOracle<Device, decltype(t)>(stream, c); }))
       return;
 }
 

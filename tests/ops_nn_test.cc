@@ -454,7 +454,8 @@ using ops::PoolingConvention;
 using IVec = std::vector<index_t>;
 
 struct PoolCase {
-  IVec kernel, stride, pad;
+  IVec kernel, stride, pad, pad_end, dilate;
+  ops::ConvPadding padding = ops::ConvPadding::kExplicit;
   PoolType type = PoolType::kMax;
   PoolingConvention conv = PoolingConvention::kValid;
   bool global = false, include_pad = true;
@@ -465,6 +466,9 @@ ops::PoolingParam ToParam(const PoolCase& c) {
   p.kernel = c.kernel;
   p.stride = c.stride;
   p.pad = c.pad;
+  p.pad_end = c.pad_end;
+  p.dilate = c.dilate;
+  p.padding = c.padding;
   p.pool_type = c.type;
   p.pooling_convention = c.conv;
   p.global_pool = c.global;
@@ -476,6 +480,7 @@ ops::PoolingParam ToParam(const PoolCase& c) {
 // a real element, padding (inside the padded image) or beyond it (full convention's clipped windows).
 struct RefPool {
   index_t planes = 1, in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1}, s[3] = {1, 1, 1}, p[3] = {0, 0, 0};
+  index_t pe[3] = {0, 0, 0}, d[3] = {1, 1, 1};  // padding after, dilation
   bool is_max = true, include_pad = true;
   // f(output flat index, input flat index or -1 for padding), over taps inside the padded image.
   template <typename F>
@@ -488,12 +493,21 @@ struct RefPool {
             for (index_t a = 0; a < k[0]; ++a)
               for (index_t b = 0; b < k[1]; ++b)
                 for (index_t c = 0; c < k[2]; ++c) {
-                  const index_t z = od * s[0] - p[0] + a, y = oh * s[1] - p[1] + b, x = ow * s[2] - p[2] + c;
-                  if (z >= in[0] + p[0] || y >= in[1] + p[1] || x >= in[2] + p[2]) continue;
+                  const index_t z = od * s[0] - p[0] + a * d[0], y = oh * s[1] - p[1] + b * d[1],
+                                x = ow * s[2] - p[2] + c * d[2];
+                  if (z >= in[0] + pe[0] || y >= in[1] + pe[1] || x >= in[2] + pe[2]) continue;
                   const bool real = z >= 0 && y >= 0 && x >= 0 && z < in[0] && y < in[1] && x < in[2];
                   f(o, real ? ((n * in[0] + z) * in[1] + y) * in[2] + x : index_t(-1));
                 }
           }
+  }
+  // Max pooling's argmax: the first tap (row-major) holding the window's largest value.
+  std::vector<int64_t> Argmax(const Vec& x) const {
+    std::vector<int64_t> at(static_cast<size_t>(planes * out[0] * out[1] * out[2]), -1);
+    ForEachTap([&](index_t o, index_t i) {
+      if (i >= 0 && (at[size_t(o)] < 0 || x[size_t(i)] > x[size_t(at[size_t(o)])])) at[size_t(o)] = i;
+    });
+    return at;
   }
   void Run(const Vec& x, const Vec& dy, Vec* y, Vec* dx) const {
     const size_t nout = static_cast<size_t>(planes * out[0] * out[1] * out[2]);
@@ -531,12 +545,23 @@ RefPool MakeRefPool(const PoolCase& c, const Shape<dim>& xs, int nd) {
     r.in[j] = in;
     r.k[j] = c.global ? in : c.kernel[i];
     r.s[j] = c.global || c.stride.empty() ? 1 : c.stride[i];
+    r.d[j] = c.global || c.dilate.empty() ? 1 : c.dilate[i];
     r.p[j] = c.global || c.pad.empty() ? 0 : c.pad[i];
-    const index_t span = in + 2 * r.p[j] - r.k[j];
+    r.pe[j] = c.global || c.pad_end.empty() ? r.p[j] : c.pad_end[i];
+    const index_t extent = (r.k[j] - 1) * r.d[j] + 1;
+    if (c.padding == ops::ConvPadding::kSameUpper || c.padding == ops::ConvPadding::kSameLower) {
+      r.out[j] = (in + r.s[j] - 1) / r.s[j];
+      const index_t total = std::max<index_t>(0, (r.out[j] - 1) * r.s[j] + extent - in);
+      r.p[j] = c.padding == ops::ConvPadding::kSameUpper ? total / 2 : (total + 1) / 2;  // the odd one after / before
+      r.pe[j] = total - r.p[j];
+      continue;
+    }
+    if (c.padding == ops::ConvPadding::kValid) r.p[j] = r.pe[j] = 0;
+    const index_t room = in + r.p[j] + r.pe[j] - extent;
     if (c.conv == PoolingConvention::kValid) {
-      r.out[j] = span / r.s[j] + 1;
+      r.out[j] = room / r.s[j] + 1;
     } else {
-      r.out[j] = (span + r.s[j] - 1) / r.s[j] + 1;
+      r.out[j] = (room + r.s[j] - 1) / r.s[j] + 1;
       if ((r.out[j] - 1) * r.s[j] >= in + r.p[j]) --r.out[j];
     }
   }
@@ -550,8 +575,10 @@ void RunPool(Stream<Device>* stream, const PoolCase& c, Shape<dim> xs, int nd, O
   Shape<dim> ys = xs;
   for (int i = 0; i < nd; ++i) ys[dim - nd + i] = r.out[3 - nd + i];
   REQUIRE(ops::InferPoolingShape(p, xs) == ys);
-  auto xh = Uniform<dim, DType>(xs);
-  auto dyh = Uniform<dim, DType>(ys);
+  // Integers over a range wide enough that a window's maximum is mostly unique.
+  const bool integral = std::is_integral<DType>::value;
+  auto xh = Uniform<dim, DType>(xs, integral ? (std::is_unsigned<DType>::value ? 0 : -100) : -1, integral ? 100 : 1);
+  auto dyh = Uniform<dim, DType>(ys, integral ? (std::is_unsigned<DType>::value ? 0 : -5) : -1, integral ? 5 : 1);
   TensorContainer<cpu, dim, DType> yh(ys), dxh(xs);
   const Vec x = ToVec(xh.view()), dy = ToVec(dyh.view());
   const Vec y0 = Prefill(yh.view(), req), dx0 = Prefill(dxh.view(), req);
@@ -563,12 +590,24 @@ void RunPool(Stream<Device>* stream, const PoolCase& c, Shape<dim> xs, int nd, O
   auto dyd = Dev<Device>(dyh.view(), stream, padded);
   INFO("data " << xs << " out " << ys << " kernel " << r.k[0] << "x" << r.k[1] << "x" << r.k[2] << " stride "
                << r.s[0] << "x" << r.s[1] << "x" << r.s[2] << " pad " << r.p[0] << "x" << r.p[1] << "x" << r.p[2]
+               << " pad_end " << r.pe[0] << "x" << r.pe[1] << "x" << r.pe[2] << " dilate " << r.d[0] << "x" << r.d[1]
+               << "x" << r.d[2] << " padding " << ops::ConvPaddingName(c.padding)
                << (c.type == PoolType::kMax ? " max" : " avg") << (c.include_pad ? "" : " exclude-pad")
                << (c.conv == PoolingConvention::kFull ? " full" : " valid") << (c.global ? " global" : "")
                << " req " << OpReqName(req) << " padded " << padded << " dtype " << DataType<DType>::name());
   ops::PoolingForward(p, xd.view(), req, yd.view());
   const double tol = 2 * Tol<DType>();
   CheckVec(ToHost(yd.view()).view(), Expect(req, y0, y), tol, "forward");
+  if (c.type == PoolType::kMax) {  // the same maximum with where it is
+    const std::vector<int64_t> at = r.Argmax(x);
+    TensorContainer<Device, dim, DType> y2(ys);
+    TensorContainer<Device, dim, int64_t> idx(ys);
+    y2.set_stream(stream);
+    idx.set_stream(stream);
+    ops::PoolingForwardWithIndices(p, xd.view(), kWriteTo, y2.view(), idx.view());
+    CheckVec(ToHost(y2.view()).view(), y, tol, "forward with indices");
+    CheckVec(ToHost(idx.view()).view(), Vec(at.begin(), at.end()), 0, "indices");
+  }
   // Backward reads the forward output: give it the exact one (kNullOp / kAddTo leave yd elsewhere).
   TensorContainer<cpu, dim, DType> yexact(ys);
   ForEachIndex(ys, [&](const Shape<dim>& i) {
@@ -647,6 +686,94 @@ TE_DEVICE_TEST_CASE("Pooling 1-D and 3-D match the float64 reference", "[ops_nn]
   }
 }
 
+// Max pooling of integers (the int8 / uint8 outputs take kAddTo: the poison other reqs prefill with does not fit
+// them); average pooling of integers is an Error naming the dtype.
+TE_DEVICE_TEST_CASE("Pooling max takes integer types", "[ops_nn][pooling]") {
+  const PoolType kMax = PoolType::kMax;
+  for (OpReqType req : kAllReqs)
+    RunPool<Device, int32_t, 4>(stream, PC({3, 3}, {2, 2}, {1, 1}, kMax), Shape4(2, 3, 7, 9), 2, req, true);
+  RunPool<Device, int64_t, 5>(stream, PC({2, 3, 2}, {1, 2, 2}, {1, 1, 0}, kMax, kFullConv), Shape5(1, 2, 4, 5, 6), 3,
+                              kWriteTo, false);
+  RunPool<Device, int8_t, 3>(stream, PC({3}, {2}, {1}, kMax), Shape3(2, 3, 11), 1, kAddTo, false);
+  RunPool<Device, uint8_t, 4>(stream, PC({2, 2}, {2, 2}, {}, kMax), Shape4(2, 2, 6, 8), 2, kAddTo, true);
+  PoolCase g = PC({}, {}, {}, kMax);
+  g.global = true;
+  RunPool<Device, int32_t, 4>(stream, g, Shape4(2, 3, 5, 4), 2, kWriteTo, false);
+  TensorContainer<Device, 4, int32_t> x(Shape4(1, 2, 4, 4)), y(Shape4(1, 2, 2, 2));
+  x.set_stream(stream);
+  y.set_stream(stream);
+  const ops::PoolingParam avg = ToParam(PC({2, 2}, {2, 2}, {}, PoolType::kAvg));
+  RequireError([&] { ops::PoolingForward(avg, x.view(), kWriteTo, y.view()); },
+               {"Pooling forward", "average pooling of int32 data", "max pooling only"});
+  RequireError([&] { ops::PoolingBackward(avg, y.view(), x.view(), y.view(), kWriteTo, x.view()); },
+               {"Pooling backward", "int32"});
+}
+
+// A case with padding after that differs from the padding before, dilation, or a padding mode.
+PoolCase PCX(IVec k, IVec s, IVec pad, IVec pad_end, IVec dilate, PoolType t,
+             ops::ConvPadding padding = ops::ConvPadding::kExplicit, PoolingConvention conv = kValidConv,
+             bool include_pad = true) {
+  PoolCase c = PC(k, s, pad, t, conv, include_pad);
+  c.pad_end = pad_end;
+  c.dilate = dilate;
+  c.padding = padding;
+  return c;
+}
+
+TE_DEVICE_TEST_CASE("Pooling with asymmetric padding, dilation, SAME_UPPER / SAME_LOWER and VALID", "[ops_nn][pooling]") {
+  using ops::ConvPadding;
+  for (PoolType t : kPoolTypes) {
+    for (bool include_pad : {true, false}) {
+      // Asymmetric padding, both conventions.
+      for (OpReqType req : kAllReqs)
+        RunPool<Device, float, 4>(stream, PCX({3, 3}, {2, 2}, {0, 2}, {2, 1}, {}, t, ConvPadding::kExplicit, kValidConv,
+                                              include_pad), Shape4(2, 3, 7, 8), 2, req, true);
+      RunPool<Device, double, 4>(stream, PCX({3, 2}, {2, 3}, {1, 0}, {0, 1}, {}, t, ConvPadding::kExplicit, kFullConv,
+                                             include_pad), Shape4(1, 2, 8, 10), 2, kAddTo, false);
+      // Dilation, with padding and both conventions; 1-D and 3-D too.
+      RunPool<Device, double, 4>(stream, PCX({3, 2}, {1, 2}, {1, 1}, {2, 0}, {2, 3}, t, ConvPadding::kExplicit,
+                                             kValidConv, include_pad), Shape4(2, 2, 9, 10), 2, kWriteTo, true);
+      RunPool<Device, double, 4>(stream, PCX({2, 3}, {3, 2}, {1, 2}, {}, {3, 2}, t, ConvPadding::kExplicit, kFullConv,
+                                             include_pad), Shape4(1, 3, 11, 9), 2, kAddTo, false);
+      RunPool<Device, double, 3>(stream, PCX({3}, {2}, {2}, {1}, {2}, t, ConvPadding::kExplicit, kValidConv,
+                                             include_pad), Shape3(2, 3, 13), 1, kWriteTo, false);
+      RunPool<Device, float, 5>(stream, PCX({2, 2, 2}, {1, 2, 1}, {1, 0, 1}, {0, 1, 1}, {2, 1, 2}, t,
+                                            ConvPadding::kExplicit, kValidConv, include_pad), Shape5(1, 2, 5, 6, 5), 3,
+                                kAddTo, true);
+      // The padding modes: SAME (ceil(in / stride) windows, the odd padding after or before), VALID.
+      for (ConvPadding m : {ConvPadding::kSameUpper, ConvPadding::kSameLower, ConvPadding::kValid}) {
+        RunPool<Device, double, 4>(stream, PCX({3, 4}, {2, 3}, {}, {}, {}, t, m, kValidConv, include_pad),
+                                   Shape4(2, 2, 8, 10), 2, kWriteTo, false);
+        RunPool<Device, double, 3>(stream, PCX({2}, {1}, {}, {}, {3}, t, m, kFullConv, include_pad), Shape3(2, 2, 9), 1,
+                                   kAddTo, true);
+      }
+    }
+    RunPool<Device, half_t, 4>(stream, PCX({3, 3}, {2, 1}, {1, 0}, {0, 2}, {2, 2}, t), Shape4(1, 2, 9, 8), 2, kWriteTo,
+                               false);
+    RunPool<Device, bf16_t, 4>(stream, PCX({2, 2}, {2, 2}, {}, {}, {}, t, ops::ConvPadding::kSameLower), Shape4(1, 2, 7, 5),
+                               2, kAddTo, false);
+  }
+  RunPool<Device, int32_t, 4>(stream, PCX({3, 3}, {2, 2}, {}, {}, {2, 1}, PoolType::kMax, ops::ConvPadding::kSameUpper),
+                              Shape4(2, 2, 7, 6), 2, kWriteTo, false);
+}
+
+TE_DEVICE_TEST_CASE("Pooling names bad padding, dilation and modes", "[ops_nn][pooling][error]") {
+  using ops::ConvPadding;
+  auto infer = [](const PoolCase& c, Shape<4> xs = Shape4(1, 2, 5, 5)) {
+    return [c, xs] { ops::InferPoolingShape(ToParam(c), xs); };
+  };
+  RequireError(infer(PCX({2, 2}, {}, {1, 0}, {2, 0}, {}, PoolType::kMax)), {"pad_end[0] = 2", "kernel[0] = 2"});
+  RequireError(infer(PCX({2, 2}, {}, {}, {1}, {}, PoolType::kMax)), {"pad_end (1,)", "1 entries", "2 spatial"});
+  RequireError(infer(PCX({2, 2}, {}, {}, {}, {0, 1}, PoolType::kMax)), {"dilate[0] = 0"});
+  RequireError(infer(PCX({2, 2}, {}, {1, 1}, {}, {}, PoolType::kAvg, ConvPadding::kSameUpper)),
+               {"padding mode SAME_UPPER", "leave pad (1,1)"});
+  RequireError(infer(PCX({2, 2}, {}, {}, {}, {}, PoolType::kAvg, static_cast<ConvPadding>(6))), {"unknown padding mode 6"});
+  RequireError(infer(PCX({3, 2}, {}, {}, {}, {3, 1}, PoolType::kMax)), {"kernel[0] = 3 with dilate 3 spans 7", "(1,2,5,5)"});
+  // Dilated windows stepping over the image: kernel 2, dilation 3 and padding 2 over 1 element: taps -2 and 1.
+  RequireError(infer(PCX({2, 2}, {}, {2, 0}, {}, {3, 1}, PoolType::kMax), Shape4(1, 1, 1, 4)),
+               {"window 0 of spatial dimension 0", "holds no element"});
+}
+
 // d/dx of sum(dy * pool(x)) by central differences on the library's forward, against its backward.
 template <typename Device, int dim>
 void PoolFiniteDifferences(Stream<Device>* stream, const PoolCase& c, Shape<dim> xs) {
@@ -693,6 +820,8 @@ TE_DEVICE_TEST_CASE("Pooling gradients match finite differences", "[ops_nn][pool
     PoolFiniteDifferences<Device, 4>(stream, PC({3, 3}, {2, 2}, {1, 1}, t, kFullConv, false), Shape4(1, 1, 5, 6));
     PoolFiniteDifferences<Device, 3>(stream, PC({3}, {2}, {1}, t), Shape3(1, 2, 7));
     PoolFiniteDifferences<Device, 5>(stream, PC({2, 2, 2}, {1, 2, 1}, {1, 0, 1}, t), Shape5(1, 1, 3, 4, 3));
+    PoolFiniteDifferences<Device, 4>(stream, PCX({3, 2}, {2, 1}, {1, 0}, {0, 1}, {2, 2}, t), Shape4(1, 2, 7, 5));
+    PoolFiniteDifferences<Device, 3>(stream, PCX({3}, {2}, {}, {}, {2}, t, ops::ConvPadding::kSameLower), Shape3(1, 1, 8));
   }
 }
 
@@ -735,6 +864,37 @@ TE_DEVICE_TEST_CASE("Pooling max propagates NaN and keeps -inf", "[ops_nn][pooli
   CHECK(dxh.dptr_[1] == 1.0f);             // the NaN window's gradient goes to its NaN pixel
   CHECK(dxh.dptr_[0] == 0.0f);
   CHECK(dxh.dptr_[4] == 0.0f);
+  // Where the maxima are: the NaN window points at its NaN, the all -inf window at its first element; ties
+  // take the first.
+  TensorContainer<cpu, 4, float> th(Shape4(1, 1, 2, 6));
+  const float t[12] = {1, nan, -inf, -inf, 5, 5, nan, 3, -inf, -inf, 2, 5};
+  for (index_t i = 0; i < 12; ++i) th.dptr_[i] = t[i];
+  auto td = ToDevice(th.view(), stream);
+  TensorContainer<Device, 4, float> ty(Shape4(1, 1, 1, 3));
+  TensorContainer<Device, 4, int64_t> at(Shape4(1, 1, 1, 3));
+  ty.set_stream(stream);
+  at.set_stream(stream);
+  ops::PoolingForwardWithIndices(p, td.view(), kWriteTo, ty.view(), at.view());
+  const auto ath = ToHost(at.view());
+  CHECK(ath.dptr_[0] == 1);  // 1, NaN / NaN, 3: the first NaN
+  CHECK(ath.dptr_[1] == 2);  // -inf everywhere
+  CHECK(ath.dptr_[2] == 4);  // 5, 5 / 2, 5: the first 5
+}
+
+TE_DEVICE_TEST_CASE("Pooling with indices names what it does not take", "[ops_nn][pooling][error]") {
+  TensorContainer<Device, 4, float> x(Shape4(1, 2, 4, 4)), y(Shape4(1, 2, 2, 2));
+  TensorContainer<Device, 4, int64_t> at(Shape4(1, 2, 2, 2)), at_bad(Shape4(1, 2, 3, 2));
+  for (auto* t : {&x, &y}) t->set_stream(stream);
+  ops::PoolingParam p = ToParam(PC({2, 2}, {2, 2}, {}, PoolType::kMax));
+  RequireError([&] { ops::PoolingForwardWithIndices(p, x.view(), kWriteTo, y.view(), at_bad.view()); },
+               {"indices shape (1,2,3,2)", "(1,2,2,2)"});
+  p.pool_type = PoolType::kAvg;
+  RequireError([&] { ops::PoolingForwardWithIndices(p, x.view(), kWriteTo, y.view(), at.view()); },
+               {"max pooling", "average"});
+  p.pool_type = PoolType::kMax;
+  p.layout = ops::Layout::kNHWC;
+  RequireError([&] { ops::PoolingForwardWithIndices(p, x.view(), kWriteTo, y.view(), at.view()); },
+               {"channels-first data only"});
 }
 
 namespace {

@@ -1,6 +1,7 @@
 // ops_test_util.h — helpers the operator tests share (test_util.h has the general ones): values of a host
 // tensor as doubles, comparison with a float64 reference, device copies with padded rows, output prefill
-// per req and what the output must hold after it, and the central-difference gradient check.
+// per req and what the output must hold after it, channels moved last and back, and the central-difference
+// gradient check.
 #pragma once
 #include <algorithm>
 #include <functional>
@@ -63,10 +64,11 @@ TensorContainer<Device, dim, DType> Dev(const Tensor<cpu, dim, DType>& h, Stream
   Sync(s);
   return d;
 }
-// Random prefill for kAddTo, poison otherwise; returns what the output holds before the op.
+// Random prefill for kAddTo (not negative for unsigned types), poison otherwise; returns what the output
+// holds before the op.
 template <int dim, typename DType>
 Vec Prefill(Tensor<cpu, dim, DType> t, OpReqType req) {
-  if (req == kAddTo) FillRandom(t); else Poison(t);
+  if (req == kAddTo) FillRandom(t, std::is_unsigned<DType>::value ? 0.0 : -1.0, 1.0); else Poison(t);
   return ToVec(t);
 }
 // What an output should hold after the op, given its prefill and the reference result.
@@ -99,6 +101,47 @@ TensorContainer<cpu, dim, DType> FromVec(const Shape<dim>& shape, const Vec& v) 
   });
   return t;
 }
+// A Shape<dim> of extents given at run time.
+template <int dim>
+Shape<dim> ToShape(const std::vector<index_t>& v) {
+  Shape<dim> s;
+  REQUIRE(v.size() == size_t(dim));
+  for (int i = 0; i < dim; ++i) s[i] = v[size_t(i)];
+  return s;
+}
+// A shape written channels first, with the channels moved last: (N, C, s...) -> (N, s..., C), or for an
+// unbatched one (C, s...) -> (s..., C).
+inline std::vector<index_t> ChannelsLastShape(std::vector<index_t> v, bool batched) {
+  const size_t c = batched ? 1 : 0;
+  const index_t channels = v[c];
+  v.erase(v.begin() + static_cast<std::ptrdiff_t>(c));
+  v.push_back(channels);
+  return v;
+}
+
+// A dense copy of t with its channel dimension moved last (to_last) or back first; a plain copy when
+// `permute` is false. The library's transpose expression does the moving.
+template <int dim, typename DType>
+TensorContainer<cpu, dim, DType> Permuted(const Tensor<cpu, dim, DType>& t, bool permute, bool to_last, bool batched) {
+  Shape<dim> axes;
+  const int c = batched ? 1 : 0;
+  for (int i = 0; i < dim; ++i) axes[i] = i;
+  if (permute) {
+    if (to_last) {
+      for (int i = c; i + 1 < dim; ++i) axes[i] = i + 1;
+      axes[dim - 1] = c;
+    } else {
+      axes[c] = dim - 1;
+      for (int i = c + 1; i < dim; ++i) axes[i] = i - 1;
+    }
+  }
+  Shape<dim> shape;
+  for (int i = 0; i < dim; ++i) shape[i] = t.shape_[axes[i]];
+  TensorContainer<cpu, dim, DType> out(shape);
+  out = expr::transpose(t, axes);
+  return out;
+}
+
 const OpReqType kAllReqs[] = {kNullOp, kWriteTo, kWriteInplace, kAddTo};
 
 // The gradient check of a backward pass: `grad` must be d/dx_i of sum_j dy_j * f(x)_j for every i, by

@@ -65,7 +65,9 @@ class Oracle:
         from onnx.reference import ReferenceEvaluator
         self.helper, self.numpy_helper, self.Reference = helper, numpy_helper, ReferenceEvaluator
         self.options = ort.SessionOptions()
-        self.options.log_severity_level = 3
+        # Fatal messages only: a node onnxruntime refuses goes to the reference evaluator, its refusal is
+        # no error worth printing.
+        self.options.log_severity_level = 4
         self.options.intra_op_num_threads = 1
 
     def model(self, op, inputs, outputs, attrs):
@@ -229,8 +231,146 @@ def fully_connected_cases(rng, np, F):
             yield "MatMul", [("A", x), ("B", np.ascontiguousarray(w.T))], [("Y", F)], {}
 
 
+def window_case(rng, i, modes):
+    """What Conv and ConvTranspose case i draws alike: its mode (cycling through `modes`), spatial rank (1 to 3),
+    groups, and input and output channels (multiples of the groups)."""
+    groups = int(rng.integers(1, 3))
+    return modes[i % len(modes)], 1 + i % 3, groups, groups * int(rng.integers(1, 3)), groups * int(rng.integers(1, 3))
+
+
+def window_sizes(rng, nd):
+    """Kernel extents 1 to 3, strides 1 to 3 and dilations 1 to 2 per spatial dimension."""
+    return ([int(v) for v in rng.integers(1, 4, size=nd)], [int(v) for v in rng.integers(1, 4, size=nd)],
+            [int(v) for v in rng.integers(1, 3, size=nd)])
+
+
+def conv_cases(rng, np, F):
+    """Conv in 1-D, 2-D and 3-D with groups, strides, dilations and a bias now and then; auto_pad SAME_LOWER
+    most often (the odd pixel of padding before), SAME_UPPER, VALID, or explicit pads (begin != end)."""
+    modes = ("SAME_LOWER", "SAME_UPPER", "SAME_LOWER", "VALID", "NOTSET", "SAME_LOWER")
+    for i in range(36):
+        mode, nd, groups, c, k = window_case(rng, i, modes)
+        kernel, strides, dilations = window_sizes(rng, nd)
+        span = [(kk - 1) * d + 1 for kk, d in zip(kernel, dilations)]
+        pads = [int(v) for v in rng.integers(0, 3, size=2 * nd)] if mode == "NOTSET" else [0] * (2 * nd)
+        # VALID and explicit padding need the dilated kernel to fit.
+        spatial = random_shape(rng, nd, 1, {1: 9, 2: 7, 3: 5}[nd], 200)
+        spatial = tuple(max(d, s - pads[j] - pads[j + nd]) for j, (d, s) in enumerate(zip(spatial, span)))
+        x = rng.standard_normal((int(rng.integers(1, 3)), c) + spatial).astype(np.float32)
+        w = rng.standard_normal((k, c // groups) + tuple(kernel)).astype(np.float32)
+        inputs = [("X", x), ("W", w)]
+        if i % 2:
+            inputs.append(("B", rng.standard_normal((k,)).astype(np.float32)))
+        attrs = {"auto_pad": mode, "group": groups, "kernel_shape": kernel, "strides": strides,
+                 "dilations": dilations}
+        if mode == "NOTSET":
+            attrs["pads"] = pads
+        yield "Conv", inputs, [("Y", F)], attrs
+
+
+def lrn_cases(rng, np, F):
+    """LRN over the channels of (N, C, H, W) data (both runners take 4-D only), windows wider than the channels
+    too, alpha / beta / bias given or ONNX's defaults. onnxruntime takes odd sizes only; even ones go to the
+    reference evaluator, whose loop over the channels runs over the batch (onnx 1.23), which is right only
+    when N == C: those cases have N == C."""
+    for i in range(24):
+        size = int(rng.integers(1, 8))
+        c = int(rng.integers(1, 9))
+        n = int(rng.integers(1, 3)) if size % 2 else c
+        shape = (n, c) + random_shape(rng, 2, 1, 4, 24 if size % 2 else 12)
+        x = (rng.standard_normal(shape) * 2).astype(np.float32)
+        attrs = {"size": size}
+        if i % 4:
+            attrs.update(alpha=float(rng.uniform(1e-4, 2.0)), beta=float(rng.uniform(0.2, 1.5)),
+                         bias=float(rng.uniform(0.5, 3.0)))
+        yield "LRN", [("X", x)], [("Y", F)], attrs, "onnxruntime" if size % 2 else "reference"
+
+
+def gather_cases(rng, np, F):
+    """Gather on axis 0 of a 2-D table (Embedding): int64 or int32 indices of rank 1 to 4, in range (ONNX reads
+    a negative index from the end, where ours clips: a difference, not a case)."""
+    for i in range(16):
+        rows, cols = (int(v) for v in rng.integers(1, 9, size=2))
+        shape = random_shape(rng, 1 + i % 4, 1, 4, 40)
+        idx = rng.integers(0, rows, size=shape).astype(np.int64 if i % 2 else np.int32)
+        table = rng.standard_normal((rows, cols)).astype(np.float32)
+        yield "Gather", [("data", table), ("indices", idx)], [("output", F)], {"axis": 0}
+
+
+def conv_transpose_cases(rng, np, F):
+    """ConvTranspose (Deconvolution) in 1-D, 2-D and 3-D with groups, strides, dilations, output_padding (below
+    the stride) and a bias now and then; explicit pads (begin != end), output_shape (with NOTSET: the odd pixel
+    of padding before; with SAME_UPPER: after), auto_pad SAME_UPPER / SAME_LOWER, VALID."""
+    modes = ("NOTSET", "output_shape", "SAME_UPPER", "SAME_LOWER", "VALID", "output_shape SAME_UPPER")
+    for i in range(36):
+        mode, nd, groups, c, m = window_case(rng, i, modes)
+        spatial = random_shape(rng, nd, 1, {1: 6, 2: 4, 3: 3}[nd], 60)
+        while True:
+            kernel, strides, dilations = window_sizes(rng, nd)
+            adj = [int(rng.integers(0, s)) for s in strides]
+            span = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
+            full = [s * (n - 1) + sp + a for s, n, sp, a in zip(strides, spatial, span, adj)]
+            if not mode.startswith("SAME") or all(sp + a >= s for sp, a, s in zip(span, adj, strides)):
+                break  # SAME needs the full output to reach input * stride
+        attrs = {"group": groups, "kernel_shape": kernel, "strides": strides, "dilations": dilations,
+                 "output_padding": adj}
+        if mode == "NOTSET":
+            pads = [0] * (2 * nd)
+            for j in range(nd):
+                while True:
+                    pads[j], pads[j + nd] = (int(v) for v in rng.integers(0, 3, size=2))
+                    if pads[j] + pads[j + nd] < full[j]:
+                        break
+            attrs["pads"] = pads
+        elif mode.startswith("output_shape"):
+            attrs["output_shape"] = [int(f - rng.integers(0, min(3, f - 1) + 1)) for f in full]
+            if mode.endswith("SAME_UPPER"):
+                attrs["auto_pad"] = "SAME_UPPER"
+        else:
+            attrs["auto_pad"] = mode
+        x = rng.standard_normal((int(rng.integers(1, 3)), c) + spatial).astype(np.float32)
+        w = rng.standard_normal((c, m // groups) + tuple(kernel)).astype(np.float32)
+        inputs = [("X", x), ("W", w)]
+        if i % 2:
+            inputs.append(("B", rng.standard_normal((m,)).astype(np.float32)))
+        yield "ConvTranspose", inputs, [("Y", F)], attrs
+
+
+def pool_cases(rng, np, F):
+    I64 = 7  # onnx.TensorProto.INT64
+    """MaxPool (with its Indices) and AveragePool in 1-D, 2-D and 3-D: strides, dilations, explicit pads (begin != end, below the
+    kernel), ceil_mode, count_include_pad (ONNX's default 0, ours 1), auto_pad SAME_UPPER / SAME_LOWER / VALID.
+    The data is at least the dilated kernel's extent, so every window holds an element. SAME cases are not
+    dilated: onnxruntime and the reference evaluator size dilated SAME padding by the undilated kernel, against
+    the spec's ceil(input / stride) outputs (ours follow the spec)."""
+    modes = ("NOTSET", "NOTSET", "SAME_UPPER", "NOTSET", "SAME_LOWER", "VALID")
+    for i in range(48):
+        op = "MaxPool" if i % 2 == 0 else "AveragePool"
+        mode = modes[(i // 2) % len(modes)]
+        nd = 1 + i % 3
+        kernel = [int(v) for v in rng.integers(1, 4, size=nd)]
+        strides = [int(v) for v in rng.integers(1, 4, size=nd)]
+        dilations = [int(v) for v in rng.integers(1, 3, size=nd)] if i % 3 and not mode.startswith("SAME") else [1] * nd
+        if mode.startswith("SAME"):  # a stride above the kernel would need negative padding: onnxruntime refuses it
+            strides = [min(st, k) for st, k in zip(strides, kernel)]
+        span = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
+        spatial = tuple(max(int(v), sp) for v, sp in zip(random_shape(rng, nd, 1, {1: 9, 2: 6, 3: 4}[nd], 150), span))
+        attrs = {"kernel_shape": kernel, "strides": strides, "dilations": dilations}
+        if mode == "NOTSET":
+            attrs["pads"] = [int(rng.integers(0, k)) for k in kernel] + [int(rng.integers(0, k)) for k in kernel]
+            attrs["ceil_mode"] = int(rng.integers(0, 2))
+        else:
+            attrs["auto_pad"] = mode
+        if op == "AveragePool":
+            attrs["count_include_pad"] = int(rng.integers(0, 2))
+        x = rng.standard_normal((int(rng.integers(1, 3)), int(rng.integers(1, 4))) + spatial).astype(np.float32)
+        outputs = [("Y", F), ("Indices", I64)] if op == "MaxPool" else [("Y", F)]  # argmax: flat, row-major
+        yield op, [("X", x)], outputs, attrs
+
+
 GENERATORS = [softmax_cases, pad_cases, matmul_cases, slice_cases, concat_cases, reduce_mean_cases, leaky_cases,
-              fully_connected_cases]
+              fully_connected_cases, conv_cases, lrn_cases, gather_cases,
+              conv_transpose_cases, pool_cases]
 
 
 # ---- writing ---------------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@
 #include "expr/patch2col.h"
 #include "expr/col2patch.h"
 #include "expr/pool.h"
+#include "expr/pool_argmax.h"
 #include "expr/reduce.h"
 #include "expr/reduce_axes.h"
 #include "expr/dot.h"

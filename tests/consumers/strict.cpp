@@ -3,9 +3,12 @@
 #include <tensorexpr/ops/activation.h>
 #include <tensorexpr/ops/batch_norm.h>
 #include <tensorexpr/ops/convolution.h>
+#include <tensorexpr/ops/deconvolution.h>
 #include <tensorexpr/ops/dropout.h>
+#include <tensorexpr/ops/embedding.h>
 #include <tensorexpr/ops/fully_connected.h>
 #include <tensorexpr/ops/init.h>
+#include <tensorexpr/ops/lrn.h>
 #include <tensorexpr/ops/pooling.h>
 #include <tensorexpr/ops/sgd.h>
 #include <tensorexpr/ops/softmax_output.h>
@@ -32,5 +35,20 @@ int main() {
   TensorContainer<cpu, 4, float> img(Shape4(1, 3, 5, 5), 1.0f), w(Shape4(2, 3, 3, 3), 0.1f), out(Shape4(1, 2, 5, 5));
   TensorContainer<cpu, 1, float> b(Shape1(2), 0.0f);
   ops::ConvolutionForward(p, img.view(), w.view(), b.view(), kWriteTo, out.view());
+  ops::DeconvolutionParam dp;
+  dp.kernel = {2, 2};
+  dp.stride = {2, 2};
+  dp.num_filter = 3;
+  TensorContainer<cpu, 4, float> up(Shape4(1, 3, 10, 10)), dw(Shape4(2, 3, 2, 2), 0.5f);
+  ops::DeconvolutionForward(dp, out.view(), dw.view(), b.view(), kWriteTo, up.view());
+  ops::LRNParam lrn;
+  lrn.nsize = 3;
+  ops::LRNForward(lrn, out.view(), kWriteInplace, out.view());
+  ops::EmbeddingParam emb;
+  emb.input_dim = 3;
+  emb.output_dim = 2;
+  TensorContainer<cpu, 1, int32_t> ids(Shape1(4), 2);
+  TensorContainer<cpu, 2, float> table(ops::EmbeddingWeightShape(emb), 0.25f), rows(ops::InferEmbeddingShape(emb, ids.shape_));
+  ops::EmbeddingForward(emb, ids.view(), table.view(), kWriteTo, rows.view());
   return out[0][0][2][2] > 0.0f ? 0 : 1;
 }

@@ -111,11 +111,11 @@ inline void EvalInto(Tensor<cpu, dim, DType> dst,
             }
             DType m = DType(0);
             if constexpr (!Route::kEveryWindow) m = pooled.Eval(prow, ow);
-            for (index_t z = rd.lo; z < rd.hi; ++z)
-              for (index_t y = rh.lo; y < rh.hi; ++y) {
+            for (index_t z = rd.lo; z < rd.hi; z += rd.step)
+              for (index_t y = rh.lo; y < rh.hi; y += rh.step) {
                 A* a = acc.data() + (z * H + y) * W;
                 const index_t row = (plane * D + z) * H + y;
-                for (index_t x = rw.lo; x < rw.hi; ++x) {
+                for (index_t x = rw.lo; x < rw.hi; x += rw.step) {
                   if constexpr (Route::kEveryWindow) {
                     a[x] += g;
                   } else {

@@ -12,8 +12,8 @@
 //   pool<Reducer>(src, [pshape,] ky, kx, stride), unpool<Reducer>(src, pooled, grad, ky, kx, stride)
 //       mshadow's one-stride forms (sy = sx = stride)
 //   pool<Reducer>(src, windows), unpool<Reducer>(src, pooled, grad, windows)
-//       the general form the Pooling operator runs: 1 to 3 spatial dimensions, padding, and averages
-//       that divide by the padded or the valid window (PoolWindows).
+//       the general form the Pooling operator runs: 1 to 3 spatial dimensions, dilation, padding (before
+//       and after), and averages that divide by the padded or the valid window (PoolWindows).
 // Both are gathers (each output element is computed by one thread), so they are deterministic. On the
 // CPU a top-level unpool walks the windows instead (cpu/pool.h).
 #pragma once
@@ -32,53 +32,71 @@ namespace tensorexpr {
 enum class PoolDivisor { kNone, kPaddedWindow, kValidWindow };
 
 // The windows of a pooling over the last nd (1 to 3) dimensions, held as 3-D (the leading spatial
-// dimensions of extent 1, kernel 1, stride 1, no padding). Along an axis, window o starts at o s - p and
-// covers [o s - p, o s - p + k) clipped to the image [0, in); its padded extent is clipped to [-p, in + p).
+// dimensions of extent 1, kernel 1, stride 1, dilation 1, no padding). Along an axis, window o reads the k
+// taps o s - p + t d (t < k) that lie in the image [0, in); its padded extent counts the taps inside the
+// padded image [-p, in + pe).
 struct PoolWindows {
   int nd = 2;  // the axes before 3 - nd have extent 1, kernel 1, stride 1, no padding (Check says so)
   index_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1}, s[3] = {1, 1, 1}, p[3] = {0, 0, 0};
+  index_t pe[3] = {0, 0, 0};  // padding after
+  index_t d[3] = {1, 1, 1};   // dilation: the distance between taps
   PoolDivisor divisor = PoolDivisor::kNone;
 
-  // Window o along axis a: image elements [lo, hi), padded extent `span`.
+  // Window o along axis a: image elements lo, lo + step, ... below hi; `span` taps in the padded image.
   struct Range {
-    index_t lo, hi, span;
+    index_t lo, hi, span, step;
   };
   TE_XINLINE Range At(int a, index_t o) const {
-    const index_t start = o * s[a] - p[a];
-    const index_t end = start + k[a] < in[a] + p[a] ? start + k[a] : in[a] + p[a];
-    return Range{start > 0 ? start : 0, end < in[a] ? end : in[a], end - start};
+    const index_t start = o * s[a] - p[a], step = d[a];
+    const index_t lo = start >= 0 ? start : start + (step - 1 - start) / step * step;  // the first tap >= 0
+    const index_t last = start + (k[a] - 1) * step;
+    const index_t padded = (in[a] + pe[a] - start + step - 1) / step;  // taps before the padded image's end
+    return Range{lo, last < in[a] ? last + 1 : in[a], padded < k[a] ? padded : k[a], step};
   }
+  // The taps of a range inside the image.
+  TE_XINLINE static index_t Taps(const Range& r) { return r.hi > r.lo ? (r.hi - r.lo + r.step - 1) / r.step : 0; }
   // What the sum of the window (od, oh, ow), given its three ranges, is divided by.
-  TE_XINLINE index_t Count(const Range& d, const Range& h, const Range& w) const {
-    return divisor == PoolDivisor::kPaddedWindow ? d.span * h.span * w.span
-                                                 : (d.hi - d.lo) * (h.hi - h.lo) * (w.hi - w.lo);
+  TE_XINLINE index_t Count(const Range& rd, const Range& rh, const Range& rw) const {
+    return divisor == PoolDivisor::kPaddedWindow ? rd.span * rh.span * rw.span : Taps(rd) * Taps(rh) * Taps(rw);
   }
   // Throws unless nd is 1 to 3, the leading axes are trivial and every window holds an image element.
   void Check(const char* op) const {
     TE_CHECK(nd >= 1 && nd <= 3, op, ": pooling over ", nd, " dimensions (1 to 3 are supported)");
     for (int a = 0; a < 3; ++a) {
       const bool leading = a < 3 - nd;
-      TE_CHECK(!leading || (in[a] == 1 && out[a] == 1 && k[a] == 1 && s[a] == 1 && p[a] == 0), op, ": axis ", a,
-               " is outside the ", nd, " pooled dimensions, so its extent, kernel and stride must be 1 and its padding 0");
-      TE_CHECK(k[a] >= 1 && s[a] >= 1 && p[a] >= 0 && p[a] < k[a] && in[a] >= 0 && out[a] >= 0, op,
-               ": axis ", a, " has kernel ", k[a], ", stride ", s[a], ", padding ", p[a], " (need kernel and stride >= 1, 0 <= padding < kernel)");
+      TE_CHECK(!leading || (in[a] == 1 && out[a] == 1 && k[a] == 1 && s[a] == 1 && p[a] == 0 && pe[a] == 0 && d[a] == 1),
+               op, ": axis ", a, " is outside the ", nd,
+               " pooled dimensions, so its extent, kernel, stride and dilation must be 1 and its padding 0");
+      const bool sizes = k[a] >= 1 && s[a] >= 1 && d[a] >= 1 && in[a] >= 0 && out[a] >= 0;
+      TE_CHECK(sizes && p[a] >= 0 && p[a] <= (k[a] - 1) * d[a] && pe[a] >= 0 && pe[a] <= (k[a] - 1) * d[a], op,
+               ": axis ", a, " has kernel ", k[a], ", stride ", s[a], ", dilation ", d[a], ", padding ", p[a], " and ",
+               pe[a], " (need kernel, stride and dilation >= 1, 0 <= padding < the dilated kernel's extent)");
       TE_CHECK(out[a] == 0 || (out[a] - 1) <= (in[a] + p[a] - 1) / s[a], op, ": axis ", a, " has ", out[a],
                " windows; the last starts past the image (", in[a], " + padding ", p[a], ", stride ", s[a], ")");
+      // Undilated windows that start inside the image or its leading padding, shorter than the kernel, always
+      // hold an element; dilated ones may step over a small image.
+      for (index_t o = 0; d[a] > 1 && o < out[a]; ++o)
+        TE_CHECK(Taps(At(a, o)) > 0, op, ": window ", o, " of axis ", a, " (kernel ", k[a], ", dilation ", d[a],
+                 ", stride ", s[a], ", padding ", p[a], ") holds no element of the ", in[a], " the axis has");
     }
   }
-  // Whether the windows tile the image (kernel = stride, no padding): each element lies in at most one.
+  // Whether the windows tile the image (kernel = stride, no padding or dilation): each element lies in at
+  // most one.
   bool Tiles() const {
     for (int a = 0; a < 3; ++a)
-      if (k[a] != s[a] || p[a] != 0) return false;
+      if (k[a] != s[a] || p[a] != 0 || pe[a] != 0 || d[a] != 1) return false;
     return true;
   }
-  // The windows covering coordinate i along axis a: [*o0, *o1] (empty when *o0 > *o1). by_stride
-  // divides by s[a] (a plan's IndexDiv: a 64-bit division is slow on a GPU).
+  // The windows that may cover coordinate i along axis a: [*o0, *o1] (empty when *o0 > *o1); with dilation
+  // only those whose taps land on i (Hits) do. by_stride divides by s[a] (a plan's IndexDiv: a 64-bit
+  // division is slow on a GPU).
   TE_XINLINE void Covering(int a, const IndexDiv& by_stride, index_t i, index_t* o0, index_t* o1) const {
-    *o0 = i + p[a] < k[a] ? 0 : by_stride.Div(i + p[a] - k[a]) + 1;
+    const index_t reach = (k[a] - 1) * d[a];  // from a window's first tap to its last
+    *o0 = i + p[a] <= reach ? 0 : by_stride.Div(i + p[a] - reach - 1) + 1;
     const index_t last = by_stride.Div(i + p[a]);
     *o1 = last < out[a] - 1 ? last : out[a] - 1;
   }
+  TE_XINLINE bool Hits(int a, index_t i, index_t o) const { return d[a] == 1 || (i + p[a] - o * s[a]) % d[a] == 0; }
 };
 
 namespace expr {
@@ -164,9 +182,9 @@ struct PoolingExp : public Exp<PoolingExp<Reducer, E>, typename E::value_type, t
                                  const PoolWindows::Range& rw) {
     using A = accum_t<DType>;
     A acc = Reducer::template Init<A, DType>();
-    for (index_t d = rd.lo; d < rd.hi; ++d)
-      for (index_t r = (plane * w.in[0] + d) * w.in[1] + rh.lo, r1 = r - rh.lo + rh.hi; r < r1; ++r)
-        for (index_t c = rw.lo; c < rw.hi; ++c) Reducer::template Reduce<A>(acc, static_cast<A>(src.Eval(r, c)));
+    for (index_t d = rd.lo; d < rd.hi; d += rd.step)
+      for (index_t r = (plane * w.in[0] + d) * w.in[1] + rh.lo, r1 = r - rh.lo + rh.hi; r < r1; r += rh.step)
+        for (index_t c = rw.lo; c < rw.hi; c += rw.step) Reducer::template Reduce<A>(acc, static_cast<A>(src.Eval(r, c)));
     if constexpr (kDivides) {
       if (w.divisor != PoolDivisor::kNone) acc = acc / static_cast<A>(w.Count(rd, rh, rw));
     }
@@ -180,7 +198,7 @@ struct PoolingExp : public Exp<PoolingExp<Reducer, E>, typename E::value_type, t
     TE_XINLINE DType Eval(index_t y, index_t x) const {
       index_t od, oh;
       const index_t plane = out_rows_.Split(y, &od, &oh);
-      const PoolWindows::Range rd = w_.nd < 3 ? PoolWindows::Range{0, 1, 1} : w_.At(0, od);
+      const PoolWindows::Range rd = w_.nd < 3 ? PoolWindows::Range{0, 1, 1, 1} : w_.At(0, od);
       return Window(src_, w_, plane, rd, w_.At(1, oh), w_.At(2, x));
     }
   };
@@ -293,7 +311,7 @@ struct UnPoolingExp : public Exp<UnPoolingExp<Reducer, ES, EP, EG>, typename ES:
     typename EG::Plan grad_;
     detail::PoolRows in_rows_;  // input row -> (plane, z, y)
     IndexDiv by_stride_[3];
-    bool tiles_;  // kernel = stride and no padding along every axis
+    bool tiles_;  // kernel = stride, no padding or dilation along every axis
     PoolWindows w_;
     TE_XINLINE DType Eval(index_t y, index_t x) const {
       using A = accum_t<DType>;
@@ -314,8 +332,10 @@ struct UnPoolingExp : public Exp<UnPoolingExp<Reducer, ES, EP, EG>, typename ES:
       A acc = A(0);
       for (index_t od = d0; od <= d1; ++od)
         for (index_t oh = h0; oh <= h1; ++oh) {
+          if (!w.Hits(0, iz, od) || !w.Hits(1, iy, oh)) continue;  // a dilated window stepping over the pixel
           const index_t row = (plane * w.out[0] + od) * w.out[1] + oh;
           for (index_t ow = w0; ow <= w1; ++ow) {
+            if (!w.Hits(2, x, ow)) continue;
             // Both operands are read before the test (the loads then overlap), and a window that does not
             // route adds an exact zero (a NaN gradient stays in its own window).
             A g = static_cast<A>(grad_.Eval(row, ow));

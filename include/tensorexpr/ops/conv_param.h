@@ -8,25 +8,13 @@
 #include <vector>
 #include <tensorexpr/base.h>
 #include <tensorexpr/checked.h>
+#include <tensorexpr/ops/auto_pad.h>
 #include <tensorexpr/ops/conv_geometry.h>
 #include <tensorexpr/ops/layout.h>
 #include <tensorexpr/ops/param_text.h>
 
 namespace tensorexpr {
 namespace ops {
-
-// How padding is chosen (Caffe2's legacy_pad): explicit numbers, SAME (output = ceil(input / stride),
-// the odd pixel of padding at the end), or VALID (no padding).
-enum class ConvPadding { kExplicit, kSame, kValid };
-
-inline const char* ConvPaddingName(ConvPadding p) {
-  switch (p) {
-    case ConvPadding::kExplicit: return "explicit";
-    case ConvPadding::kSame: return "SAME";
-    case ConvPadding::kValid: return "VALID";
-  }
-  return "unknown";
-}
 
 struct ConvolutionParam {
   std::vector<index_t> kernel;   // spatial kernel extents: 1, 2 or 3 of them (W; H,W; D,H,W)
@@ -72,18 +60,6 @@ struct ConvWorkPlan {
   index_t col_elems = 0;   // elements of the column buffer
 };
 
-namespace detail {
-
-// A per-dimension parameter: empty means `fill` everywhere, otherwise one value per spatial dimension.
-inline std::vector<index_t> PerDim(const std::vector<index_t>& v, size_t nd, index_t fill, const char* name) {
-  if (v.empty()) return std::vector<index_t>(nd, fill);
-  TE_CHECK(v.size() == nd, "Convolution: ", name, " ", VecStr(v), " has ", v.size(),
-           " entries but the kernel has ", nd, " spatial dimensions");
-  return v;
-}
-
-}  // namespace detail
-
 // Resolves the parameters against the shape of the data (N, C, spatial...) or, unbatched, (C, spatial...).
 // Throws Error naming the parameter and its value when they do not fit together.
 inline ConvGeometry MakeConvGeometry(const ConvolutionParam& p, const std::vector<index_t>& data_shape) {
@@ -95,10 +71,10 @@ inline ConvGeometry MakeConvGeometry(const ConvolutionParam& p, const std::vecto
            detail::VecStr(data_shape), " does not fit a ", nd, "-D kernel ", detail::VecStr(p.kernel),
            ": expected ", nd + 2, p.layout == Layout::kNHWC ? " dimensions (N, spatial..., C) or " : " dimensions (N, C, spatial...) or ",
            nd + 1, p.layout == Layout::kNHWC ? " (spatial..., C)" : " (C, spatial...)");
-  const std::vector<index_t> stride = detail::PerDim(p.stride, nd, 1, "stride");
-  const std::vector<index_t> dilate = detail::PerDim(p.dilate, nd, 1, "dilate");
-  const std::vector<index_t> pad = detail::PerDim(p.pad, nd, 0, "pad");
-  const std::vector<index_t> pad_end = detail::PerDim(p.pad_end, nd, 0, "pad_end");
+  const std::vector<index_t> stride = detail::PerDim("Convolution", p.stride, nd, 1, "stride");
+  const std::vector<index_t> dilate = detail::PerDim("Convolution", p.dilate, nd, 1, "dilate");
+  const std::vector<index_t> pad = detail::PerDim("Convolution", p.pad, nd, 0, "pad");
+  const std::vector<index_t> pad_end = detail::PerDim("Convolution", p.pad_end, nd, 0, "pad_end");
   for (size_t i = 0; i < nd; ++i) {
     TE_CHECK(p.kernel[i] >= 1, "Convolution: kernel[", i, "] = ", p.kernel[i], " in kernel ",
              detail::VecStr(p.kernel), " must be >= 1");
@@ -111,6 +87,7 @@ inline ConvGeometry MakeConvGeometry(const ConvolutionParam& p, const std::vecto
     TE_CHECK(pad_end[i] >= 0, "Convolution: pad_end[", i, "] = ", pad_end[i], " in pad_end ",
              detail::VecStr(pad_end), " must be >= 0");
   }
+  TE_CHECK(IsKnownPadding(p.padding), "Convolution: unknown padding mode ", static_cast<int>(p.padding));
   if (p.padding != ConvPadding::kExplicit) {
     TE_CHECK(p.pad.empty() && p.pad_end.empty(), "Convolution: padding mode ", ConvPaddingName(p.padding),
              " computes the padding itself; leave pad ", detail::VecStr(p.pad), " and pad_end ",
@@ -145,13 +122,8 @@ inline ConvGeometry MakeConvGeometry(const ConvolutionParam& p, const std::vecto
     index_t pb = pad[i], pe = p.pad_end.empty() ? pad[i] : pad_end[i];
     if (p.padding == ConvPadding::kValid) {
       pb = pe = 0;
-    } else if (p.padding == ConvPadding::kSame) {
-      const index_t out = CheckedAdd(in, s - 1, "Convolution: SAME padding, input + stride - 1") / s;
-      const index_t total = std::max<index_t>(
-          0, CheckedAdd(CheckedMul(out - 1, s, "Convolution: SAME padding, (out - 1) * stride"), span - in,
-                        "Convolution: SAME padding total"));
-      pb = total / 2;
-      pe = total - pb;
+    } else if (p.padding == ConvPadding::kSame || p.padding == ConvPadding::kSameLower) {
+      SamePadding(p.padding, in, s, span, "Convolution", &pb, &pe);
     }
     const index_t padded = CheckedAdd(CheckedAdd(in, pb, "Convolution: input + pad"), pe, "Convolution: input + pad + pad_end");
     TE_CHECK(span <= padded, "Convolution: kernel[", i, "] = ", k, " with dilate ", d, " spans ", span,

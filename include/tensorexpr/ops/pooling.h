@@ -1,8 +1,9 @@
 // tensorexpr/ops/pooling.h — the pooling operator (MXNet's Pooling): max and average pooling of 1-D (N, C, W),
 // 2-D (N, C, H, W) and 3-D (N, C, D, H, W) data (any number of leading dimensions: the last 1, 2 or 3
-// are spatial), with kernel / stride / padding, the "valid" (floor) and "full" (ceil) output conventions,
-// global pooling, and average pooling that counts the padding or not. Forward and Backward honour req,
-// on the CPU and the GPU, for float, double, half_t and bf16_t.
+// are spatial), with kernel / stride / dilation / padding (asymmetric, or SAME_UPPER / SAME_LOWER / VALID),
+// the "valid" (floor) and "full" (ceil) output conventions, global pooling, and average pooling that counts
+// the padding or not. Forward and Backward honour req, on the CPU and the GPU, for float, double, half_t
+// and bf16_t, and max pooling for int8_t, uint8_t, int32_t and int64_t.
 //
 // It runs the core's pool<> / unpool<> expressions over PoolWindows (expr/pool.h): one output element per
 // Eval forward, the window clipped to the image; backward a gather over the windows that cover each input
@@ -20,6 +21,7 @@
 #include <vector>
 #include <tensorexpr/tensorexpr.h>
 #include <tensorexpr/checked.h>
+#include <tensorexpr/ops/auto_pad.h>
 #include <tensorexpr/ops/layout.h>
 #include <tensorexpr/ops/param_text.h>
 
@@ -30,9 +32,14 @@ enum class PoolType { kMax, kAvg };
 enum class PoolingConvention { kValid, kFull };  // output floor((in + 2p - k) / s) + 1, or ceil(...) + 1
 
 struct PoolingParam {
-  std::vector<index_t> kernel;  // 1, 2 or 3 spatial extents (W; H,W; D,H,W); may be empty with global_pool
-  std::vector<index_t> stride;  // empty means 1
-  std::vector<index_t> pad;     // padding on both sides of each spatial dimension; empty means 0
+  std::vector<index_t> kernel;   // 1, 2 or 3 spatial extents (W; H,W; D,H,W); may be empty with global_pool
+  std::vector<index_t> stride;   // empty means 1
+  std::vector<index_t> pad;      // padding before each spatial dimension (and after, without pad_end); empty: 0
+  std::vector<index_t> pad_end;  // padding after, when it differs from pad; empty means = pad
+  std::vector<index_t> dilate;   // the distance between a window's taps; empty means 1
+  // SAME_UPPER / SAME_LOWER: ceil(input / stride) windows, the padding they need split with the odd element
+  // after / before (pooling_convention then plays no part); VALID: no padding; explicit: pad and pad_end.
+  ConvPadding padding = ConvPadding::kExplicit;
   PoolType pool_type = PoolType::kMax;
   PoolingConvention pooling_convention = PoolingConvention::kValid;
   bool global_pool = false;       // the kernel is the whole image: stride 1, no padding. The kernel's values
@@ -46,23 +53,12 @@ struct PoolingParam {
 
 // The resolved geometry, 3-D with leading extents of 1 for 1-D and 2-D. Trivially copyable: node plans
 // carry it to the GPU.
-// The core's windows (nd, in, out, k, s, p and the average's divisor; expr/pool.h) and what else the
-// operator needs.
+// The core's windows (nd, in, out, k, s, d, p, pe and the average's divisor; expr/pool.h) and what else
+// the operator needs.
 struct PoolGeometry : PoolWindows {
   index_t planes = 0;  // the product of the leading (non-spatial) dimensions
   bool is_max = true;
 };
-
-namespace detail {
-
-inline std::vector<index_t> PoolPerDim(const std::vector<index_t>& v, size_t nd, index_t fill, const char* name) {
-  if (v.empty()) return std::vector<index_t>(nd, fill);
-  TE_CHECK(v.size() == nd, "Pooling: ", name, " ", VecStr(v), " has ", v.size(), " entries but the pooling has ",
-           nd, " spatial dimensions");
-  return v;
-}
-
-}  // namespace detail
 
 // Resolves the parameters against the data shape (..., spatial...). Throws Error naming the bad value.
 inline PoolGeometry MakePoolGeometry(const PoolingParam& p, const std::vector<index_t>& data_shape) {
@@ -93,45 +89,75 @@ inline PoolGeometry MakePoolGeometry(const PoolingParam& p, const std::vector<in
                        : p.count_include_pad ? PoolDivisor::kPaddedWindow : PoolDivisor::kValidWindow;
   g.planes = 1;
   for (size_t i = 0; i + nd < dims; ++i) g.planes = CheckedMul(g.planes, data_shape[i], "Pooling: data size");
-  std::vector<index_t> kernel(nd), stride, pad;
+  std::vector<index_t> kernel(nd), stride(nd, 1), pad(nd, 0), pad_end(nd, 0), dilate(nd, 1);
   const size_t first = dims - nd;
   if (p.global_pool) {
     for (size_t i = 0; i < nd; ++i) kernel[i] = data_shape[first + i];
-    stride.assign(nd, 1);
-    pad.assign(nd, 0);
   } else {
+    TE_CHECK(IsKnownPadding(p.padding), "Pooling: unknown padding mode ", static_cast<int>(p.padding));
+    TE_CHECK(p.padding == ConvPadding::kExplicit || (p.pad.empty() && p.pad_end.empty()), "Pooling: padding mode ",
+             ConvPaddingName(p.padding), " computes the padding itself; leave pad ", detail::VecStr(p.pad),
+             " and pad_end ", detail::VecStr(p.pad_end), " empty");
     kernel = p.kernel;
-    stride = detail::PoolPerDim(p.stride, nd, 1, "stride");
-    pad = detail::PoolPerDim(p.pad, nd, 0, "pad");
+    stride = detail::PerDim("Pooling", p.stride, nd, 1, "stride");
+    dilate = detail::PerDim("Pooling", p.dilate, nd, 1, "dilate");
+    pad = detail::PerDim("Pooling", p.pad, nd, 0, "pad");
+    pad_end = p.pad_end.empty() ? pad : detail::PerDim("Pooling", p.pad_end, nd, 0, "pad_end");
   }
   const size_t off = 3 - nd;
-  for (size_t i = 0; i < 3; ++i) g.in[i] = g.out[i] = g.k[i] = g.s[i] = 1, g.p[i] = 0;
+  for (size_t i = 0; i < 3; ++i) g.in[i] = g.out[i] = g.k[i] = g.s[i] = g.d[i] = 1, g.p[i] = g.pe[i] = 0;
   for (size_t i = 0; i < nd; ++i) {
-    const index_t in = data_shape[first + i], k = kernel[i], s = stride[i], pd = pad[i];
+    const index_t in = data_shape[first + i], k = kernel[i], s = stride[i], d = dilate[i];
+    index_t pb = pad[i], pe = pad_end[i];
     if (p.global_pool) {
       TE_CHECK(in >= 1, "Pooling: global pooling of data shape ", detail::VecStr(data_shape),
                " with an empty spatial dimension ", i);
     } else {
       TE_CHECK(k >= 1, "Pooling: kernel[", i, "] = ", k, " in kernel ", detail::VecStr(kernel), " must be >= 1");
       TE_CHECK(s >= 1, "Pooling: stride[", i, "] = ", s, " in stride ", detail::VecStr(stride), " must be >= 1");
-      TE_CHECK(pd >= 0 && pd < k, "Pooling: pad[", i, "] = ", pd, " in pad ", detail::VecStr(pad),
-               " must be in [0, kernel[", i, "] = ", k, ") so that every window holds a real element");
-      TE_CHECK(k <= CheckedAdd(in, CheckedMul(2, pd, "Pooling: 2 * pad"), "Pooling: input + 2 * pad"),
-               "Pooling: kernel[", i, "] = ", k, " is larger than spatial dimension ", i,
-               " of data shape ", detail::VecStr(data_shape), " after padding (", in, " + 2 * ", pd, ")");
+      TE_CHECK(d >= 1, "Pooling: dilate[", i, "] = ", d, " in dilate ", detail::VecStr(dilate), " must be >= 1");
+      TE_CHECK(in >= 1 || p.padding == ConvPadding::kExplicit, "Pooling: padding mode ",
+               ConvPaddingName(p.padding), " of data shape ", detail::VecStr(data_shape),
+               " with an empty spatial dimension ", i);
+    }
+    const index_t span = CheckedAdd(CheckedMul(k - 1, d, "Pooling: (kernel - 1) * dilate"), 1,
+                                    "Pooling: dilated kernel extent");
+    if (p.padding == ConvPadding::kValid) {
+      pb = pe = 0;
+    } else if (p.padding == ConvPadding::kSameUpper || p.padding == ConvPadding::kSameLower) {
+      SamePadding(p.padding, in, s, span, "Pooling", &pb, &pe);
+    }
+    if (!p.global_pool) {
+      // Below the window's extent, so that a window holds a real element (a dilated one may still step over
+      // a small image: PoolWindows::Check looks at each).
+      TE_CHECK(pb >= 0 && pb < span, "Pooling: pad[", i, "] = ", pb, " in pad ", detail::VecStr(pad),
+               " must be in [0, kernel[", i, "] = ", k, d > 1 ? " dilated: " : ")", d > 1 ? std::to_string(span) + ")" : "");
+      TE_CHECK(pe >= 0 && pe < span, "Pooling: pad_end[", i, "] = ", pe, " must be in [0, kernel[", i, "] = ", k,
+               d > 1 ? " dilated: " : ")", d > 1 ? std::to_string(span) + ")" : "");
+      TE_CHECK(span <= CheckedAdd(CheckedAdd(in, pb, "Pooling: input + pad"), pe, "Pooling: input + pad + pad_end"),
+               "Pooling: kernel[", i, "] = ", k, " with dilate ", d, " spans ", span, ", more than spatial dimension ",
+               i, " of data shape ", detail::VecStr(data_shape), " after padding (", pb, " + ", in, " + ", pe, ")");
     }
     index_t out;
-    if (p.pooling_convention == PoolingConvention::kValid) {
-      out = (in + 2 * pd - k) / s + 1;
+    if (p.padding == ConvPadding::kSameUpper || p.padding == ConvPadding::kSameLower) {
+      out = (in + s - 1) / s;  // SamePadding checked the sum
+    } else if (p.pooling_convention == PoolingConvention::kValid) {
+      out = (in + pb + pe - span) / s + 1;
     } else {
-      out = CheckedAdd(in + 2 * pd - k, s - 1, "Pooling: full-convention window count") / s + 1;
-      if ((out - 1) * s >= in + pd) --out;  // the last window must start inside the image or its left padding
+      out = CheckedAdd(in + pb + pe - span, s - 1, "Pooling: full-convention window count") / s + 1;
+      if ((out - 1) * s >= in + pb) --out;  // the last window must start inside the image or its left padding
     }
     g.in[off + i] = in;
     g.out[off + i] = out;
     g.k[off + i] = k;
     g.s[off + i] = s;
-    g.p[off + i] = pd;
+    g.d[off + i] = d;
+    g.p[off + i] = pb;
+    g.pe[off + i] = pe;
+    for (index_t o = 0; d > 1 && o < out; ++o)  // dilated windows may step over a small image
+      TE_CHECK(PoolWindows::Taps(g.At(int(off + i), o)) > 0, "Pooling: window ", o, " of spatial dimension ", i,
+               " (kernel ", k, ", dilate ", d, ", stride ", s, ", pad ", pb, ") holds no element of the ", in,
+               " the dimension has");
   }
   for (const index_t* e : {g.in, g.out})  // the data and the output must be addressable
     CheckedMul(CheckedMul(CheckedMul(g.planes, e[0], "Pooling: tensor size"), e[1], "Pooling: tensor size"), e[2],
@@ -154,6 +180,14 @@ inline Shape<dim> InferPoolingShape(const PoolingParam& p, const Shape<dim>& dat
 template <typename Device, int dim, typename DType>
 void PoolingForward(const PoolingParam& p, const Tensor<Device, dim, DType>& data, OpReqType req,
                     const Tensor<Device, dim, DType>& out);
+
+// Max pooling's out (req), and indices = where each maximum is: its flat row-major index in the data (ONNX
+// MaxPool's Indices with storage_order 0; for data (N, C, spatial...), the index in the whole tensor). The
+// first element equal to the maximum wins ties; a window holding NaN points at its first NaN. Channels-first
+// data only.
+template <typename Device, int dim, typename DType>
+void PoolingForwardWithIndices(const PoolingParam& p, const Tensor<Device, dim, DType>& data, OpReqType req,
+                               const Tensor<Device, dim, DType>& out, const Tensor<Device, dim, int64_t>& indices);
 
 // in_grad = d pool / d data applied to out_grad, stored as req says. `out` is the forward output (max
 // pooling routes the gradient to the inputs equal to it).

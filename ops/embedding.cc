@@ -1,0 +1,10 @@
+// ops/embedding.cc — the embedding lookup's instances in the operator library of the device this is compiled
+// for (ops/instantiate.h).
+#include "instantiate.h"
+#include "embedding.h"
+
+namespace tensorexpr {
+namespace ops {
+TE_OPS_FOR_EACH_DTYPE(TE_INSTANTIATE_EMBEDDING, TE_OPS_DEVICE)
+}  // namespace ops
+}  // namespace tensorexpr

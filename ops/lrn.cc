@@ -1,0 +1,10 @@
+// ops/lrn.cc — local response normalisation's instances in the operator library of the device this is
+// compiled for (ops/instantiate.h).
+#include "instantiate.h"
+#include "lrn.h"
+
+namespace tensorexpr {
+namespace ops {
+TE_OPS_FOR_EACH_DTYPE(TE_INSTANTIATE_LRN, TE_OPS_DEVICE)
+}  // namespace ops
+}  // namespace tensorexpr

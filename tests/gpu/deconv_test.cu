@@ -1,0 +1,1 @@
+#include "../deconv_test.cc"

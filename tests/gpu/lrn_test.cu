@@ -1,0 +1,1 @@
+#include "../lrn_test.cc"
