@@ -9,8 +9,13 @@
 //   trainer.h       LearningRate (warm-up, constant, cosine), ComputePixelStats, NormaliseInto (with and
 //                   without left-right flips) and RandomFlips against hand-computed values, Evaluate, and a
 //                   two-epoch Train<cpu> on a tiny data set (with / without batch norm and --augment).
-//   training_log.h  WriteTrainingLog as CSV and JSON (read back), errors on unwritable paths.
-//   svg_plot.h      WriteTrainingCurveSvg: an <svg> document with one polyline per curve; the title escaped.
+//   options.h       ResolveOutputPath (absolute paths, every unwritable case an OptionsError before training),
+//                   SettingsOf.
+//   progress_bar.h  FormatProgressLine fits any terminal width; Due() at the end of an epoch.
+//   training_log.h  WriteTrainingLog as CSV and JSON with the run's settings (read back), errors on
+//                   unwritable paths.
+//   svg_plot.h      WriteTrainingCurveSvg: an <svg> document with the per-minibatch loss (as measured and
+//                   smoothed) and the accuracy per epoch, the legend outside the plot; the title escaped.
 //   network.h       ConvNet<cpu>: parameter counts, probabilities and loss (kWriteTo / kAddTo / inference),
 //                   and overfitting one batch of 8 images in 30 SGD steps, with and without batch norm
 //                   and dropout. The whole file runs in about 3 s on 2 cores.
@@ -217,6 +222,7 @@ TEST_CASE("ParseOptions: defaults", "[cpu][trainer]") {
   CHECK(o.data_dir.empty());
   CHECK(o.log_file.empty());
   CHECK(o.plot_file == "fashion_mnist.svg");
+  CHECK_FALSE(o.plot_given);  // so it goes beside the program, not into the working directory
   CHECK_FALSE(o.help);
   for (const char* flag : {"--data", "--device", "--epochs", "--limit", "--batch", "--lr", "--momentum", "--wd",
                            "--warmup", "--schedule", "--dropout", "--bn", "--augment", "--threads", "--seed",
@@ -295,6 +301,7 @@ TEST_CASE("ParseOptions: --device, --schedule, --bn, --augment, --help, --limit,
   // --plot '' turns the plot off; --plot= does the same.
   CHECK(Parse({"--plot", ""}).plot_file.empty());
   CHECK(Parse({"--plot="}).plot_file.empty());
+  CHECK(Parse({"--plot", ""}).plot_given);
   // Boundaries that are allowed.
   CHECK(Parse({"--warmup", "0"}).warmup == 0);
   CHECK(Parse({"--dropout", "0"}).dropout == 0.0);
@@ -749,6 +756,84 @@ TEST_CASE("RandomFlips: none without --augment, else about half, reproducible fr
   CHECK(RandomFlips(true, 1000, &a) != fa);  // afresh each epoch
 }
 
+// ---- options.h: output paths and settings; progress_bar.h ---------------------------------------------
+
+TEST_CASE("ResolveOutputPath: absolute paths, and unwritable ones refused before training", "[cpu][trainer]") {
+  TempDir dir;
+  CHECK(ResolveOutputPath("", "--log").empty());  // no output
+  CHECK(ResolveOutputPath(dir / "run.csv", "--log") == dir / "run.csv");
+  CHECK_FALSE(std::filesystem::exists(dir / "run.csv"));  // checked, not created
+  // Relative paths are made absolute against the working directory.
+  const std::filesystem::path cwd = std::filesystem::current_path();
+  std::filesystem::current_path(dir.path);
+  const std::string relative = ResolveOutputPath("curve.svg", "--plot");
+  std::filesystem::current_path(cwd);
+  CHECK(relative == std::filesystem::path(dir.path) / "curve.svg");
+  // Each way to fail is an OptionsError naming the flag and the path.
+  const std::string missing = ErrorMessage<OptionsError>([&] { ResolveOutputPath(dir / "no/such/x.csv", "--log"); }, "accepted");
+  CHECK_THAT(missing, Contains("--log") && Contains("no/such/x.csv") && Contains("does not exist"));
+  const std::string directory = ErrorMessage<OptionsError>([&] { ResolveOutputPath(dir.path, "--plot"); }, "accepted");
+  CHECK_THAT(directory, Contains("--plot") && Contains("is a directory"));
+  if (geteuid() != 0) {  // root writes anywhere
+    const std::string locked = dir / "locked";
+    std::filesystem::create_directory(locked);
+    std::filesystem::permissions(locked, std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
+    const std::string denied = ErrorMessage<OptionsError>([&] { ResolveOutputPath(locked + "/x.svg", "--plot"); }, "accepted");
+    CHECK_THAT(denied, Contains("--plot") && Contains("not writable"));
+    std::filesystem::permissions(locked, std::filesystem::perms::owner_all);
+  }
+}
+
+TEST_CASE("ProgramDir and SettingsOf: default outputs beside the program, every setting in the log",
+          "[cpu][trainer]") {
+  // This test's executable lives in the build directory; the trainer's does too.
+  CHECK(std::filesystem::is_directory(ProgramDir()));
+  CHECK(std::filesystem::exists(ProgramDir() / "trainer_tests"));
+  const Options o = Parse({"--epochs", "3", "--lr", "0.01", "--schedule", "constant", "--bn", "--threads", "4"});
+  const auto settings = SettingsOf(o);
+  auto value = [&](const std::string& name) {
+    for (const auto& [n, v] : settings)
+      if (n == name) return v;
+    FAIL("no setting " << name);
+    return std::string();
+  };
+  CHECK(value("epochs") == "3");
+  CHECK(value("lr") == "0.01");
+  CHECK(value("schedule") == "constant");
+  CHECK(value("batch_norm") == "true");
+  CHECK(value("augment") == "false");
+  CHECK(value("threads") == "4");
+  CHECK(value("seed") == "42");
+  CHECK(value("batch") == "64");
+  CHECK(settings.size() == 13);
+}
+
+TEST_CASE("FormatProgressLine fits any terminal width and never wraps", "[cpu][trainer]") {
+  CHECK(FormatProgressLine("epoch 1/2", 3000, 60000, 941.4, 0.61234, 120) ==
+        "epoch 1/2 [#" + std::string(29, '.') + "] 3000/60000  941 img/s  loss 0.6123");
+  for (int columns : {200, 100, 80, 72, 60, 50, 40, 20, 5, 1}) {
+    INFO("columns " << columns);
+    const std::string line = FormatProgressLine("epoch 10/10", 59999, 60000, 12345.6, 0.25, columns);
+    CHECK(line.size() <= static_cast<size_t>(std::max(columns - 1, 1)));  // the last column stays free
+    if (columns >= 50) CHECK_THAT(line, Contains("59999/60000  12346 img/s  loss 0.2500"));
+    if (columns >= 100) CHECK_THAT(line, Contains("[#############################.]"));
+    if (columns >= 72) CHECK_THAT(line, Contains("[#"));
+  }
+  // Narrow: the bar shrinks before the numbers are cut.
+  CHECK(FormatProgressLine("e 1/1", 1, 2, 1, 1, 60) == "e 1/1 [############.............] 1/2  1 img/s  loss 1.0000");
+  CHECK(FormatProgressLine("e 1/1", 1, 2, 1, 1, 45) == "e 1/1 [#####.....] 1/2  1 img/s  loss 1.0000");
+  CHECK(FormatProgressLine("e 1/1", 1, 2, 1, 1, 44) == "e 1/1 1/2  1 img/s  loss 1.0000");  // no room for a bar
+  CHECK_THAT(FormatProgressLine("e 1/1", 2, 2, 1, 1, 80), Contains("[" + std::string(30, '#') + "]"));
+}
+
+TEST_CASE("ProgressBar: due at the end of the epoch whatever the clock says", "[cpu][trainer]") {
+  QuietStdout quiet;
+  ProgressBar bar("epoch 1/1", 100);
+  CHECK(bar.Due(100));
+  bar.Draw(100, 0.5);
+  CHECK(bar.Due(100));  // the end is always due (Draw prints it once)
+}
+
 // ---- training_log.h / svg_plot.h --------------------------------------------------------------------
 
 namespace {
@@ -771,11 +856,15 @@ size_t Count(const std::string& s, const std::string& what) {
 }
 }  // namespace
 
-TEST_CASE("WriteTrainingLog: CSV, one row per epoch", "[cpu][trainer]") {
+TEST_CASE("WriteTrainingLog: CSV, the settings as comments, then one row per epoch", "[cpu][trainer]") {
   TempDir dir;
   const std::string path = dir / "log.csv";
-  WriteTrainingLog(path, SampleRecords());
+  const RunSettings settings = {{"device", "the CPU (2 threads)"}, {"lr", "0.05"}, {"note", "two\nlines"}};
+  WriteTrainingLog(path, settings, SampleRecords());
   CHECK(ReadText(path) ==
+        "# device: the CPU (2 threads)\n"
+        "# lr: 0.05\n"
+        "# note: two lines\n"
         "epoch,seconds,images_per_second,train_loss,test_accuracy\n"
         "1,10.500,1000.2,0.900000,0.8000\n"
         "2,11.500,2000.5,0.450000,0.8500\n"
@@ -783,82 +872,170 @@ TEST_CASE("WriteTrainingLog: CSV, one row per epoch", "[cpu][trainer]") {
   // Rewritten, not appended, after every epoch; any name not ending in .json is CSV.
   std::vector<EpochRecord> one = SampleRecords();
   one.resize(1);
-  WriteTrainingLog(path, one);
+  WriteTrainingLog(path, {}, one);
   CHECK(ReadText(path) == "epoch,seconds,images_per_second,train_loss,test_accuracy\n1,10.500,1000.2,0.900000,0.8000\n");
-  WriteTrainingLog(dir / "log.txt", {});
-  CHECK(ReadText(dir / "log.txt") == "epoch,seconds,images_per_second,train_loss,test_accuracy\n");
+  WriteTrainingLog(dir / "log.txt", settings, {});  // before the first epoch
+  CHECK(ReadText(dir / "log.txt") ==
+        "# device: the CPU (2 threads)\n# lr: 0.05\n# note: two lines\n"
+        "epoch,seconds,images_per_second,train_loss,test_accuracy\n");
 }
 
-TEST_CASE("WriteTrainingLog: JSON, one object per epoch", "[cpu][trainer]") {
+TEST_CASE("WriteTrainingLog: JSON, the settings, then one object per epoch", "[cpu][trainer]") {
   TempDir dir;
   const std::string path = dir / "log.json";
-  WriteTrainingLog(path, SampleRecords());
+  const RunSettings settings = {{"device", "the \"GPU\""}, {"data", "C:\\x\ty"}};
+  WriteTrainingLog(path, settings, SampleRecords());
   const std::string text = ReadText(path);
   CHECK(text ==
-        "[\n"
-        "  {\"epoch\": 1, \"seconds\": 10.500, \"images_per_second\": 1000.2, \"train_loss\": 0.900000, "
+        "{\n"
+        "  \"settings\": {\n"
+        "    \"device\": \"the \\\"GPU\\\"\",\n"
+        "    \"data\": \"C:\\\\x\\u0009y\"\n"
+        "  },\n"
+        "  \"epochs\": [\n"
+        "    {\"epoch\": 1, \"seconds\": 10.500, \"images_per_second\": 1000.2, \"train_loss\": 0.900000, "
         "\"test_accuracy\": 0.8000},\n"
-        "  {\"epoch\": 2, \"seconds\": 11.500, \"images_per_second\": 2000.5, \"train_loss\": 0.450000, "
+        "    {\"epoch\": 2, \"seconds\": 11.500, \"images_per_second\": 2000.5, \"train_loss\": 0.450000, "
         "\"test_accuracy\": 0.8500},\n"
-        "  {\"epoch\": 3, \"seconds\": 12.500, \"images_per_second\": 3000.8, \"train_loss\": 0.300000, "
+        "    {\"epoch\": 3, \"seconds\": 12.500, \"images_per_second\": 3000.8, \"train_loss\": 0.300000, "
         "\"test_accuracy\": 0.9000}\n"
-        "]\n");
-  CHECK(Count(text, "{") == 3);
-  CHECK(Count(text, "},") == 2);  // no trailing comma after the last object
-  WriteTrainingLog(path, {});
-  CHECK(ReadText(path) == "[\n]\n");
+        "  ]\n"
+        "}\n");
+  CHECK(Count(text, "},") == 3);  // the settings and two epochs: no trailing comma after the last object
+  WriteTrainingLog(path, {}, {});
+  CHECK(ReadText(path) == "{\n  \"settings\": {},\n  \"epochs\": []\n}\n");
+  // A well-formed document whatever the content, as Python's json module reads it.
+  if (std::system("python3 -c '' 2>/dev/null") == 0) {
+    WriteTrainingLog(path, settings, SampleRecords());
+    const std::string check = "python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); "
+                              "assert d[\"settings\"][\"data\"] == \"C:\\\\x\\ty\" and len(d[\"epochs\"]) == 3' " + path;
+    CHECK(std::system(check.c_str()) == 0);
+  }
 }
 
 TEST_CASE("WriteTrainingLog / WriteTrainingCurveSvg: unwritable paths throw, naming the file", "[cpu][trainer]") {
   const std::vector<EpochRecord> r = SampleRecords();
-  CHECK_THROWS_WITH(WriteTrainingLog("/nonexistent-dir/x.csv", r), Contains("/nonexistent-dir/x.csv"));
-  CHECK_THROWS_WITH(WriteTrainingLog("/nonexistent-dir/x.json", r), Contains("/nonexistent-dir/x.json"));
-  CHECK_THROWS_AS(WriteTrainingLog("/nonexistent-dir/x.csv", r), std::runtime_error);
+  CHECK_THROWS_WITH(WriteTrainingLog("/nonexistent-dir/x.csv", {}, r), Contains("/nonexistent-dir/x.csv"));
+  CHECK_THROWS_WITH(WriteTrainingLog("/nonexistent-dir/x.json", {}, r), Contains("/nonexistent-dir/x.json"));
+  CHECK_THROWS_AS(WriteTrainingLog("/nonexistent-dir/x.csv", {}, r), std::runtime_error);
   CHECK_THROWS_WITH(WriteTrainingCurveSvg("/nonexistent-dir/x.svg", r, "t"), Contains("/nonexistent-dir/x.svg"));
   TempDir dir;
-  CHECK_THROWS_WITH(WriteTrainingLog(dir.path, r), Contains(dir.path));  // a directory, not a file
+  CHECK_THROWS_WITH(WriteTrainingLog(dir.path, {}, r), Contains(dir.path));  // a directory, not a file
   // A full device: the write fails when the buffer is flushed at fclose.
   if (std::FILE* probe = std::fopen("/dev/full", "w")) {
     std::fclose(probe);
-    CHECK_THROWS_WITH(WriteTrainingLog("/dev/full", r), Contains("/dev/full"));
+    CHECK_THROWS_WITH(WriteTrainingLog("/dev/full", {}, r), Contains("/dev/full"));
     CHECK_THROWS_WITH(WriteTrainingCurveSvg("/dev/full", r, "t"), Contains("/dev/full"));
   }
 }
 
-TEST_CASE("WriteTrainingCurveSvg: an SVG document with a polyline per curve", "[cpu][trainer]") {
+namespace {
+// The numbers of the points="..." attribute of each polyline, in order: x, y, x, y, ...
+std::vector<std::vector<double>> PolylinePoints(const std::string& svg) {
+  std::vector<std::vector<double>> lines;
+  for (size_t pos = svg.find("points=\""); pos != std::string::npos; pos = svg.find("points=\"", pos + 1)) {
+    const size_t end = svg.find('"', pos + 8);
+    std::string text = svg.substr(pos + 8, end - pos - 8);
+    std::replace(text.begin(), text.end(), ',', ' ');
+    std::istringstream in(text);
+    lines.emplace_back();
+    for (double v; in >> v;) lines.back().push_back(v);
+  }
+  return lines;
+}
+
+// The y attribute of the first <text> whose content starts with `label`.
+double TextY(const std::string& svg, const std::string& label) {
+  const size_t at = svg.find(">" + label);
+  REQUIRE(at != std::string::npos);
+  const size_t y = svg.rfind(" y=\"", at);
+  return std::stod(svg.substr(y + 4));
+}
+}  // namespace
+
+TEST_CASE("WriteTrainingCurveSvg: per-minibatch loss, accuracy per epoch, legend outside the plot",
+          "[cpu][trainer]") {
   TempDir dir;
   const std::string path = dir / "curve.svg";
-  const std::vector<EpochRecord> r = SampleRecords();
+  std::vector<EpochRecord> r = SampleRecords();
+  for (EpochRecord& e : r)
+    for (int i = 0; i < 100; ++i) e.batch_losses.push_back(e.train_loss * (1.5 - i / 100.0));
   WriteTrainingCurveSvg(path, r, "Fashion-MNIST convnet on the CPU");
   const std::string svg = ReadText(path);
   CHECK(svg.rfind("<svg", 0) == 0);
   CHECK_THAT(svg, Contains("xmlns=\"http://www.w3.org/2000/svg\""));
-  CHECK(svg.size() > 14);
   CHECK(svg.substr(svg.size() - 7) == "</svg>\n");
   CHECK_THAT(svg, Contains(">Fashion-MNIST convnet on the CPU</text>"));
-  CHECK(Count(svg, "<polyline") == 2);
-  CHECK(Count(svg, "<circle") == 2 * r.size());  // a marker per epoch and curve
-  // Each polyline has one point per epoch.
-  for (size_t pos = svg.find("points=\""); pos != std::string::npos; pos = svg.find("points=\"", pos + 1)) {
-    const size_t end = svg.find('"', pos + 8);
-    CHECK(Count(svg.substr(pos + 8, end - pos - 8), ",") == r.size());
-  }
-  CHECK_THAT(svg, Contains("training loss (last 0.3000)"));
+  // The loss as measured and smoothed (a point per minibatch), the accuracy (a point and marker per epoch).
+  const auto lines = PolylinePoints(svg);
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[0].size() == 2 * 300);
+  CHECK(lines[1].size() == 2 * 300);
+  CHECK(lines[2].size() == 2 * 3);
+  CHECK(Count(svg, "<circle") == 3);
+  // x grows along each curve; the loss is drawn at fractions of epochs, from just after 0 to epoch 3.
+  for (const auto& line : lines)
+    for (size_t i = 2; i < line.size(); i += 2) CHECK(line[i] > line[i - 2]);
+  CHECK(lines[0][lines[0].size() - 2] == Approx(lines[2][4]).margin(0.05));  // the last minibatch sits at the last epoch
+  // The smoothed curve starts at the first measured value (debiased) and stays within the measured range.
+  CHECK(lines[1][1] == Approx(lines[0][1]).margin(0.05));
+  CHECK_THAT(svg, Contains("training loss, smoothed (last epoch 0.3000)"));
   CHECK_THAT(svg, Contains("test accuracy (last 0.9000)"));
+  // The legend is above the plot's frame: it covers no data.
+  const size_t frame = svg.find("<rect x=");
+  const double plot_top = std::stod(svg.substr(svg.find(" y=\"", frame) + 4));
+  CHECK(TextY(svg, "training loss, smoothed") < plot_top);
+  CHECK(TextY(svg, "test accuracy (last") < plot_top);
+  for (const auto& line : lines)
+    for (size_t i = 1; i < line.size(); i += 2) CHECK(line[i] >= plot_top);
   CHECK(Count(svg, "<") == Count(svg, ">"));
+
+  // Long runs are thinned to at most 600 points per curve, keeping the last minibatch.
+  std::vector<EpochRecord> many = SampleRecords();
+  for (EpochRecord& e : many) e.batch_losses.assign(2000, e.train_loss);
+  WriteTrainingCurveSvg(path, many, "long");
+  const auto thinned = PolylinePoints(ReadText(path));
+  CHECK(thinned[0].size() == 2 * 600);
+  CHECK(thinned[0][thinned[0].size() - 2] == Approx(lines[0][lines[0].size() - 2]).margin(0.05));
+
+  // Records without minibatch losses (a log's epochs) plot each epoch's mean at its middle.
+  WriteTrainingCurveSvg(path, SampleRecords(), "per epoch");
+  CHECK(PolylinePoints(ReadText(path))[0].size() == 2 * 3);
 
   // No records (an interrupted run), and a single one: still a complete document.
   WriteTrainingCurveSvg(path, {}, "empty");
   const std::string empty = ReadText(path);
   CHECK(empty.rfind("<svg", 0) == 0);
-  CHECK(Count(empty, "<polyline") == 2);
+  CHECK(Count(empty, "<polyline") == 3);
   CHECK(Count(empty, "<circle") == 0);
   CHECK(empty.find("nan") == std::string::npos);
   WriteTrainingCurveSvg(path, {r[0]}, "one");
   const std::string one = ReadText(path);
-  CHECK(Count(one, "<circle") == 2);
+  CHECK(Count(one, "<circle") == 1);
   CHECK(one.find("nan") == std::string::npos);
   CHECK(one.find("inf") == std::string::npos);
+}
+
+TEST_CASE("Smoothed / Thinned: a debiased moving average, and evenly picked points", "[cpu][trainer]") {
+  using fashion_mnist::detail::PlotPoint;
+  std::vector<PlotPoint> flat, step;
+  for (int i = 0; i < 500; ++i) {
+    flat.push_back({i / 100.0, 2.0});
+    step.push_back({i / 100.0, i < 250 ? 1.0 : 3.0});
+  }
+  for (const PlotPoint& p : fashion_mnist::detail::Smoothed(flat)) CHECK(p.y == Approx(2.0));  // no rise from 0
+  const auto s = fashion_mnist::detail::Smoothed(step);
+  CHECK(s[249].y == Approx(1.0));
+  CHECK(s[251].y > 1.0);
+  CHECK(s[251].y < 3.0);
+  CHECK(s[499].y == Approx(3.0).margin(1e-6));  // a window of 10 points: long forgotten
+  for (size_t i = 1; i < s.size(); ++i) CHECK(s[i].y >= s[i - 1].y);
+  const auto t = fashion_mnist::detail::Thinned(step, 50);
+  REQUIRE(t.size() == 50);
+  CHECK(t.front().x == step.front().x);
+  CHECK(t.back().x == step.back().x);
+  CHECK(fashion_mnist::detail::Thinned(step, 600).size() == 500);  // fewer than the limit: all of them
+  CHECK(fashion_mnist::detail::Smoothed({}).empty());
 }
 
 TEST_CASE("WriteTrainingCurveSvg: the title is escaped as XML text", "[cpu][trainer]") {
@@ -1145,5 +1322,14 @@ TEST_CASE("Train<cpu>: two epochs on a tiny data set report one record each", "[
     CHECK(r.test_accuracy >= 0);
     CHECK(r.test_accuracy <= 1);
     CHECK(r.test_accuracy * 10 == Approx(std::round(r.test_accuracy * 10)));  // correct / 10
+    // One loss per minibatch, their mean the epoch's loss.
+    REQUIRE(r.batch_losses.size() == 3);
+    double sum = 0;
+    for (double l : r.batch_losses) {
+      CHECK(std::isfinite(l));
+      CHECK(l > 0);
+      sum += l;
+    }
+    CHECK(sum / 3 == Approx(r.train_loss).epsilon(1e-6));
   }
 }

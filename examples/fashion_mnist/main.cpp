@@ -9,7 +9,9 @@
 // with nvcc, which defines __CUDACC__ and so enables the GPU path below (fashion_mnist_gpu). The layers
 // live in network.h, the loop in trainer.h; everything else is plumbing (idx_dataset.h, options.h,
 // progress_bar.h, training_log.h, svg_plot.h).
+#include <tensorexpr/version.h>
 #include <cstdio>
+#include <ctime>
 #include <exception>
 #include <string>
 #include <vector>
@@ -47,8 +49,43 @@ inline bool GpuPresent() {
 #endif
 }
 
+// The compilers that built this program.
+inline std::string CompilerName() {
+  std::string name;
+#if defined(__clang__)
+  name = "clang " __clang_version__;
+#elif defined(__GNUC__)
+  name = "g++ " __VERSION__;
+#endif
+#if defined(__CUDACC__)
+  name += ", nvcc " + std::to_string(__CUDACC_VER_MAJOR__) + "." + std::to_string(__CUDACC_VER_MINOR__);
+#endif
+  return name;
+}
+
+// What the log records about a run besides its options: what ran it, on what, on which data.
+inline RunSettings SettingsOfRun(const Options& o, const std::string& device_name, const std::string& data_dir,
+                                 int64_t train_count, int64_t test_count) {
+  char started[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(started, sizeof started, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  RunSettings settings = {{"program", CudaBuild() ? "fashion_mnist_gpu" : "fashion_mnist"},
+                          {"tensorexpr", TENSOREXPR_VERSION_STRING},
+                          {"compiler", CompilerName()},
+                          {"started", started},
+                          {"device", device_name},
+                          {"data", data_dir},
+                          {"training_images", std::to_string(train_count)},
+                          {"test_images", std::to_string(test_count)}};
+  for (auto& setting : SettingsOf(o)) settings.push_back(std::move(setting));
+  return settings;
+}
+
 template <typename Device>
-int Run(const Options& o, const Dataset& data, int64_t train_count, const char* device_name) {
+int Run(const Options& o, const Dataset& data, const std::string& data_dir, int64_t train_count,
+        const char* device_name) {
+  const RunSettings settings = SettingsOfRun(o, device_name, data_dir, train_count, data.test.count);
+  if (!o.log_file.empty()) WriteTrainingLog(o.log_file, settings, {});  // the settings, before any epoch
   InitTensorEngine<Device>(0);
   Stream<Device>* stream = NewStream<Device>(true);
   std::printf("training on %s: %lld of %lld training images, %d epoch%s, batch %d, lr %g (%s), momentum %g, "
@@ -65,7 +102,7 @@ int Run(const Options& o, const Dataset& data, int64_t train_count, const char* 
       std::printf("epoch %d/%d  time %.1f s (%.0f img/s)  train loss %.4f  test accuracy %.4f\n", r.epoch, o.epochs,
                   r.seconds, r.images_per_second, r.train_loss, r.test_accuracy);
       std::fflush(stdout);
-      if (!o.log_file.empty()) WriteTrainingLog(o.log_file, records);
+      if (!o.log_file.empty()) WriteTrainingLog(o.log_file, settings, records);
     });
     stream->Wait();
   }
@@ -113,6 +150,15 @@ inline int Main(int argc, char** argv) {
   }
   if (o.epochs == 0) o.epochs = use_gpu ? kGpuDefaultEpochs : kCpuDefaultEpochs;
   if (o.threads > 0) SetNumThreads(o.threads);
+  // Output paths are made absolute and checked now, so that a bad one costs no training.
+  if (!o.plot_given) o.plot_file = (ProgramDir() / o.plot_file).string();
+  try {
+    o.log_file = ResolveOutputPath(o.log_file, "--log");
+    o.plot_file = ResolveOutputPath(o.plot_file, "--plot");
+  } catch (const OptionsError& e) {
+    std::fprintf(stderr, "fashion_mnist: %s\n", e.what());
+    return 2;
+  }
 
   std::string how;
   const std::string dir = ChooseDataDir(o.data_dir, &how);
@@ -122,10 +168,10 @@ inline int Main(int argc, char** argv) {
                 static_cast<long long>(data.train.count), static_cast<long long>(data.test.count));
     const int64_t train_count = o.limit > 0 ? std::min<int64_t>(o.limit, data.train.count) : data.train.count;
 #if defined(__CUDACC__)
-    if (use_gpu) return Run<gpu>(o, data, train_count, "the GPU");
+    if (use_gpu) return Run<gpu>(o, data, dir, train_count, "the GPU");
 #endif
     const std::string cpu_name = "the CPU (" + std::to_string(GetNumThreads()) + " threads)";
-    return Run<cpu>(o, data, train_count, cpu_name.c_str());
+    return Run<cpu>(o, data, dir, train_count, cpu_name.c_str());
   } catch (const DataError& e) {
     std::fprintf(stderr, "fashion_mnist: %s\n", e.what());
     return 1;

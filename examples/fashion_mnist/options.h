@@ -1,12 +1,20 @@
 // examples/fashion_mnist/options.h — the trainer's command line.
 //
 // Flags take their value as the next argument or after '=' (--epochs 3, --epochs=3). Anything unknown or
-// malformed is an OptionsError with a message naming the flag; --help prints Usage().
+// malformed is an OptionsError with a message naming the flag; --help prints Usage(). The output files are
+// resolved and checked before anything runs (ResolveOutputPath), and the run's settings go into the log
+// (SettingsOf).
 #pragma once
+#include <unistd.h>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
 
 namespace fashion_mnist {
 
@@ -34,7 +42,8 @@ struct Options {
   unsigned long long seed = 42;
   std::string data_dir;       // empty: $FASHION_MNIST_DIR, then the Debian package's directory
   std::string log_file;       // empty: no log; .json -> JSON, anything else -> CSV
-  std::string plot_file = "fashion_mnist.svg";
+  std::string plot_file = "fashion_mnist.svg";  // beside the program unless --plot names it; empty: none
+  bool plot_given = false;    // --plot was on the command line (else plot_file goes beside the program)
   bool help = false;
 };
 
@@ -60,8 +69,10 @@ inline const char* Usage() {
          "  --threads N      CPU threads (default: all cores)\n"
          "  --profile        after training, print the time each layer's forward and backward took\n"
          "  --seed N         random seed for initialisation, shuffling and dropout (default 42)\n"
-         "  --log FILE       per-epoch log, JSON when FILE ends in .json, CSV otherwise\n"
-         "  --plot FILE      training curve as SVG (default fashion_mnist.svg; --plot '' for none)\n"
+         "  --log FILE       per-epoch log with the run's settings, JSON when FILE ends in .json, CSV\n"
+         "                   otherwise\n"
+         "  --plot FILE      training curve as SVG (default: fashion_mnist.svg beside this program, in the\n"
+         "                   build directory; --plot '' for none)\n"
          "  --help           this text\n";
 }
 
@@ -160,11 +171,62 @@ inline Options ParseOptions(int argc, char** argv) {
       o.log_file = next();
     } else if (flag == "--plot") {
       o.plot_file = next();
+      o.plot_given = true;
     } else {
       throw OptionsError("unknown option '" + std::string(argv[i]) + "' (try --help)");
     }
   }
   return o;
+}
+
+// The directory holding this program (the build directory), where outputs go by default: never the source
+// tree, whatever the working directory. The working directory when /proc does not say.
+inline std::filesystem::path ProgramDir() {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec || exe.parent_path().empty() ? std::filesystem::current_path() : exe.parent_path();
+}
+
+// `path` made absolute (against the working directory), after checking that the file can be written: its
+// directory exists and is writable, and the path is not a directory or an unwritable file. Checked before
+// training, so that a bad --log or --plot costs nothing. Empty (no output) stays empty.
+inline std::string ResolveOutputPath(const std::string& path, const std::string& flag) {
+  if (path.empty()) return path;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path file = fs::absolute(path, ec);
+  if (ec) throw OptionsError(flag + " " + path + ": " + ec.message());
+  const fs::path dir = file.parent_path();
+  if (!fs::is_directory(dir, ec)) throw OptionsError(flag + " " + path + ": the directory " + dir.string() + " does not exist");
+  if (fs::is_directory(file, ec)) throw OptionsError(flag + " " + path + " is a directory; give a file name");
+  const bool exists = fs::exists(file, ec);
+  if (access((exists ? file : dir).c_str(), W_OK) != 0)
+    throw OptionsError(flag + " " + path + ": " + (exists ? "the file" : "the directory " + dir.string()) +
+                       " is not writable");
+  return file.string();
+}
+
+// The settings of a run, as name / value pairs in the order of Usage(), for the log's header.
+inline std::vector<std::pair<std::string, std::string>> SettingsOf(const Options& o) {
+  auto real = [](double x) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%g", x);
+    return std::string(b);
+  };
+  auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
+  return {{"epochs", std::to_string(o.epochs)},
+          {"limit", std::to_string(o.limit)},
+          {"batch", std::to_string(o.batch)},
+          {"lr", real(o.lr)},
+          {"momentum", real(o.momentum)},
+          {"weight_decay", real(o.weight_decay)},
+          {"warmup", std::to_string(o.warmup)},
+          {"schedule", o.cosine ? "cosine" : "constant"},
+          {"dropout", real(o.dropout)},
+          {"batch_norm", flag(o.batch_norm)},
+          {"augment", flag(o.augment)},
+          {"threads", o.threads > 0 ? std::to_string(o.threads) : "default"},
+          {"seed", std::to_string(o.seed)}};
 }
 
 }  // namespace fashion_mnist

@@ -1,6 +1,7 @@
-// examples/fashion_mnist/svg_plot.h — the training curve as a self-contained SVG: training loss (left
-// axis) and test accuracy (right axis) against the epoch. No plotting library: a few lines, axes, ticks
-// and a legend written by hand, viewable in any browser.
+// examples/fashion_mnist/svg_plot.h — the training curve as a self-contained SVG: the training loss per
+// minibatch (left axis; faint as measured, bold smoothed) and the test accuracy after each epoch (right
+// axis) against the epoch, fractional along the way. The legend sits above the plot, outside the data.
+// No plotting library: a few lines, axes, ticks and a legend written by hand, viewable in any browser.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -52,6 +53,50 @@ inline std::string XmlEscape(const std::string& text) {
   return out;
 }
 
+// A point of a curve, in data coordinates (epoch, value).
+struct PlotPoint {
+  double x, y;
+};
+
+// The training loss as measured: each minibatch at its fraction of its epoch, (epoch - 1) + (i + 1) / n.
+// A record without minibatch losses (a log read back) gives its epoch's mean at the epoch's middle.
+inline std::vector<PlotPoint> BatchLossPoints(const std::vector<EpochRecord>& records) {
+  std::vector<PlotPoint> points;
+  for (const EpochRecord& r : records) {
+    const size_t n = r.batch_losses.size();
+    if (n == 0) points.push_back({r.epoch - 0.5, r.train_loss});
+    for (size_t i = 0; i < n; ++i)
+      points.push_back({r.epoch - 1 + static_cast<double>(i + 1) / static_cast<double>(n), r.batch_losses[i]});
+  }
+  return points;
+}
+
+// An exponential moving average over about 1/50 of the points (at least 1: a few points stay as they
+// are), debiased so that it starts at the first value instead of rising from 0.
+inline std::vector<PlotPoint> Smoothed(const std::vector<PlotPoint>& points) {
+  const double window = std::max(1.0, static_cast<double>(points.size()) / 50.0);
+  const double keep = 1.0 - 1.0 / window;
+  std::vector<PlotPoint> out;
+  out.reserve(points.size());
+  double average = 0, weight = 0;
+  for (const PlotPoint& p : points) {
+    average = keep * average + (1.0 - keep) * p.y;
+    weight = keep * weight + (1.0 - keep);
+    out.push_back({p.x, average / weight});
+  }
+  return out;
+}
+
+// At most `limit` points, evenly picked, the last one kept: a 10-epoch run has ~9,400 minibatches, more
+// than a 600-pixel-wide plot can show.
+inline std::vector<PlotPoint> Thinned(const std::vector<PlotPoint>& points, size_t limit) {
+  if (points.size() <= limit) return points;
+  std::vector<PlotPoint> out;
+  const double step = static_cast<double>(points.size() - 1) / static_cast<double>(limit - 1);
+  for (size_t i = 0; i < limit; ++i) out.push_back(points[static_cast<size_t>(std::lround(static_cast<double>(i) * step))]);
+  return out;
+}
+
 }  // namespace detail
 
 // The other texts in the plot are fixed words and numbers; only the title comes from the caller.
@@ -59,25 +104,29 @@ inline void WriteTrainingCurveSvg(const std::string& path, const std::vector<Epo
                                   const std::string& title) {
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) throw std::runtime_error("cannot write the plot file " + path);
-  const double W = 720, H = 420, left = 70, right = 70, top = 50, bottom = 60;
+  // The top margin holds the title and, below it, the legend: nothing is drawn over the data.
+  const double W = 720, H = 440, left = 70, right = 70, top = 75, bottom = 55;
   const double pw = W - left - right, ph = H - top - bottom;
+  constexpr size_t kMaxPoints = 600;
 
-  double loss_lo = 1e300, loss_hi = -1e300, acc_lo = 1e300, acc_hi = -1e300;
-  for (const EpochRecord& r : records) {
-    loss_lo = std::min(loss_lo, r.train_loss);
-    loss_hi = std::max(loss_hi, r.train_loss);
-    acc_lo = std::min(acc_lo, r.test_accuracy);
-    acc_hi = std::max(acc_hi, r.test_accuracy);
+  const std::vector<detail::PlotPoint> measured = detail::BatchLossPoints(records);
+  const std::vector<detail::PlotPoint> smooth = detail::Thinned(detail::Smoothed(measured), kMaxPoints);
+  const std::vector<detail::PlotPoint> raw = detail::Thinned(measured, kMaxPoints);
+  double loss_lo = 0, loss_hi = 1, acc_lo = 0, acc_hi = 1;  // loss from zero: its fall reads honestly
+  if (!records.empty()) {
+    loss_hi = -1e300, acc_lo = 1e300, acc_hi = -1e300;
+    for (const detail::PlotPoint& p : raw) loss_hi = std::max(loss_hi, p.y);
+    for (const EpochRecord& r : records) {
+      acc_lo = std::min(acc_lo, r.test_accuracy);
+      acc_hi = std::max(acc_hi, r.test_accuracy);
+    }
   }
-  if (records.empty()) loss_lo = 0, loss_hi = 1, acc_lo = 0, acc_hi = 1;
-  loss_lo = std::min(loss_lo, 0.0);  // loss from zero: its fall reads honestly
   acc_hi = std::min(1.0, acc_hi);
   double loss_step, acc_step;
   detail::NiceRange(&loss_lo, &loss_hi, &loss_step);
   detail::NiceRange(&acc_lo, &acc_hi, &acc_step);
-  const int n = static_cast<int>(records.size());
-  const double e_lo = 1, e_hi = std::max(2, n);
-  auto X = [&](double epoch) { return left + pw * (epoch - e_lo) / (e_hi - e_lo); };
+  const int epochs = std::max(1, static_cast<int>(records.size()));
+  auto X = [&](double epoch) { return left + pw * epoch / epochs; };
   auto YL = [&](double v) { return top + ph * (1 - (v - loss_lo) / (loss_hi - loss_lo)); };
   auto YA = [&](double v) { return top + ph * (1 - (v - acc_lo) / (acc_hi - acc_lo)); };
   const char* loss_color = "#d62728";
@@ -90,14 +139,14 @@ inline void WriteTrainingCurveSvg(const std::string& path, const std::vector<Epo
                detail::XmlEscape(title).c_str());
   std::fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"#444\"/>\n",
                left, top, pw, ph);
-  // Epoch ticks (at most ~10 labels).
-  const int estep = std::max(1, static_cast<int>(std::ceil((e_hi - e_lo + 1) / 10.0)));
-  for (int e = 1; e <= e_hi; e += estep) {
+  // Epoch ticks from 0 (at most ~10 labels).
+  const int estep = std::max(1, static_cast<int>(std::ceil(epochs / 10.0)));
+  for (int e = 0; e <= epochs; e += estep) {
     std::fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/>\n", X(e), top, X(e),
                  top + ph);
     std::fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%d</text>\n", X(e), top + ph + 18, e);
   }
-  std::fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">epoch</text>\n", left + pw / 2, H - 15);
+  std::fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">epoch</text>\n", left + pw / 2, H - 12);
   // Left axis: loss. Right axis: accuracy.
   for (double v = loss_lo; v <= loss_hi + loss_step * 1e-6; v += loss_step)
     std::fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" fill=\"%s\">%.3g</text>\n", left - 6,
@@ -108,24 +157,37 @@ inline void WriteTrainingCurveSvg(const std::string& path, const std::vector<Epo
                "training loss</text>\n", top + ph / 2, loss_color);
   std::fprintf(f, "<text transform=\"translate(%.1f,%.1f) rotate(90)\" text-anchor=\"middle\" fill=\"%s\">"
                "test accuracy</text>\n", W - 18, top + ph / 2, acc_color);
-  // The two curves, with a marker per epoch (a single epoch still shows as points).
-  auto curve = [&](const char* color, auto y_of) {
-    std::fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", color);
-    for (const EpochRecord& r : records) std::fprintf(f, "%.1f,%.1f ", X(r.epoch), y_of(r));
+  // The curves: the loss as measured (faint) and smoothed; the accuracy with a marker per epoch, so that a
+  // single epoch still shows.
+  auto polyline = [&](const char* color, double width, double opacity, const std::vector<detail::PlotPoint>& pts,
+                      auto y_of) {
+    std::fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%g\" stroke-opacity=\"%g\" points=\"",
+                 color, width, opacity);
+    for (const detail::PlotPoint& p : pts) std::fprintf(f, "%.1f,%.1f ", X(p.x), y_of(p.y));
     std::fprintf(f, "\"/>\n");
-    for (const EpochRecord& r : records)
-      std::fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n", X(r.epoch), y_of(r), color);
   };
-  curve(loss_color, [&](const EpochRecord& r) { return YL(r.train_loss); });
-  curve(acc_color, [&](const EpochRecord& r) { return YA(r.test_accuracy); });
-  // Legend, with the final values.
-  if (!records.empty()) {
-    const EpochRecord& last = records.back();
-    std::fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"%s\">training loss (last %.4f)</text>\n", left + 10,
-                 top + 18, loss_color, last.train_loss);
-    std::fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"%s\">test accuracy (last %.4f)</text>\n", left + 10,
-                 top + 36, acc_color, last.test_accuracy);
-  }
+  polyline(loss_color, 1, 0.25, raw, YL);
+  polyline(loss_color, 2, 1, smooth, YL);
+  std::vector<detail::PlotPoint> accuracy;
+  for (const EpochRecord& r : records) accuracy.push_back({static_cast<double>(r.epoch), r.test_accuracy});
+  polyline(acc_color, 2, 1, accuracy, YA);
+  for (const detail::PlotPoint& p : accuracy)
+    std::fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n", X(p.x), YA(p.y), acc_color);
+  // Legend, with the final values, in the top margin; each entry starts after the previous one's text
+  // (~7 pixels a character at this font size).
+  double legend_x = left;
+  auto legend = [&](const char* color, const std::string& text) {
+    std::fprintf(f, "<line x1=\"%.1f\" y1=\"52\" x2=\"%.1f\" y2=\"52\" stroke=\"%s\" stroke-width=\"2\"/>\n",
+                 legend_x, legend_x + 20, color);
+    std::fprintf(f, "<text x=\"%.1f\" y=\"56\" fill=\"%s\">%s</text>\n", legend_x + 26, color, text.c_str());
+    legend_x += 26 + 7.0 * static_cast<double>(text.size()) + 24;
+  };
+  char text[96];
+  std::snprintf(text, sizeof text, "training loss, smoothed (last epoch %.4f)",
+                records.empty() ? 0.0 : records.back().train_loss);
+  legend(loss_color, records.empty() ? "training loss, smoothed" : text);
+  std::snprintf(text, sizeof text, "test accuracy (last %.4f)", records.empty() ? 0.0 : records.back().test_accuracy);
+  legend(acc_color, records.empty() ? "test accuracy" : text);
   std::fprintf(f, "</svg>\n");
   const bool ok = std::ferror(f) == 0;
   if (std::fclose(f) != 0 || !ok) throw std::runtime_error("cannot write the plot file " + path);

@@ -4,8 +4,9 @@
 // ((pixel / 255 - mean) / std, the training set's own statistics) into one float buffer in a single pass,
 // which on the GPU is uploaded once per epoch — minibatches are then contiguous slices (no per-batch
 // gather or copy). The test set is normalised (and uploaded) once. The loss is summed on the device
-// (softmax_output's kAddTo) and read back only when the progress line is redrawn, so the GPU is not
-// synchronised per batch.
+// (softmax_output's kAddTo); after each minibatch the running sum is copied into a per-batch array on the
+// device (no wait), which is read once per epoch for the plot. The host reads the sum itself only when the
+// progress line is redrawn, so the GPU is not synchronised per batch.
 #pragma once
 #include <algorithm>
 #include <chrono>
@@ -32,14 +33,15 @@ struct PixelStats {
 inline PixelStats ComputePixelStats(const ImageSet& s, int64_t count) {
   const int64_t n = count * s.PixelsPerImage();
   double sum = 0, sum_sq = 0;
-  for (int64_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
     const double v = s.pixels[i] / 255.0;
     sum += v;
     sum_sq += v * v;
   }
   PixelStats st;
-  st.mean = n > 0 ? sum / n : 0;
-  st.std = n > 0 ? std::sqrt(std::max(sum_sq / n - st.mean * st.mean, 1e-12)) : 1;
+  const double count_d = static_cast<double>(n);
+  st.mean = n > 0 ? sum / count_d : 0;
+  st.std = n > 0 ? std::sqrt(std::max(sum_sq / count_d - st.mean * st.mean, 1e-12)) : 1;
   return st;
 }
 
@@ -52,15 +54,16 @@ inline void NormaliseInto(const ImageSet& s, const std::vector<int64_t>& order, 
   const float scale = static_cast<float>(1.0 / (255.0 * st.std)), shift = static_cast<float>(st.mean / st.std);
   ParallelFor(static_cast<index_t>(order.size()), pixels, [&](index_t begin, index_t end) {
     for (index_t i = begin; i < end; ++i) {
-      const uint8_t* src = s.pixels.data() + order[i] * pixels;
+      const size_t at = static_cast<size_t>(i);
+      const uint8_t* src = s.pixels.data() + order[at] * pixels;
       float* out = dst.dptr_ + i * pixels;
-      if (!flip.empty() && flip[i]) {
+      if (!flip.empty() && flip[at]) {
         for (int64_t p = 0; p < pixels; p += cols)
           for (int64_t x = 0; x < cols; ++x) out[p + x] = src[p + cols - 1 - x] * scale - shift;
       } else {
         for (int64_t p = 0; p < pixels; ++p) out[p] = src[p] * scale - shift;
       }
-      labels.dptr_[i] = s.labels[order[i]];
+      labels.dptr_[i] = s.labels[static_cast<size_t>(order[at])];
     }
   });
 }
@@ -136,10 +139,10 @@ double Evaluate(ConvNet<Device>* net, const DeviceData<Device>& test, const Imag
     for (index_t i = 0; i < e - b; ++i) {
       const float* row = prob_host.dptr_ + i * prob_host.stride_;
       const index_t guess = std::max_element(row, row + prob_host.size(1)) - row;
-      correct += guess == raw.labels[b + i];
+      correct += guess == raw.labels[static_cast<size_t>(b + i)];
     }
   }
-  return n > 0 ? static_cast<double>(correct) / n : 0.0;
+  return n > 0 ? static_cast<double>(correct) / static_cast<double>(n) : 0.0;
 }
 
 // The learning rate of minibatch `step` (0-based) of `steps`: a linear ramp over the first o.warmup
@@ -151,6 +154,29 @@ inline double LearningRate(const Options& o, int64_t step, int64_t steps) {
   if (!o.cosine || steps <= o.warmup) return o.lr;
   const double t = static_cast<double>(step - o.warmup) / static_cast<double>(steps - o.warmup);
   return o.lr * 0.5 * (1.0 + std::cos(3.14159265358979323846 * t));
+}
+
+// Throws when a minibatch's loss (or the running mean) is not finite: training diverged.
+inline void CheckFinite(double loss, int epoch, index_t batch) {
+  if (!std::isfinite(loss))
+    throw std::runtime_error("the training loss is " + std::to_string(loss) + " at epoch " + std::to_string(epoch) +
+                             ", batch " + std::to_string(batch) + ": training diverged (try a smaller --lr, or --bn)");
+}
+
+// Each minibatch's loss from the running sums after each one (differences, in double).
+template <typename Device>
+std::vector<double> BatchLosses(const Tensor<Device, 1, float>& sums, Stream<Device>* s) {
+  TensorContainer<cpu, 1, float> host(sums.shape_);
+  Copy(host.view(), sums, s);
+  s->Wait();
+  std::vector<double> losses(static_cast<size_t>(sums.size(0)));
+  double before = 0;
+  for (size_t i = 0; i < losses.size(); ++i) {
+    const double sum = host.dptr_[i];
+    losses[i] = sum - before;
+    before = sum;
+  }
+  return losses;
 }
 
 // Trains for o.epochs on the first `train_count` training images; calls on_epoch after each epoch.
@@ -170,16 +196,19 @@ void Train(const Options& o, const Dataset& data, int64_t train_count, Stream<De
               o.dropout > 0 ? ", dropout" : "", st.mean, st.std);
 
   DeviceData<Device> train(train_count, s), test(data.test.count, s);
-  std::vector<int64_t> test_order(data.test.count);
+  std::vector<int64_t> test_order(static_cast<size_t>(data.test.count));
   std::iota(test_order.begin(), test_order.end(), 0);
   NormaliseInto(data.test, test_order, st, test.host_images.view(), test.host_labels.view());
   test.Upload(s);
 
-  std::vector<int64_t> order(train_count);
+  std::vector<int64_t> order(static_cast<size_t>(train_count));
   std::iota(order.begin(), order.end(), 0);
   std::mt19937_64 shuffle_rng(o.seed);
   const index_t batch = o.batch;
   const index_t batches = (train_count + batch - 1) / batch;
+  // The running loss sum after each minibatch of the epoch: copied on the device, read once per epoch.
+  TensorContainer<Device, 1, float> loss_sums(Shape1(batches));
+  loss_sums.set_stream(s);
   int64_t step = 0;  // minibatches trained so far, over all epochs
   for (int epoch = 1; epoch <= o.epochs; ++epoch) {
     std::shuffle(order.begin(), order.end(), shuffle_rng);
@@ -196,24 +225,23 @@ void Train(const Options& o, const Dataset& data, int64_t train_count, Stream<De
       net.Forward(train.Images(b, e), labels, true, kAddTo);
       net.Backward(labels);
       net.Update(LearningRate(o, step++, batches * o.epochs), o.momentum, o.weight_decay);
-      if ((bi + 1) % 20 == 0 || bi + 1 == batches) {
-        const float loss = ReadScalar(net.LossTensor(), s) / static_cast<float>(bi + 1);
-        if (!std::isfinite(loss))
-          throw std::runtime_error("the training loss is " + std::to_string(loss) + " at epoch " +
-                                   std::to_string(epoch) + ", batch " + std::to_string(bi + 1) +
-                                   ": training diverged (try a smaller --lr, or --bn)");
-        bar.Update(e, loss);
+      Copy(loss_sums.Slice(bi, bi + 1), net.LossTensor(), s);
+      if (bar.Due(e)) {
+        const double loss = ReadScalar(net.LossTensor(), s) / static_cast<double>(bi + 1);
+        CheckFinite(loss, epoch, bi + 1);
+        bar.Draw(e, loss);
       }
     }
-    const double train_loss = ReadScalar(net.LossTensor(), s) / static_cast<double>(batches);
+    EpochRecord r;
+    r.batch_losses = BatchLosses(loss_sums.view(), s);
     s->Wait();
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     bar.Finish();
-    EpochRecord r;
+    for (size_t i = 0; i < r.batch_losses.size(); ++i) CheckFinite(r.batch_losses[i], epoch, static_cast<index_t>(i + 1));
     r.epoch = epoch;
     r.seconds = seconds;
-    r.images_per_second = seconds > 0 ? train_count / seconds : 0;
-    r.train_loss = train_loss;
+    r.images_per_second = seconds > 0 ? static_cast<double>(train_count) / seconds : 0;
+    r.train_loss = std::accumulate(r.batch_losses.begin(), r.batch_losses.end(), 0.0) / static_cast<double>(batches);
     net.set_profile(nullptr);  // the profile covers training only
     r.test_accuracy = Evaluate(&net, test, data.test, s);
     if (o.profile) net.set_profile(&profile);
