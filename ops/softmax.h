@@ -24,6 +24,29 @@ inline int CheckSoftmax(const char* what, const SoftmaxParam& p, OpReqType req, 
   return p.axis < 0 ? p.axis + dim : p.axis;
 }
 
+// Every rank runs as rank 4, so the passes are compiled once per dtype rather than once per rank: the
+// leading dimensions of a tensor are one run of rows at its pitch, so any tensor has the view
+// (before, axis, between, last) with the axis at 1, or (before, 1, 1, last) with the axis at 3 when it is
+// the last one. Both keep the tensor's own row pitch, so padded views still work.
+constexpr int kSoftmaxRank = 4;
+
+inline int SoftmaxAxisInView(int axis, int dim) { return axis == dim - 1 ? 3 : 1; }
+
+template <typename Device, int dim, typename DType>
+inline Tensor<Device, kSoftmaxRank, DType> SoftmaxView(const Tensor<Device, dim, DType>& t, int axis) {
+  const index_t last = t.shape_[dim - 1];
+  index_t before = 1, between = 1;
+  for (int i = 0; i < axis; ++i) before *= t.shape_[i];
+  Shape<kSoftmaxRank> view = Shape4(before, 1, 1, last);
+  if constexpr (dim > 1) {
+    if (axis < dim - 1) {
+      for (int i = axis + 1; i < dim - 1; ++i) between *= t.shape_[i];
+      view = Shape4(before, t.shape_[axis], between, last);
+    }
+  }
+  return Tensor<Device, kSoftmaxRank, DType>(t.dptr_, view, t.stride_, t.stream_);
+}
+
 // The data's shape with extent 1 at `axis`: one value per softmax.
 template <int dim>
 inline Shape<dim> SoftmaxReducedShape(Shape<dim> s, int axis) {
@@ -55,12 +78,10 @@ inline LogSumExpParts<Device, dim, compute_t<DType>> LogSumExp(const Tensor<Devi
   return p;
 }
 
-// Forward of softmax (kLog false) or log-softmax: out = exp(x - lse) or x - lse.
-template <bool kLog, typename Device, int dim, typename DType>
-void SoftmaxForwardPass(const char* what, const SoftmaxParam& p, const Tensor<Device, dim, DType>& data,
-                        OpReqType req, const Tensor<Device, dim, DType>& out) {
-  const int axis = CheckSoftmax(what, p, req, data.shape_, "data", out.shape_, "output");
-  if (req == kNullOp || data.shape_.Size() == 0) return;
+// Forward of softmax (kLog false) or log-softmax on the rank-4 views: out = exp(x - lse) or x - lse.
+template <bool kLog, typename Device, typename DType>
+void SoftmaxForwardView(int axis, const Tensor<Device, kSoftmaxRank, DType>& data, OpReqType req,
+                        const Tensor<Device, kSoftmaxRank, DType>& out) {
   using A = compute_t<DType>;
   const auto lse = LogSumExp(data, axis, out.stream_);
   const index_t n = data.shape_[axis];
@@ -73,18 +94,17 @@ void SoftmaxForwardPass(const char* what, const SoftmaxParam& p, const Tensor<De
   }
 }
 
-// Backward from the forward output y: softmax dx = y * (dy - sum(dy * y)); log-softmax dx = dy - exp(y) * sum(dy).
-template <bool kLog, typename Device, int dim, typename DType>
-void SoftmaxBackwardPass(const char* what, const SoftmaxParam& p, const Tensor<Device, dim, DType>& out_grad,
-                         const Tensor<Device, dim, DType>& out, OpReqType req,
-                         const Tensor<Device, dim, DType>& in_grad) {
-  const int axis = CheckSoftmax(what, p, req, out.shape_, "output", out_grad.shape_, "output gradient");
-  CheckSoftmax(what, p, req, out.shape_, "output", in_grad.shape_, "input gradient");
-  if (req == kNullOp || out.shape_.Size() == 0) return;
+// Backward from the forward output y, on the rank-4 views: softmax dx = y * (dy - sum(dy * y));
+// log-softmax dx = dy - exp(y) * sum(dy).
+template <bool kLog, typename Device, typename DType>
+void SoftmaxBackwardView(int axis, const Tensor<Device, kSoftmaxRank, DType>& out_grad,
+                         const Tensor<Device, kSoftmaxRank, DType>& out, OpReqType req,
+                         const Tensor<Device, kSoftmaxRank, DType>& in_grad) {
   using A = compute_t<DType>;
   const auto y = expr::tcast<A>(out);
   const auto dy = expr::tcast<A>(out_grad);
-  Tensor<Device, dim, A> sum = get_space_typed<Device, dim, A>(SoftmaxReducedShape(out.shape_, axis), in_grad.stream_);
+  Tensor<Device, kSoftmaxRank, A> sum =
+      get_space_typed<Device, kSoftmaxRank, A>(SoftmaxReducedShape(out.shape_, axis), in_grad.stream_);
   const auto sum_all = expr::broadcast_keepdim(sum, axis, out.shape_[axis]);
   if constexpr (kLog) {
     sum = expr::reduce_with_axis<red::sum, true>(dy, axis);
@@ -93,6 +113,25 @@ void SoftmaxBackwardPass(const char* what, const SoftmaxParam& p, const Tensor<D
     sum = expr::reduce_with_axis<red::sum, true>(dy * y, axis);
     Assign(in_grad, req, expr::tcast<DType>(y * (dy - sum_all)));
   }
+}
+
+template <bool kLog, typename Device, int dim, typename DType>
+void SoftmaxForwardPass(const char* what, const SoftmaxParam& p, const Tensor<Device, dim, DType>& data,
+                        OpReqType req, const Tensor<Device, dim, DType>& out) {
+  const int axis = CheckSoftmax(what, p, req, data.shape_, "data", out.shape_, "output");
+  if (req == kNullOp || data.shape_.Size() == 0) return;
+  SoftmaxForwardView<kLog>(SoftmaxAxisInView(axis, dim), SoftmaxView(data, axis), req, SoftmaxView(out, axis));
+}
+
+template <bool kLog, typename Device, int dim, typename DType>
+void SoftmaxBackwardPass(const char* what, const SoftmaxParam& p, const Tensor<Device, dim, DType>& out_grad,
+                         const Tensor<Device, dim, DType>& out, OpReqType req,
+                         const Tensor<Device, dim, DType>& in_grad) {
+  const int axis = CheckSoftmax(what, p, req, out.shape_, "output", out_grad.shape_, "output gradient");
+  CheckSoftmax(what, p, req, out.shape_, "output", in_grad.shape_, "input gradient");
+  if (req == kNullOp || out.shape_.Size() == 0) return;
+  SoftmaxBackwardView<kLog>(SoftmaxAxisInView(axis, dim), SoftmaxView(out_grad, axis), SoftmaxView(out, axis), req,
+                            SoftmaxView(in_grad, axis));
 }
 
 }  // namespace detail

@@ -87,6 +87,8 @@ TE_DEVICE_TEST_CASE("Softmax and LogSoftmax match the float64 reference on every
     RunSoftmax<Device, 4, float>(stream, log, Shape4(2, 3, 4, 5), 1, true, kWriteTo);
     RunSoftmax<Device, 4, double>(stream, log, Shape4(2, 3, 4, 5), -2, false, kWriteTo);
     RunSoftmax<Device, 5, float>(stream, log, Shape5(2, 1, 3, 2, 4), 3, true, kAddTo);
+    RunSoftmax<Device, 4, float>(stream, log, Shape4(2, 3, 2, 7), 3, true, kWriteTo);   // last axis, padded rows
+    RunSoftmax<Device, 5, double>(stream, log, Shape5(3, 2, 4, 2, 3), 2, true, kWriteTo);
     RunSoftmax<Device, 5, double>(stream, log, Shape5(2, 3, 1, 2, 3), 0, false, kWriteTo);
     RunSoftmax<Device, 2, half_t>(stream, log, Shape2(5, 9), 1, true, kWriteTo);
     RunSoftmax<Device, 3, bf16_t>(stream, log, Shape3(2, 7, 3), 1, false, kAddTo);
