@@ -2,6 +2,7 @@
 # Installs the build into a temporary root (meson install --destdir, nothing rebuilt) and builds programs
 # against it as other projects would: pkg-config with g++ -std=c++17 and -std=c++20, CMake's
 # find_package(tensorexpr), and nvcc with `pkg-config tensorexpr-cuda` when the CUDA backend was built.
+# Then a Meson project with this source tree as its subproject (which builds the operator library itself).
 # Each program runs and checks its result. Usage: check.sh <build dir> <source dir of tests/consumers>
 set -euo pipefail
 build=$1 here=$2
@@ -20,6 +21,8 @@ for std in c++17 c++20; do
   "$work/app_$std"
   echo "pkg-config consumer ($std): ok"
 done
+# The one name 'tensorexpr' carries the operator library; 'tensorexpr-ops' is the same by its older name.
+[ "$(pkg-config --libs tensorexpr)" = "$(pkg-config --libs tensorexpr-ops)" ]
 if command -v cmake >/dev/null; then
   cmake -S "$here/cmake" -B "$work/cmake-build" -DCMAKE_PREFIX_PATH="$root" -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build "$work/cmake-build" >/dev/null
@@ -34,3 +37,18 @@ if pkg-config --exists tensorexpr-cuda && command -v nvcc >/dev/null; then
   "$work/app_cu"
   echo "nvcc consumer: ok"
 fi
+# Meson subproject: dependency('tensorexpr') in a C++20 parent project. Without a GPU only the CPU program
+# is built; where nvcc is, the parent also resolves dependency('tensorexpr-cuda') (configured, not built:
+# building the GPU operator libraries again would take as long as this build did).
+source=$(cd "$here/../.." && pwd)
+mkdir -p "$work/meson-consumer/subprojects"
+cp "$here/meson/meson.build" "$here/meson/meson_options.txt" "$here/app.cpp" "$here/app.cu" "$work/meson-consumer/"
+ln -s "$source" "$work/meson-consumer/subprojects/tensorexpr"
+gpu=false
+command -v nvcc >/dev/null && gpu=true
+meson setup "$work/meson-consumer/build" "$work/meson-consumer" -Dgpu=$gpu \
+  -Dtensorexpr:cuda=$([ $gpu = true ] && echo enabled || echo disabled) >"$work/meson-setup.log" ||
+  { cat "$work/meson-setup.log"; exit 1; }
+ninja -C "$work/meson-consumer/build" app >/dev/null
+"$work/meson-consumer/build/app"
+echo "Meson subproject consumer: ok$([ $gpu = true ] && echo " (tensorexpr-cuda resolved, its program not built)")"
