@@ -15,8 +15,48 @@
 #include <utility>
 #include <vector>
 
+// The kernels and what they run sit in a named namespace: nvcc's launch stubs cannot name a kernel
+// template inside an anonymous one.
+namespace random_test_kernels {
+using namespace tensorexpr;
+
+// Draws `per_thread` uniform and normal values from each of `threads` generators; thread 0's generator is
+// default-constructed (mshadow's test), thread t's is (seed 7, sequence t).
+template <typename Device, typename Rng, typename DType>
+struct DrawFromDistributions {
+  TE_XINLINE static void Run(int thread, int per_thread, double* uniform, double* normal, DType lo, DType hi,
+                             double* narrow) {
+    Rng rng = thread == 0 ? Rng() : Rng(7u, static_cast<uint64_t>(thread));
+    UniformRealDistribution<Device, Rng, DType> unit;
+    GaussianDistribution<Device, Rng, DType> standard;
+    UniformRealDistribution<Device, Rng, DType> between(lo, hi);
+    for (int i = 0; i < per_thread; ++i) {
+      uniform[i] = static_cast<double>(static_cast<compute_t<DType>>(unit(rng)));
+      normal[i] = static_cast<double>(static_cast<compute_t<DType>>(standard(rng)));
+      narrow[i] = static_cast<double>(static_cast<compute_t<DType>>(between(rng)));
+    }
+  }
+};
+#if defined(__CUDACC__)
+template <typename Rng, typename DType>
+__global__ void DrawFromDistributionsKernel(int per_thread, double* uniform, double* normal, DType lo, DType hi,
+                                            double* narrow) {
+  const int t = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  const size_t at = static_cast<size_t>(t) * static_cast<size_t>(per_thread);
+  DrawFromDistributions<gpu, Rng, DType>::Run(t, per_thread, uniform + at, normal + at, lo, hi, narrow + at);
+}
+// The first n words of a generator, for comparison with the host's.
+template <typename Rng>
+__global__ void FirstWordsKernel(uint64_t seed, uint64_t sequence, uint64_t* out, int n) {
+  Rng rng(seed, sequence);
+  for (int i = 0; i < n; ++i) out[i] = rng();
+}
+#endif
+}  // namespace random_test_kernels
+
 namespace {
 using namespace te_test;
+using namespace random_test_kernels;
 
 // The values of a device tensor in row-major order, as DType on the host.
 template <typename Device, int dim, typename DType>
@@ -352,33 +392,6 @@ TE_DEVICE_TEST_CASE("Random: bad bounds throw Error naming them", "[random]") {
 
 // ================================ bit generators and distributions ========================================
 
-// Draws `per_thread` uniform and normal values from each of `threads` generators; thread 0's generator is
-// default-constructed (mshadow's test), thread t's is (seed 7, sequence t).
-template <typename Device, typename Rng, typename DType>
-struct DrawFromDistributions {
-  TE_XINLINE static void Run(int thread, int per_thread, double* uniform, double* normal, DType lo, DType hi,
-                             double* narrow) {
-    Rng rng = thread == 0 ? Rng() : Rng(7u, static_cast<uint64_t>(thread));
-    UniformRealDistribution<Device, Rng, DType> unit;
-    GaussianDistribution<Device, Rng, DType> standard;
-    UniformRealDistribution<Device, Rng, DType> between(lo, hi);
-    for (int i = 0; i < per_thread; ++i) {
-      uniform[i] = static_cast<double>(static_cast<compute_t<DType>>(unit(rng)));
-      normal[i] = static_cast<double>(static_cast<compute_t<DType>>(standard(rng)));
-      narrow[i] = static_cast<double>(static_cast<compute_t<DType>>(between(rng)));
-    }
-  }
-};
-#if defined(__CUDACC__)
-template <typename Rng, typename DType>
-__global__ void DrawFromDistributionsKernel(int per_thread, double* uniform, double* normal, DType lo, DType hi,
-                                            double* narrow) {
-  const int t = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  const size_t at = static_cast<size_t>(t) * static_cast<size_t>(per_thread);
-  DrawFromDistributions<gpu, Rng, DType>::Run(t, per_thread, uniform + at, normal + at, lo, hi, narrow + at);
-}
-#endif
-
 template <typename Device, typename Rng, typename DType>
 void CheckDistributions(Stream<Device>* stream) {
   INFO(DataType<DType>::name() << " from a " << 8 * sizeof(typename Rng::result_type) << "-bit PCG");
@@ -435,11 +448,6 @@ TE_DEVICE_TEST_CASE("UniformRealDistribution / GaussianDistribution over PCGRand
 }
 
 #if defined(__CUDACC__)
-template <typename Rng>
-__global__ void FirstWordsKernel(uint64_t seed, uint64_t sequence, uint64_t* out, int n) {
-  Rng rng(seed, sequence);
-  for (int i = 0; i < n; ++i) out[i] = rng();
-}
 // The device's PCG words are the host's (the same code, on both sides of the bus).
 TEST_CASE("PCGRandom32 / PCGRandom64 give the same words in a kernel as on the host", "[gpu][random]") {
   if (!HaveGPU()) {
