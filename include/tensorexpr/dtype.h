@@ -34,7 +34,11 @@ TE_XINLINE float BitsFloat(uint32_t u) {
 
 // IEEE 754 binary16.
 struct half_t {
-  uint16_t bits_;
+  // The 16 bits; half_ is mshadow's name for them (a union: g++, clang and nvcc define reading either).
+  union {
+    uint16_t bits_;
+    uint16_t half_;
+  };
 
   half_t() = default;
   TE_XINLINE half_t(float f) : bits_(FromFloat(f)) {}  // NOLINT: implicit, like mshadow's half_t
@@ -43,6 +47,7 @@ struct half_t {
   TE_XINLINE half_t(int64_t i) : bits_(FromFloat(static_cast<float>(i))) {}
   TE_XINLINE operator float() const { return ToFloat(bits_); }
   static TE_XINLINE half_t FromBits(uint16_t b) { half_t h; h.bits_ = b; return h; }
+  static TE_XINLINE half_t Binary(uint16_t b) { return FromBits(b); }  // mshadow's name for FromBits
 
   static TE_XINLINE uint16_t FromFloat(float f) {
 #if defined(__CUDA_ARCH__)

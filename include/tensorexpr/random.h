@@ -1,18 +1,27 @@
 // random.h — Random<Device, DType>: a seeded random number generator that fills tensors (mshadow's names).
 //
-//   Random<cpu, float> rnd(42);
-//   rnd.SampleUniform(&t, -1.0f, 1.0f);     // or rnd.SampleUniform(t, ...): a view works as well
+//   Random<cpu, float> rnd(42);              // or rnd(42, sequence): another sequence id, another stream
+//   rnd.SampleUniform(&t, -1.0f, 1.0f);     // [-1, 1); or rnd.SampleUniform(t, ...): a view works as well
 //   rnd.SampleGaussian(&t, 0.0f, 0.01f);
-//   rnd.Seed(7);                             // restart the sequence
+//   rnd.Seed(7);                             // restart the sequence (rnd.Seed(7, sequence) too)
 //   t = rnd.gaussian(t.shape_) * 0.1f;       // mshadow's sample expressions: a buffer the generator owns,
 //   t += rnd.uniform(t.shape_);              // valid until its next gaussian / uniform call
 //   rnd.SampleGamma(&t, alpha, beta);        // and the other samplers: SampleExponential(&t, lambda),
 //                                            // SamplePoisson(&t, lambda), SampleNegativeBinomial(&t, k, p),
 //                                            // SampleGeneralizedNegativeBinomial(&t, mu, alpha)
+//   Random<cpu, int32_t> ints(42);
+//   ints.SampleUniform(&k, -3, 3);           // integers: the closed range [-3, 3]
+//   rnd.GetRandInt(bits);                    // any generator, any integer tensor: every bit random
+//
+// DType is float, double, half_t, bf16_t or an integer type; integer generators have SampleUniform and
+// GetRandInt (the other samplers are for reals). Real bounds are rounded to DType first and the upper one is
+// never reached, even when it is only an ulp above the lower one (a draw that rounds onto it is drawn again).
 //
 // The CPU generator is std::mt19937 drawn sequentially over the elements in row-major order, so a seed
-// gives the same numbers on every run, whatever the thread count. Padded rows: only the elements of the
-// view are written, never the padding. half_t / bf16_t draw in float and convert.
+// gives the same numbers on every run, whatever the thread count. Sequence 0 seeds it as mshadow did
+// (mt19937.seed(seed folded to 32 bits)), so its reals are mshadow's std:: distributions' numbers; another
+// sequence id seeds it through std::seed_seq from all 128 bits of (seed, sequence). Padded rows: only the
+// elements of the view are written, never the padding. half_t / bf16_t draw in float and convert.
 // The GPU specialisation (cuRAND, bound to a stream) lives in cuda/random.cuh.
 #pragma once
 #include <cstdint>
@@ -23,6 +32,9 @@
 #include "tensor.h"
 #include "tensor_container.h"
 #include "expr/reshape.h"
+#include "pcg_random.h"
+#include "random_bits.h"
+#include "random_distribution.h"
 
 namespace tensorexpr {
 
@@ -31,11 +43,52 @@ class Random;
 
 namespace detail {
 template <typename DType>
+struct is_random_integer
+    : std::integral_constant<bool, std::is_integral<DType>::value && !std::is_same<DType, bool>::value> {};
+template <typename DType>
+struct is_random_real
+    : std::integral_constant<bool, std::is_floating_point<DType>::value || is_low_precision<DType>::value> {};
+template <typename DType>
 struct check_random_dtype {
-  static_assert(std::is_floating_point<DType>::value || is_low_precision<DType>::value,
-                "Random<Device, DType> samples floating-point values: DType must be float, double, half_t or bf16_t");
+  static_assert(is_random_real<DType>::value || is_random_integer<DType>::value,
+                "Random<Device, DType>: DType must be float, double, half_t, bf16_t or an integer type");
   static constexpr bool value = true;
 };
+// The type of a Random's bounds and parameters: the integer itself, or the type reals are drawn in (float
+// for half_t / bf16_t).
+template <typename DType>
+using random_param_t = typename std::conditional<is_random_integer<DType>::value, DType, compute_t<DType>>::type;
+
+template <typename DType>
+struct check_real_sampler {
+  static_assert(is_random_real<DType>::value,
+                "this sampler gives real values: use a Random<Device, float / double / half_t / bf16_t> (an integer "
+                "Random has SampleUniform and GetRandInt)");
+  static constexpr bool value = true;
+};
+template <typename IntType>
+struct check_rand_int_target {
+  static_assert(is_random_integer<IntType>::value, "GetRandInt fills a tensor of an integer type (not bool)");
+  static constexpr bool value = true;
+};
+
+// SampleUniform's bounds, checked alike by Random<cpu> and Random<gpu> (`generator` names the one called):
+// integers a <= b (the closed range [a, b]); reals a <= b with a finite width b - a (the range [a, b)).
+template <typename DType, typename Param, int dim>
+void CheckUniformRange(const char* generator, Param a, Param b, const Shape<dim>& shape) {
+  if constexpr (is_random_integer<DType>::value) {
+    TE_CHECK(a <= b, generator, "::SampleUniform: the range [", +a, ", ", +b,
+             "] is empty (a > b) for a tensor of shape ", shape);
+  } else {
+    TE_CHECK(a <= b, generator, "::SampleUniform: the range [", a, ", ", b,
+             ") is empty (a > b) or has a NaN bound, for a tensor of shape ", shape);
+    // The bounds as DType holds them (half_t overflows to inf past 65504); inf - inf and NaN are not 0.
+    const Param width = static_cast<Param>(static_cast<DType>(b)) - static_cast<Param>(static_cast<DType>(a));
+    TE_CHECK(width - width == Param(0), generator, "::SampleUniform: the range [", a, ", ", b,
+             ") is not finite in ", DataType<DType>::name(), " (its width is ", width, ") for a tensor of shape ",
+             shape);
+  }
+}
 
 // The samplers' parameter checks, shared by Random<cpu> and Random<gpu>; `generator` names the one that
 // was called in the message.
@@ -101,39 +154,66 @@ struct RandomPointerForms {
 
 template <typename DType>
 class Random<cpu, DType>
-    : public detail::RandomPointerForms<Random<cpu, DType>, cpu, DType, compute_t<DType>> {
+    : public detail::RandomPointerForms<Random<cpu, DType>, cpu, DType, detail::random_param_t<DType>> {
   static_assert(detail::check_random_dtype<DType>::value, "");
-  using PointerForms = detail::RandomPointerForms<Random, cpu, DType, compute_t<DType>>;
+  using Param = detail::random_param_t<DType>;
+  using PointerForms = detail::RandomPointerForms<Random, cpu, DType, Param>;
   // The distributions run in float for half / bf16 (they have no std:: distribution of their own).
   using Real = compute_t<DType>;
 
  public:
   TE_RANDOM_POINTER_FORMS_(PointerForms);  // rnd.SampleGaussian(&t, ...): mshadow's pointer forms
-  explicit Random(uint64_t seed = 0) { Seed(seed); }
+  // Generators of the same seed and sequence id give the same numbers; another seed or id, others.
+  explicit Random(uint64_t seed = 0, uint64_t sequence = 0) { Seed(seed, sequence); }
 
   // Restarts the sequence: the same seed gives the same numbers.
-  void Seed(uint64_t seed) { rng_.seed(static_cast<std::mt19937::result_type>(seed ^ (seed >> 32))); }
+  void Seed(uint64_t seed, uint64_t sequence = 0) {
+    seed_ = seed;
+    if (sequence == 0) {  // mshadow's seeding, so sequence 0 keeps its numbers
+      rng_.seed(static_cast<std::mt19937::result_type>(seed ^ (seed >> 32)));
+    } else {
+      std::seed_seq words{Low32(seed), High32(seed), Low32(sequence), High32(sequence)};
+      rng_.seed(words);
+    }
+  }
+  uint64_t GetSeed() const { return seed_; }
   void set_stream(Stream<cpu>*) {}  // work on the CPU runs at once; kept for the GPU's interface
 
-  // Uniform values in [a, b).
+  // Uniform values: integers on the closed range [a, b], reals on [a, b) (bounds rounded to DType).
   template <int dim>
-  void SampleUniform(Tensor<cpu, dim, DType> dst, Real a = Real(0), Real b = Real(1)) {
-    TE_CHECK(a <= b, "Random::SampleUniform: the range [", a, ", ", b, ") is empty (a > b) for a tensor of shape ",
-             dst.shape_);
-    std::uniform_real_distribution<Real> dist(a, b);
-    Fill(dst, dist);
+  void SampleUniform(Tensor<cpu, dim, DType> dst, Param a = Param(0), Param b = Param(1)) {
+    detail::CheckUniformRange<DType>(kName, a, b, dst.shape_);
+    if constexpr (detail::is_random_integer<DType>::value) {
+      const uint64_t span = detail::IntegerSpan(a, b);
+      Fill(dst, [&](std::mt19937& rng) { return detail::UniformInteger(rng, a, span); });
+    } else {
+      const DType lo = static_cast<DType>(a), hi = static_cast<DType>(b);
+      if (!(lo < hi)) {  // a == b (after rounding to DType): the one value
+        Fill(dst, [&](std::mt19937&) { return lo; });
+        return;
+      }
+      std::uniform_real_distribution<Real> dist(static_cast<Real>(lo), static_cast<Real>(hi));
+      Fill(dst, [&](std::mt19937& rng) { return detail::DrawBelow(hi, [&] { return dist(rng); }); });
+    }
+  }
+  // Every bit of every element random (the full range of IntType), whatever this generator's DType.
+  template <typename IntType, int dim>
+  void GetRandInt(Tensor<cpu, dim, IntType> dst) {
+    static_assert(detail::check_rand_int_target<IntType>::value, "");
+    const Tensor<cpu, 2, IntType> t = dst.FlatTo2D();
+    for (index_t y = 0; y < t.shape_[0]; ++y) {
+      IntType* row = t.dptr_ + y * t.stride_;
+      for (index_t x = 0; x < t.shape_[1]; ++x) row[x] = detail::RandomInteger<IntType>(rng_);
+    }
   }
   // Normal values with mean mu and standard deviation sigma.
   template <int dim>
-  void SampleGaussian(Tensor<cpu, dim, DType> dst, Real mu = Real(0), Real sigma = Real(1)) {
-    TE_CHECK(sigma >= Real(0), "Random::SampleGaussian: sigma = ", sigma,
+  void SampleGaussian(Tensor<cpu, dim, DType> dst, Param mu = Param(0), Param sigma = Param(1)) {
+    static_assert(detail::check_real_sampler<DType>::value, "");
+    TE_CHECK(sigma >= Param(0), "Random::SampleGaussian: sigma = ", sigma,
              " must be >= 0 for a tensor of shape ", dst.shape_);
-    if (sigma == Real(0)) {  // std::normal_distribution requires sigma > 0
-      struct Constant {
-        Real v;
-        Real operator()(std::mt19937&) const { return v; }
-      } constant{mu};
-      Fill(dst, constant);
+    if (sigma == Param(0)) {  // std::normal_distribution requires sigma > 0
+      Fill(dst, [&](std::mt19937&) { return mu; });
       return;
     }
     std::normal_distribution<Real> dist(mu, sigma);
@@ -142,7 +222,8 @@ class Random<cpu, DType>
 
   // Gamma with shape alpha and scale beta (mean alpha beta).
   template <int dim>
-  void SampleGamma(Tensor<cpu, dim, DType> dst, Real alpha, Real beta) {
+  void SampleGamma(Tensor<cpu, dim, DType> dst, Param alpha, Param beta) {
+    static_assert(detail::check_real_sampler<DType>::value, "");
     CheckPositive("SampleGamma", "alpha", alpha, dst.shape_);
     CheckPositive("SampleGamma", "beta", beta, dst.shape_);
     std::gamma_distribution<Real> dist(alpha, beta);
@@ -150,33 +231,37 @@ class Random<cpu, DType>
   }
   // Exponential with rate lambda (mean 1 / lambda).
   template <int dim>
-  void SampleExponential(Tensor<cpu, dim, DType> dst, Real lambda) {
+  void SampleExponential(Tensor<cpu, dim, DType> dst, Param lambda) {
+    static_assert(detail::check_real_sampler<DType>::value, "");
     CheckPositive("SampleExponential", "lambda", lambda, dst.shape_);
     std::exponential_distribution<Real> dist(lambda);
     Fill(dst, dist);
   }
   // Poisson with mean lambda (whole numbers stored in DType).
   template <int dim>
-  void SamplePoisson(Tensor<cpu, dim, DType> dst, Real lambda) {
+  void SamplePoisson(Tensor<cpu, dim, DType> dst, Param lambda) {
+    static_assert(detail::check_real_sampler<DType>::value, "");
     CheckPositive("SamplePoisson", "lambda", lambda, dst.shape_);
     std::poisson_distribution<int64_t> dist(static_cast<double>(lambda));
     Fill(dst, dist);
   }
   // Failures before the k-th success of trials that succeed with probability p.
   template <int dim>
-  void SampleNegativeBinomial(Tensor<cpu, dim, DType> dst, Real k, Real p) {
+  void SampleNegativeBinomial(Tensor<cpu, dim, DType> dst, Param k, Param p) {
+    static_assert(detail::check_real_sampler<DType>::value, "");
     detail::CheckNegativeBinomial(kName, k, p, dst.shape_);
     // A Poisson whose mean is gamma distributed: k need not be whole (std::negative_binomial's must).
-    FillPoissonOfGamma(dst, k, (Real(1) - p) / p);
+    FillPoissonOfGamma(dst, k, (Param(1) - p) / p);
   }
   // Mean mu and overdispersion alpha (variance mu + alpha mu^2); alpha = 0 is a Poisson of mean mu.
   template <int dim>
-  void SampleGeneralizedNegativeBinomial(Tensor<cpu, dim, DType> dst, Real mu, Real alpha) {
+  void SampleGeneralizedNegativeBinomial(Tensor<cpu, dim, DType> dst, Param mu, Param alpha) {
+    static_assert(detail::check_real_sampler<DType>::value, "");
     detail::CheckGeneralizedNegativeBinomial(kName, mu, alpha, dst.shape_);
-    if (alpha == Real(0)) {
+    if (alpha == Param(0)) {
       SamplePoisson(dst, mu);
     } else {
-      FillPoissonOfGamma(dst, Real(1) / alpha, mu * alpha);
+      FillPoissonOfGamma(dst, Param(1) / alpha, mu * alpha);
     }
   }
 
@@ -190,6 +275,7 @@ class Random<cpu, DType>
   }
   template <int dim>
   expr::ReshapeExp<Tensor<cpu, 1, DType>, DType, dim> uniform(const Shape<dim>& shape) {
+    static_assert(detail::check_real_sampler<DType>::value, "");
     Tensor<cpu, 1, DType> b = Buffer(shape.Size());
     SampleUniform(b);
     return expr::reshape(b, shape);
@@ -200,12 +286,14 @@ class Random<cpu, DType>
 
  private:
   static constexpr const char* kName = "Random";  // in error messages
+  static uint32_t Low32(uint64_t v) { return static_cast<uint32_t>(v); }
+  static uint32_t High32(uint64_t v) { return static_cast<uint32_t>(v >> 32); }
   template <int dim>
-  static void CheckPositive(const char* sampler, const char* name, Real v, const Shape<dim>& shape) {
+  static void CheckPositive(const char* sampler, const char* name, Param v, const Shape<dim>& shape) {
     detail::CheckSamplerPositive(kName, sampler, name, v, shape);
   }
   template <int dim>
-  void FillPoissonOfGamma(const Tensor<cpu, dim, DType>& dst, Real shape, Real scale) {
+  void FillPoissonOfGamma(const Tensor<cpu, dim, DType>& dst, Param shape, Param scale) {
     std::gamma_distribution<double> gamma(static_cast<double>(shape), static_cast<double>(scale));
     struct PoissonOfGamma {
       std::gamma_distribution<double>& gamma;
@@ -221,8 +309,9 @@ class Random<cpu, DType>
     return buffer_.Slice(0, n);
   }
 
+  // dst = dist(engine) per element, in row-major order.
   template <int dim, typename Dist>
-  void Fill(const Tensor<cpu, dim, DType>& dst, Dist& dist) {
+  void Fill(const Tensor<cpu, dim, DType>& dst, Dist&& dist) {
     const Tensor<cpu, 2, DType> t = dst.FlatTo2D();
     for (index_t y = 0; y < t.shape_[0]; ++y) {
       DType* row = t.dptr_ + y * t.stride_;
@@ -231,6 +320,7 @@ class Random<cpu, DType>
   }
 
   std::mt19937 rng_;
+  uint64_t seed_ = 0;
   TensorContainer<cpu, 1, DType> buffer_;
 };
 

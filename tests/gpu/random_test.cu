@@ -1,0 +1,1 @@
+#include "../random_test.cc"
