@@ -3,7 +3,8 @@
 // family alternating with a threaded memcpy of x (the threads each copy a contiguous share, as the
 // library's ParallelFor splits work). Timing: std::chrono::steady_clock around each repetition, median.
 //
-// Usage: bandwidth_cpu [--threads 16[,2...]] [--n 32] [--reps 10]
+// Usage: bandwidth_cpu [--threads 16[,2...]] [--n 32] [--reps 10] [--isa best|baseline]
+// --isa baseline: the kernels' hand-written vector paths keep to SSE2 (cpu/isa.h), to compare with AVX2's.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -50,18 +51,23 @@ int main(int argc, char** argv) {
   std::string threads_arg = std::to_string(GetNumThreads());
   index_t n = 32;
   int reps = 10;
+  bool baseline_isa = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) threads_arg = argv[++i];
     else if (a == "--n" && i + 1 < argc) n = std::atoll(argv[++i]);
     else if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
+    else if (a == "--isa" && i + 1 < argc && (std::string(argv[i + 1]) == "best" || std::string(argv[i + 1]) == "baseline"))
+      baseline_isa = std::string(argv[++i]) == "baseline";
     else {
-      std::fprintf(stderr, "usage: %s [--threads 16[,2...]] [--n 32] [--reps 10]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--threads 16[,2...]] [--n 32] [--reps 10] [--isa best|baseline]\n", argv[0]);
       return 2;
     }
   }
   try {
     TE_CHECK(n >= 1 && reps >= 1, "need --n and --reps >= 1 (got ", n, ", ", reps, ")");
+    const cpu_isa::ScopedIsaLimit isa(baseline_isa ? cpu_isa::Isa::kBaseline : cpu_isa::Isa::kAvx2);
+    std::printf("vector paths: %s\n", cpu_isa::ActiveIsa() == cpu_isa::Isa::kAvx2 ? "AVX2" : "baseline (SSE2)");
     std::mt19937 rng(20241124u);
     const families::FamilyHooks<cpu> hooks{
         [&](Tensor<cpu, 1, float> t) {

@@ -396,8 +396,8 @@ TE_DEVICE_TEST_CASE("transposes large enough for tiles match the reference", "[l
 }
 
 #if !defined(__CUDACC__)
-// cpu/transpose.h's register tiles (4 x 4 of 4-byte types, 2 x 2 of 8-byte ones, a plain `=` from a tensor)
-// and their edges: c and x not multiples of the tile or the 64-element block, c spanning source rows
+// cpu/transpose.h's register tiles (the widest this processor runs: cpu/transpose_tiles.h; a plain `=`
+// from a tensor) and their edges: c and x not multiples of the tile or the 64-element block, c spanning source rows
 // (padded or not: only adjacent sources take tiles), padded and offset (unaligned) destinations, += and
 // sources that are expressions (the element loop), and outputs of many blocks. Each call draws its
 // layout, saver and source kind at random; several calls cover them.
@@ -483,6 +483,95 @@ TEST_CASE("CPU assignments past the caches stream whole lines and match the refe
     CheckAll(y.view(), [&](const Shape<3>& i) { return x[i[0]][i[2]][i[1]]; }, 0.0);
     y = transpose(x.view() * 2.0, Shape3(0, 2, 1));
     CheckAll(y.view(), [&](const Shape<3>& i) { return 2.0 * x[i[0]][i[2]][i[1]]; }, 0.0);
+  }
+}
+
+// The instruction sets the CPU transposes may run on this machine (cpu/isa.h): AVX2's tiles where the
+// processor has them, and always the SSE2 fallback (AVX2 turned off).
+std::vector<cpu_isa::Isa> IsasToTest() {
+  std::vector<cpu_isa::Isa> isas{cpu_isa::Isa::kBaseline};
+  if (cpu_isa::DetectedIsa() >= cpu_isa::Isa::kAvx2) isas.push_back(cpu_isa::Isa::kAvx2);
+  return isas;
+}
+const char* IsaName(cpu_isa::Isa isa) { return isa == cpu_isa::Isa::kAvx2 ? "AVX2" : "baseline (SSE2)"; }
+
+// dst = a.T() and dst = transpose(x, (0, 2, 1)) under `isa`, each element against a naive loop, bit for
+// bit: `a` a padded (rows, cols) view, dst an offset, padded view whose padding and the elements before it
+// must stay untouched. Element values are distinct patterns of the type's bits (int8 wraps).
+template <typename DType>
+void CheckTransposeUnderIsa(cpu_isa::Isa isa, index_t rows, index_t cols, index_t src_pad, index_t dst_offset,
+                            index_t dst_pad) {
+  const cpu_isa::ScopedIsaLimit limit(isa);
+  const auto pattern = [](index_t i) { return static_cast<DType>(static_cast<int64_t>(i * 2654435761ll % 1000003) - 500000); };
+  TensorContainer<cpu, 1, DType> src_mem(Shape1(rows * (cols + src_pad)));
+  for (index_t i = 0; i < src_mem.shape_[0]; ++i) src_mem[i] = pattern(i);
+  const Tensor<cpu, 2, DType> a(src_mem.dptr_, Shape2(rows, cols), cols + src_pad, nullptr);
+  const index_t dst_stride = rows + dst_pad;
+  const DType poison = static_cast<DType>(77);
+  TensorContainer<cpu, 1, DType> dst_mem(Shape1(dst_offset + cols * dst_stride), poison);
+  Tensor<cpu, 2, DType> t(dst_mem.dptr_ + dst_offset, Shape2(cols, rows), dst_stride, nullptr);
+  t = a.T();
+  index_t wrong = 0, touched = 0;
+  for (index_t i = 0; i < dst_offset; ++i) touched += dst_mem[i] != poison;
+  for (index_t j = 0; j < cols; ++j) {
+    for (index_t i = 0; i < rows; ++i) wrong += t.dptr_[j * dst_stride + i] != a.dptr_[i * a.stride_ + j];
+    for (index_t i = rows; i < dst_stride; ++i) touched += t.dptr_[j * dst_stride + i] != poison;
+  }
+  INFO(IsaName(isa) << ": a.T() of (" << rows << ", " << cols << ") " << sizeof(DType) << "-byte elements, source padding "
+                    << src_pad << ", destination offset " << dst_offset << " and padding " << dst_pad);
+  CHECK(wrong == 0);
+  CHECK(touched == 0);
+  // The same source as NCHW -> NHWC with N = 2 (rows split in two planes when even).
+  if (rows % 2 == 0) {
+    const Tensor<cpu, 3, DType> x(src_mem.dptr_, Shape3(2, rows / 2, cols), cols + src_pad, nullptr);
+    TensorContainer<cpu, 3, DType> y(Shape3(2, cols, rows / 2));
+    y = transpose(x, Shape3(0, 2, 1));
+    index_t wrong3 = 0;
+    for (index_t n = 0; n < 2; ++n)
+      for (index_t p = 0; p < cols; ++p)
+        for (index_t c = 0; c < rows / 2; ++c) wrong3 += y[n][p][c] != x[n][c][p];
+    CHECK(wrong3 == 0);
+  }
+}
+
+// cpu/transpose_tiles.h's AVX2 tiles (8 x 8 of 4-byte types, 4 x 4 of 8-byte ones) and the SSE2 fallback,
+// each forced through cpu_isa::ScopedIsaLimit: extents that are not multiples of 8 or of the 64-element
+// block, padded sources, offset and padded destinations, int8 (no tiles: the element loop), and outputs
+// on both sides of streaming_store::kMinBytes (32 MiB: the L1 buffer that streams whole lines).
+TEST_CASE("CPU transposes match naive loops with AVX2 tiles and with the SSE2 fallback", "[layout][transpose_tiles][isa][cpu]") {
+  if (cpu_isa::DetectedIsa() < cpu_isa::Isa::kAvx2) WARN("this processor has no AVX2: only the SSE2 fallback is tested");
+  for (cpu_isa::Isa isa : IsasToTest()) {
+    for (index_t src_pad : {index_t(0), index_t(3)}) {
+      CheckTransposeUnderIsa<float>(isa, 131, 67, src_pad, 0, 0);
+      CheckTransposeUnderIsa<float>(isa, 200, 203, src_pad, 1, 5);
+      CheckTransposeUnderIsa<int32_t>(isa, 72, 65, src_pad, 3, 1);
+      CheckTransposeUnderIsa<float>(isa, 66, 9, src_pad, 0, 0);
+      CheckTransposeUnderIsa<double>(isa, 130, 71, src_pad, 1, 2);
+      CheckTransposeUnderIsa<int64_t>(isa, 67, 129, src_pad, 0, 3);
+      CheckTransposeUnderIsa<int8_t>(isa, 100, 77, src_pad, 5, 3);
+      CheckTransposeUnderIsa<float>(isa, 1030, 517, src_pad, 0, 0);  // many blocks, below the threshold
+    }
+    // Outputs past 32 MiB stream from the L1 buffer.
+    constexpr index_t kMiB = index_t(1) << 20;
+    static_assert(streaming_store::kMinBytes <= 32 * kMiB, "the outputs below must stream");
+    CheckTransposeUnderIsa<float>(isa, 2902, 2891, 0, 0, 0);
+    CheckTransposeUnderIsa<float>(isa, 2893, 2899, 1, 3, 2);
+    CheckTransposeUnderIsa<double>(isa, 2050, 2051, 0, 1, 1);
+    CheckTransposeUnderIsa<int8_t>(isa, 5802, 5787, 0, 7, 0);
+  }
+}
+
+// The device-generic tiled cases above (random layouts, savers and expression sources) once more with
+// AVX2 turned off, so that the SSE2 fallback also meets them on an AVX2 machine.
+TEST_CASE("CPU transposes with AVX2 turned off match the reference at tile edges", "[layout][transpose_tiles][isa][cpu]") {
+  const cpu_isa::ScopedIsaLimit baseline(cpu_isa::Isa::kBaseline);
+  Stream<cpu>* stream = nullptr;
+  for (int rep = 0; rep < 2; ++rep) {
+    CheckTiledTranspose<cpu, float>(stream, Shape2(131, 67), Shape2(1, 0));
+    CheckTiledTranspose<cpu, int32_t>(stream, Shape3(2, 65, 130), Shape3(0, 2, 1));
+    CheckTiledTranspose<cpu, double>(stream, Shape3(3, 69, 71), Shape3(0, 2, 1));
+    CheckTiledTranspose<cpu, float>(stream, Shape4(2, 70, 5, 7), Shape4(0, 2, 3, 1));
+    CheckTiledTranspose<cpu, float>(stream, Shape4(2, 5, 19, 70), Shape4(0, 3, 1, 2));
   }
 }
 #endif

@@ -703,14 +703,16 @@ TE_DEVICE_TEST_CASE("maximum / minimum over long rows: negatives, infinities, a 
 }
 
 #if !defined(__CUDACC__)
-// cpu/reduce.h's vector maximum / minimum (maxps / minps with an unordered test beside them) against plain
-// loops: rows of every length around the 8-lane step, float and double, and a NaN at every position of
-// the first of several runs of one output, so that it enters a lane through a run's scalar tail as well
-// as through the vectors, and must survive the vector steps of the runs after it.
+// cpu/simd_max_min.h's vector maximum / minimum (maxps / minps with an unordered test beside them) against
+// plain loops: rows of every length around the 8-lane step, the 4-vector unrolled step and the length from
+// which AVX2 takes over (64), float and double, and a NaN at every position of the first of several runs
+// of one output, so that it enters a lane through a run's scalar tail as well as through the vectors, and
+// must survive the vector steps of the runs after it.
 template <typename DType, typename Reducer>
 void CheckVectorMaxMin() {
   const bool max = std::is_same<Reducer, red::maximum>::value;
-  for (index_t w : {index_t(1), index_t(7), index_t(8), index_t(9), index_t(13), index_t(16), index_t(31), index_t(203)}) {
+  for (index_t w : {index_t(1), index_t(7), index_t(8), index_t(9), index_t(13), index_t(16), index_t(31), index_t(33),
+                    index_t(63), index_t(64), index_t(72), index_t(203), index_t(1000)}) {
     TensorContainer<cpu, 3, DType> a(Shape3(3, 4, w));
     FillRandom(a.view(), -100.0, 100.0);
     TensorContainer<cpu, 1, DType> got(Shape1(4));
@@ -733,11 +735,19 @@ void CheckVectorMaxMin() {
   }
 }
 
-TEST_CASE("CPU vector maximum / minimum match plain loops; a NaN in any lane survives later runs", "[reduce][nan][cpu]") {
-  CheckVectorMaxMin<float, red::maximum>();
-  CheckVectorMaxMin<float, red::minimum>();
-  CheckVectorMaxMin<double, red::maximum>();
-  CheckVectorMaxMin<double, red::minimum>();
+// Under AVX2 where the processor has it and always with AVX2 turned off (the SSE2 vectors).
+TEST_CASE("CPU vector maximum / minimum match plain loops; a NaN in any lane survives later runs", "[reduce][nan][isa][cpu]") {
+  std::vector<cpu_isa::Isa> isas{cpu_isa::Isa::kBaseline};
+  if (cpu_isa::DetectedIsa() >= cpu_isa::Isa::kAvx2) isas.push_back(cpu_isa::Isa::kAvx2);
+  else WARN("this processor has no AVX2: only the SSE2 vectors are tested");
+  for (cpu_isa::Isa isa : isas) {
+    const cpu_isa::ScopedIsaLimit limit(isa);
+    INFO((isa == cpu_isa::Isa::kAvx2 ? "AVX2" : "baseline (SSE2)"));
+    CheckVectorMaxMin<float, red::maximum>();
+    CheckVectorMaxMin<float, red::minimum>();
+    CheckVectorMaxMin<double, red::maximum>();
+    CheckVectorMaxMin<double, red::minimum>();
+  }
 }
 #endif
 
@@ -799,12 +809,18 @@ TEST_CASE("CPU reductions give the same bits for every thread count", "[reduce][
   FillRandom(b.view());
   TensorContainer<cpu, 2, float> c(Shape2(index_t(1) << 16, 17), true);
   FillRandom(c.view());
+  // 37 outputs, not chunked: the threads' blocks, and with them the groups of adjacent outputs that one
+  // task reduces side by side, differ with the thread count.
+  TensorContainer<cpu, 3, float> d(Shape3(5, 37, 1001));
+  FillRandom(d.view());
   auto run = [&] {
-    TensorContainer<cpu, 1, float> s(Shape1(1)), ch(Shape1(3)), r(Shape1(17));
+    TensorContainer<cpu, 1, float> s(Shape1(1)), ch(Shape1(3)), r(Shape1(17)), many(Shape1(37)), mx(Shape1(37 * 5));
     s = sumall(a);
     ch = sumall_except_dim<1>(b);
     r = sum_rows(c);
-    return std::vector<TensorContainer<cpu, 1, float>>{s, ch, r};
+    many = sumall_except_dim<1>(d);
+    Tensor<cpu, 2, float>(mx.dptr_, Shape2(5, 37), 37, nullptr) = reduce_with_axis<red::maximum>(d.view(), 2);
+    return std::vector<TensorContainer<cpu, 1, float>>{s, ch, r, many, mx};
   };
   const int saved = tensorexpr::detail::NumThreadsSetting();
   SetNumThreads(1);

@@ -4,7 +4,9 @@
 //
 // The two forms of expr/reduce.h's ReduceLayout:
 //   keep middle (sumall_except_dim, sumall, reduce over the last axis): each output reduces whole rows;
-//     a task sums a contiguous stretch of them into 8 independent lanes (which the compiler vectorises).
+//     a task sums a contiguous stretch of them into 8 independent lanes (which the compiler vectorises;
+//     maximum and minimum of float and double take cpu/simd_max_min.h's vectors), up to 8 adjacent
+//     outputs side by side so that the reads stay contiguous across them.
 //   reduce middle (reduce_with_axis, sum_rows): outputs lie along rows; a task keeps up to 256 adjacent
 //     outputs in a local accumulator array and adds one source row into it at a time.
 // When the outputs alone give too few tasks (sumall, a 3-channel sumall_except_dim<1>, sum_rows of a tall
@@ -16,19 +18,19 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <utility>
 #include <vector>
 #include "../expr/reduce.h"
 #include "../tensor.h"
 #include "device.h"
+#include "isa.h"
+#include "simd_max_min.h"
 #include "threads.h"
-#if defined(__SSE2__)
-#include <immintrin.h>
-#endif
 
 namespace tensorexpr {
 namespace reduce_cpu {
 
-constexpr int kLanes = 8;                          // independent accumulators of one run (keep-middle form)
+constexpr index_t kGroup = 8;                      // adjacent outputs one task reduces side by side (keep-middle form)
 constexpr index_t kTile = 2048;                    // adjacent outputs one task keeps (reduce-middle form)
 constexpr index_t kTargetTasks = 256;              // chunking stops once there are this many tasks
 constexpr index_t kMinChunkElems = index_t(1) << 14;  // elements a chunk reads at least
@@ -55,116 +57,46 @@ inline A CombineLanes(const A (&lanes)[kLanes]) {
   return a;
 }
 
-// Maximum and minimum of float and double on x86, with the vector instructions themselves. The ordered
-// compares of the NaN rule (red.h) may trap, so under the default -ftrapping-math compilers keep the plain
-// loop scalar (0.4 of memcpy); intrinsics are not held back. maxps / minps compare as the NaN rule does,
-// one instruction per vector, but return their second operand when either is NaN, so a NaN would be
-// dropped by the next value: an unordered test of each value keeps a NaN flag per lane beside them. The
-// result is the same value (a NaN becomes the canonical quiet NaN; of -0 and +0 either may be kept), in a
-// fixed order for a given shape. Other targets keep the plain loop.
-template <typename A>
-struct SimdMaxMin;
-#if defined(__SSE2__)
-#if defined(__AVX__)
-template <>
-struct SimdMaxMin<float> {
-  using V = __m256;
-  static V Load(const float* p) { return _mm256_loadu_ps(p); }
-  static void Store(float* p, V v) { _mm256_storeu_ps(p, v); }
-  static V Max(V a, V b) { return _mm256_max_ps(a, b); }
-  static V Min(V a, V b) { return _mm256_min_ps(a, b); }
-  static V Unordered(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_UNORD_Q); }
-  static V Or(V a, V b) { return _mm256_or_ps(a, b); }
-  static int Mask(V v) { return _mm256_movemask_ps(v); }
-};
-template <>
-struct SimdMaxMin<double> {
-  using V = __m256d;
-  static V Load(const double* p) { return _mm256_loadu_pd(p); }
-  static void Store(double* p, V v) { _mm256_storeu_pd(p, v); }
-  static V Max(V a, V b) { return _mm256_max_pd(a, b); }
-  static V Min(V a, V b) { return _mm256_min_pd(a, b); }
-  static V Unordered(V a, V b) { return _mm256_cmp_pd(a, b, _CMP_UNORD_Q); }
-  static V Or(V a, V b) { return _mm256_or_pd(a, b); }
-  static int Mask(V v) { return _mm256_movemask_pd(v); }
-};
-#else
-template <>
-struct SimdMaxMin<float> {
-  using V = __m128;
-  static V Load(const float* p) { return _mm_loadu_ps(p); }
-  static void Store(float* p, V v) { _mm_storeu_ps(p, v); }
-  static V Max(V a, V b) { return _mm_max_ps(a, b); }
-  static V Min(V a, V b) { return _mm_min_ps(a, b); }
-  static V Unordered(V a, V b) { return _mm_cmpunord_ps(a, b); }
-  static V Or(V a, V b) { return _mm_or_ps(a, b); }
-  static int Mask(V v) { return _mm_movemask_ps(v); }
-};
-template <>
-struct SimdMaxMin<double> {
-  using V = __m128d;
-  static V Load(const double* p) { return _mm_loadu_pd(p); }
-  static void Store(double* p, V v) { _mm_storeu_pd(p, v); }
-  static V Max(V a, V b) { return _mm_max_pd(a, b); }
-  static V Min(V a, V b) { return _mm_min_pd(a, b); }
-  static V Unordered(V a, V b) { return _mm_cmpunord_pd(a, b); }
-  static V Or(V a, V b) { return _mm_or_pd(a, b); }
-  static int Mask(V v) { return _mm_movemask_pd(v); }
-};
-#endif
-template <typename A>
-constexpr bool kSimdMaxMin = std::is_same<A, float>::value || std::is_same<A, double>::value;
-#else
-template <typename A>
-constexpr bool kSimdMaxMin = false;  // elsewhere the plain loop of LaneSteps
-#endif
-
-template <typename Reducer, typename A, typename Value>
-inline void SimdLaneSteps(A (&lanes)[kLanes], index_t n, const Value& value) {
-  using S = SimdMaxMin<A>;
-  using V = typename S::V;
-  constexpr int kWidth = static_cast<int>(sizeof(V) / sizeof(A)), kVecs = kLanes / kWidth;
-  constexpr bool kMax = std::is_same<Reducer, red::maximum>::value;
-  V acc[static_cast<size_t>(kVecs)];
-  for (int j = 0; j < kVecs; ++j) acc[j] = S::Load(lanes + j * kWidth);
-  V nan = S::Unordered(acc[0], acc[0]);  // a lane may come in as NaN (from a short run's scalar steps)
-  for (int j = 1; j < kVecs; ++j) nan = S::Or(nan, S::Unordered(acc[j], acc[j]));
-  for (index_t t = 0; t < n; t += kLanes) {
-    A step[kLanes];  // the compiler turns this round trip into vector loads when value() reads memory
-    for (int i = 0; i < kLanes; ++i) step[i] = value(t + i);
-    V v[static_cast<size_t>(kVecs)];
-    for (int j = 0; j < kVecs; ++j) {
-      v[j] = S::Load(step + j * kWidth);
-      acc[j] = kMax ? S::Max(acc[j], v[j]) : S::Min(acc[j], v[j]);
-    }
-    // One unordered test covers two vectors.
-    for (int j = 0; j < kVecs; j += 2) nan = S::Or(nan, S::Unordered(v[j], v[std::min(j + 1, kVecs - 1)]));
-  }
-  for (int j = 0; j < kVecs; ++j) S::Store(lanes + j * kWidth, acc[j]);
-  // The lanes all reduce one output (ReduceRuns), so a NaN in any of them is the NaN of all.
-  if (S::Mask(nan) != 0)
-    for (int i = 0; i < kLanes; ++i) lanes[i] = std::numeric_limits<A>::quiet_NaN();
-}
-
 // lanes[i] combined with value(t + i) for t = 0, kLanes, ... below n (a multiple of kLanes).
+// `wide`: maximum and minimum may use AVX2 (cpu/simd_max_min.h).
 template <typename Reducer, typename A, typename Value>
-inline void LaneSteps(A (&lanes)[kLanes], index_t n, const Value& value) {
+inline void LaneSteps(A (&lanes)[kLanes], index_t n, const Value& value, bool wide) {
   constexpr bool kVectorMaxMin = kSimdMaxMin<A> && (std::is_same<Reducer, red::maximum>::value ||
                                                     std::is_same<Reducer, red::minimum>::value);
   if constexpr (kVectorMaxMin) {
-    if (n > 0) SimdLaneSteps<Reducer>(lanes, n, value);  // short runs skip the lanes' round trip
+    VectorMaxMinSteps<Reducer>(lanes, n, value, wide);
   } else {
+    (void)wide;
     for (index_t t = 0; t < n; t += kLanes)
       for (int i = 0; i < kLanes; ++i) Reducer::Reduce(lanes[i], value(t + i));
   }
 }
 
-// Keep-middle form: output k over its reduced positions [q0, q1) (position q = (i0 * n2 + i2) * nx + x).
+// Whether Reader reads its rows straight from a tensor of A (of up to 8 dimensions), one element after
+// another: the vector loops (cpu/simd_max_min.h) then load from memory without a round trip through
+// values, which compilers do not always turn back into vector loads. Address: where it reads (y, x).
+template <typename Reader, typename A, int... dims>
+constexpr bool ReadsTensorOfDims(std::integer_sequence<int, dims...>) {
+  return (... || (std::is_same<Reader, expr::RowReader<typename Tensor<cpu, dims + 1, A>::Plan>>::value ||
+                  std::is_same<Reader, expr::FlatReader<typename Tensor<cpu, dims + 1, A>::Plan>>::value));
+}
+template <typename Reader, typename A>
+constexpr bool kReadsTensorOf = ReadsTensorOfDims<Reader, A>(std::make_integer_sequence<int, 8>());
+template <typename Plan>
+inline const auto* Address(const expr::RowReader<Plan>& r, index_t y, index_t x) {
+  return &r.p.REval(y, x);
+}
+template <typename Plan>
+inline const auto* Address(const expr::FlatReader<Plan>& r, index_t y, index_t x) {
+  return r.p.dptr_ + (y * r.width + x);
+}
+
+// Keep-middle form: output k's values at its reduced positions [q0, q1) (position q = (i0 * n2 + i2) *
+// nx + x) combined into its lanes, a row's run at a time (each run's first value in lane 0).
 template <typename Reducer, typename A, typename DType, typename Reader>
-inline A ReduceRuns(const Reader& src, const expr::ReduceLayout& l, index_t k, index_t q0, index_t q1) {
-  A lanes[kLanes];
-  for (int i = 0; i < kLanes; ++i) lanes[i] = Reducer::template Init<A, DType>();
-  if (q0 >= q1) return lanes[0];
+inline void AccumulateRuns(const Reader& src, const expr::ReduceLayout& l, index_t k, index_t q0, index_t q1,
+                           A (&lanes)[kLanes], bool wide) {
+  if (q0 >= q1) return;
   const index_t j = q0 / l.nx;
   index_t x = q0 - j * l.nx;
   index_t i0 = j / l.n2, i2 = j - i0 * l.n2;
@@ -173,7 +105,11 @@ inline A ReduceRuns(const Reader& src, const expr::ReduceLayout& l, index_t k, i
     const index_t y = (i0 * l.n1 + k) * l.n2 + i2;
     const index_t run = std::min(l.nx - x, left);
     const index_t whole = run / kLanes * kLanes;
-    LaneSteps<Reducer>(lanes, whole, [&](index_t t) { return static_cast<A>(src.Load(y, x + t)); });
+    if constexpr (kReadsTensorOf<Reader, A>) {
+      LaneSteps<Reducer>(lanes, whole, ContiguousValues<A>{Address(src, y, x)}, wide);
+    } else {
+      LaneSteps<Reducer>(lanes, whole, [&](index_t t) { return static_cast<A>(src.Load(y, x + t)); }, wide);
+    }
     for (index_t t = whole, i = 0; t < run; ++t, ++i) Reducer::Reduce(lanes[i], static_cast<A>(src.Load(y, x + t)));
     left -= run;
     x = 0;
@@ -182,7 +118,26 @@ inline A ReduceRuns(const Reader& src, const expr::ReduceLayout& l, index_t k, i
       ++i0;
     }
   }
-  return CombineLanes<Reducer>(lanes);
+}
+
+// Keep-middle form: outputs [k0, k1) (at most kGroup of them), each over its positions [q0, q1), into
+// result[k - k0]. The outputs take turns i0 by i0: their rows of one i0 lie side by side in a contiguous
+// source, so the reads run on through all the group's rows instead of leaving for another i0 after one
+// output's (sumall_except_dim<1> of NCHW: runs of one H*W plane each before). Each output's values enter
+// its lanes in the same order however the outputs are grouped, so the grouping never changes a result.
+template <typename Reducer, typename A, typename DType, typename Reader>
+inline void ReduceGroup(const Reader& src, const expr::ReduceLayout& l, index_t k0, index_t k1, index_t q0, index_t q1,
+                        bool wide, A* result) {
+  A lanes[static_cast<size_t>(kGroup)][kLanes];
+  for (index_t k = 0; k < k1 - k0; ++k)
+    for (int i = 0; i < kLanes; ++i) lanes[k][i] = Reducer::template Init<A, DType>();
+  const index_t per_i0 = l.n2 * l.nx;
+  for (index_t s0 = q0; s0 < q1;) {
+    const index_t s1 = std::min(q1, (s0 / per_i0 + 1) * per_i0);
+    for (index_t k = k0; k < k1; ++k) AccumulateRuns<Reducer, A, DType>(src, l, k, s0, s1, lanes[k - k0], wide);
+    s0 = s1;
+  }
+  for (index_t k = 0; k < k1 - k0; ++k) result[k] = CombineLanes<Reducer>(lanes[k]);
 }
 
 template <typename Saver, typename Reducer, typename DType, typename Reader>
@@ -191,20 +146,29 @@ inline void RunKeepMiddle(const Reader& src, const expr::ReduceLayout& l, expr::
   const index_t outputs = l.n1, len = l.reduce_size();
   const index_t chunks = NumChunks(outputs, len, 1, outputs * len);
   const index_t chunk_len = (len + chunks - 1) / chunks;
+  const bool wide = cpu_isa::ActiveIsa() >= cpu_isa::Isa::kAvx2;
   if (chunks == 1) {
     ParallelFor(outputs, len, [&](index_t begin, index_t end) {
-      for (index_t k = begin; k < end; ++k) {
-        Saver::Save(out.At(k), static_cast<DType>(ReduceRuns<Reducer, A, DType>(src, l, k, 0, len)));
+      A result[static_cast<size_t>(kGroup)];
+      for (index_t k0 = begin; k0 < end; k0 += kGroup) {
+        const index_t k1 = std::min(end, k0 + kGroup);
+        ReduceGroup<Reducer, A, DType>(src, l, k0, k1, 0, len, wide, result);
+        for (index_t k = k0; k < k1; ++k) Saver::Save(out.At(k), static_cast<DType>(result[k - k0]));
       }
     });
     return;
   }
   std::vector<A> storage(static_cast<size_t>(outputs * chunks));
   A* const partial = storage.data();  // [output][chunk]
+  // Task t = c * outputs + k: adjacent tasks are adjacent outputs of one chunk, which group.
   ParallelFor(outputs * chunks, chunk_len, [&](index_t begin, index_t end) {
-    for (index_t t = begin; t < end; ++t) {
-      const index_t k = t / chunks, c = t - k * chunks;
-      partial[t] = ReduceRuns<Reducer, A, DType>(src, l, k, c * chunk_len, std::min(len, (c + 1) * chunk_len));
+    A result[static_cast<size_t>(kGroup)];
+    for (index_t t = begin; t < end;) {
+      const index_t c = t / outputs, k0 = t - c * outputs;
+      const index_t k1 = std::min({outputs, k0 + kGroup, k0 + (end - t)});
+      ReduceGroup<Reducer, A, DType>(src, l, k0, k1, c * chunk_len, std::min(len, (c + 1) * chunk_len), wide, result);
+      for (index_t k = k0; k < k1; ++k) partial[k * chunks + c] = result[k - k0];
+      t += k1 - k0;
     }
   });
   for (index_t k = 0; k < outputs; ++k) {

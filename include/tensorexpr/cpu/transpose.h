@@ -6,10 +6,11 @@
 // in steps of kBlockX: the block's source lines stay in L1 across its rows.
 // expr/transpose.h's EvalTranspose chooses between the two (TransposeTilesPay).
 //
-// When the source is a tensor and the store a plain `=`, a block moves in SSE2 register tiles (MicroTile:
-// 4 x 4 of a 4-byte type, 2 x 2 of an 8-byte one; W loads along c, a shuffle transpose, W stores along x),
-// as bits, so any such type takes it. One element at a time the loop is bound by its loads (one per
-// element, each from another source row), at 0.4 of memcpy. Outputs far larger than the caches stream:
+// When the source is a tensor and the store a plain `=`, a block moves in register tiles
+// (cpu/transpose_tiles.h: W x W elements, W loads along c, a shuffle transpose, W stores along x; AVX2's
+// 8 x 8 where the processor has it, else SSE2's 4 x 4), as bits, so any such type of 4 or 8 bytes takes
+// them. One element at a time the loop is bound by its loads (one per element, each from another source
+// row), at 0.4 of memcpy. Outputs far larger than the caches stream:
 // a block's tiles fill an L1 buffer whose rows leave in whole-line streaming stores (streaming stores
 // straight from the tiles, a quarter line per row each, halved the speed instead).
 // Tile edges, rows of c that are not adjacent in the source (c spanning rows of a padded tensor), other
@@ -23,50 +24,13 @@
 #include "map.h"
 #include "streaming_store.h"
 #include "threads.h"
-#if defined(__SSE2__)
-#include <immintrin.h>
-#endif
+#include "transpose_tiles.h"
 
 namespace tensorexpr {
 namespace cpu_transpose {
-// Measured (float, register tiles): 64 x 64 blocks; 32 x 128 and 64 x 128 were within noise of it at
+// Measured (float, SSE2 register tiles): 64 x 64 blocks; 32 x 128 and 64 x 128 were within noise of it at
 // 16 threads. The element loop alone did best with 32 x 256 but reached only 0.4 of memcpy.
 constexpr index_t kBlockC = 64, kBlockX = 64;
-
-// out[k * out_stride + j] = in[j * in_stride + k] for j, k below kWidth (strides in elements of `bytes`).
-// kWidth 0: no register tile for this element size on this target.
-template <int bytes>
-struct MicroTile {
-  static constexpr int kWidth = 0;
-};
-#if defined(__SSE2__)
-template <>
-struct MicroTile<4> {
-  static constexpr int kWidth = 4;
-  static void Move(const void* in, index_t in_stride, void* out, index_t out_stride) {
-    const float* i = static_cast<const float*>(in);
-    float* o = static_cast<float*>(out);
-    __m128 r0 = _mm_loadu_ps(i), r1 = _mm_loadu_ps(i + in_stride), r2 = _mm_loadu_ps(i + 2 * in_stride),
-           r3 = _mm_loadu_ps(i + 3 * in_stride);
-    _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-    _mm_storeu_ps(o, r0);
-    _mm_storeu_ps(o + out_stride, r1);
-    _mm_storeu_ps(o + 2 * out_stride, r2);
-    _mm_storeu_ps(o + 3 * out_stride, r3);
-  }
-};
-template <>
-struct MicroTile<8> {
-  static constexpr int kWidth = 2;
-  static void Move(const void* in, index_t in_stride, void* out, index_t out_stride) {
-    const double* i = static_cast<const double*>(in);
-    double* o = static_cast<double*>(out);
-    const __m128d r0 = _mm_loadu_pd(i), r1 = _mm_loadu_pd(i + in_stride);
-    _mm_storeu_pd(o, _mm_unpacklo_pd(r0, r1));
-    _mm_storeu_pd(o + out_stride, _mm_unpackhi_pd(r0, r1));
-  }
-};
-#endif
 
 // Where a transpose of a tensor reads: the address of output element x of the row `at` (a RowAt of the
 // plan below), for the two plans whose source is a tensor; kTensorSource false for any other.
@@ -91,23 +55,19 @@ inline bool TransposeTilesPay(Stream<cpu>*, const expr::TransposeTiles& t) {
   return t.c >= 8 && t.x > cpu_transpose::kBlockX;
 }
 
-// dst <Saver> (an expression with plan `plan` whose output has tiles `t`), in cache blocks.
-template <typename Saver, int dim, typename DType, typename Plan>
-inline void RunTransposeTiles(const Tensor<cpu, dim, DType>& dst, const expr::TransposeTiles& t, const Plan& plan) {
-  using cpu_transpose::kBlockC;
-  using cpu_transpose::kBlockX;
-  using Source = cpu_transpose::TensorSource<Plan, dim, DType>;
-  using Tile = cpu_transpose::MicroTile<static_cast<int>(sizeof(DType))>;
-  constexpr bool kTiled = std::is_same<Saver, sv::saveto>::value && Source::kTensorSource && Tile::kWidth > 0 &&
-                          std::is_trivially_copyable<DType>::value;
+namespace cpu_transpose {
+// dst <Saver> plan in cache blocks, with register tiles Tile where they apply (Tile::kWidth 0: none).
+template <typename Saver, typename Tile, int dim, typename DType, typename Plan>
+inline void RunBlocks(const Tensor<cpu, dim, DType>& dst, const expr::TransposeTiles& t, const Plan& plan) {
+  using Source = TensorSource<Plan, dim, DType>;
+  constexpr bool kTiled = Tile::kWidth > 0;
   constexpr index_t kW = kTiled ? Tile::kWidth : 1;
   constexpr bool kMayStream = std::is_same<Saver, sv::saveto>::value && std::is_trivially_copyable<DType>::value;
-  const StreamThreadScope threads(dst.stream_);
   const index_t c_blocks = (t.c + kBlockC - 1) / kBlockC;
   DType* const out = dst.dptr_;
   const index_t stride = dst.stride_;
   // A block that streams (streaming_store.h) lands in an L1 buffer first and leaves it a row of whole
-  // lines at a time: register tiles alone write four rows at once, a quarter line each.
+  // lines at a time: register tiles alone write W rows at once, a fraction of a line each.
   const bool streaming = streaming_store::Pays<Saver, DType>(dst.shape_.Size() * index_t(sizeof(DType)));
   ParallelFor(t.planes * c_blocks, kBlockC * t.x, [plan, t, c_blocks, out, stride, streaming](index_t begin, index_t end) {
     const auto p = plan;
@@ -128,7 +88,7 @@ inline void RunTransposeTiles(const Tensor<cpu, dim, DType>& dst, const expr::Tr
         index_t c = c0;
         if constexpr (kTiled) {
           // Groups of kW rows whose sources are adjacent elements: tiles, then the x tail element by element.
-          const index_t x_tiled = x0 + (x1 - x0) / kW * kW;
+          const index_t tiles = (x1 - x0) / kW;
           for (; c + kW <= c1; c += kW) {
             const index_t row = t.Row(outer, in, c);
             const DType* src = Source::Address(p.AtRow(row), x0);
@@ -138,7 +98,8 @@ inline void RunTransposeTiles(const Tensor<cpu, dim, DType>& dst, const expr::Tr
             DType* const o = Target(c, row);
             index_t x = x0;
             if (adjacent) {
-              for (; x < x_tiled; x += kW, src += kW * x_step) Tile::Move(src, x_step, o + (x - x_base), row_step);
+              MoveStrip<Tile>(src, x_step, o + (x - x_base), row_step, tiles);
+              x += tiles * kW;
             }
             for (index_t k = 0; k < kW; ++k) {
               const auto at = p.AtRow(row + k * t.inner);
@@ -161,6 +122,24 @@ inline void RunTransposeTiles(const Tensor<cpu, dim, DType>& dst, const expr::Tr
     }
     if (streaming) streaming_store::Fence();
   });
+}
+}  // namespace cpu_transpose
+
+// dst <Saver> (an expression with plan `plan` whose output has tiles `t`), in cache blocks. Register tiles
+// move a plain `=` from a tensor; the widest the processor runs is chosen once per call.
+template <typename Saver, int dim, typename DType, typename Plan>
+inline void RunTransposeTiles(const Tensor<cpu, dim, DType>& dst, const expr::TransposeTiles& t, const Plan& plan) {
+  const StreamThreadScope threads(dst.stream_);
+  constexpr bool kTileable = std::is_same<Saver, sv::saveto>::value &&
+                             cpu_transpose::TensorSource<Plan, dim, DType>::kTensorSource &&
+                             std::is_trivially_copyable<DType>::value;
+  if constexpr (kTileable) {
+    cpu_transpose::WithMicroTile<static_cast<int>(sizeof(DType))>([&](auto tile) {
+      cpu_transpose::RunBlocks<Saver, decltype(tile)>(dst, t, plan);
+    });
+  } else {
+    cpu_transpose::RunBlocks<Saver, cpu_transpose::NoTile>(dst, t, plan);
+  }
 }
 
 }  // namespace tensorexpr
