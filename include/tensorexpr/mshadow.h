@@ -38,6 +38,7 @@
 #include "mshadow/copy.h"
 #include "mshadow/reduce.h"
 #include "mshadow/map_exp.h"
+#include "mshadow/stream.h"
 
 namespace mshadow {
 
@@ -56,7 +57,6 @@ using ::tensorexpr::TensorContainer;
 using ::tensorexpr::TShape;
 using ::tensorexpr::TBlob;
 using ::tensorexpr::Stream;
-using ::tensorexpr::NewStream;
 using ::tensorexpr::DeleteStream;
 using ::tensorexpr::InitTensorEngine;
 using ::tensorexpr::ShutdownTensorEngine;

@@ -1,6 +1,6 @@
 // The GPU side of <tensorexpr/mshadow.h> (tests/mshadow_compat_test.cc is the CPU suite): mshadow's
 // reduce_with_axis<Reducer, true> (the index the reducer settles on) as a GPU kernel, Copy without a
-// stream, which returns once the data is there, and the MXNet-style convolution of
+// stream, which returns once the data is there, NewStream's blocking streams, and the MXNet-style convolution of
 // tests/mshadow_conv_op-inl.h, the file the CPU suite instantiates for cpu, here for gpu. Catch2 is included first, so CHECK is Catch's here (the
 // mshadow logging macros define themselves only where nothing did).
 #include <cmath>
@@ -54,6 +54,45 @@ TEST_CASE("mshadow on the GPU: reduce_with_axis<Reducer, true> gives the argmax 
       CHECK(got_max[o][i] == float(FirstExtreme<true>(h, o, i)));
       CHECK(got_min[o][i] == float(FirstExtreme<false>(h, o, i)));
     }
+}
+
+namespace {
+// Spins for about `cycles` clock cycles, then writes `value`: slow enough that a copy not ordered after
+// it would read the old value.
+__global__ void WriteLate(int* out, int value, long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+  *out = value;
+}
+}  // namespace
+
+TEST_CASE("mshadow on the GPU: NewStream's streams are blocking, as mshadow's were; tensorexpr's are not",
+          "[gpu][mshadow]") {
+  if (!te_test::HaveGPU()) {
+    WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");
+    return;
+  }
+  namespace ms = mshadow;
+  ms::Stream<ms::gpu>* blocking = ms::NewStream<ms::gpu>(false, false);
+  ms::Stream<ms::gpu>* own = tensorexpr::NewStream<tensorexpr::gpu>(false, false);
+  unsigned flags = 0;
+  REQUIRE(cudaStreamGetFlags(blocking->stream(), &flags) == cudaSuccess);
+  CHECK(flags == cudaStreamDefault);
+  REQUIRE(cudaStreamGetFlags(own->stream(), &flags) == cudaSuccess);
+  CHECK(flags == cudaStreamNonBlocking);
+  // mshadow code may read a kernel's result on such a stream with a plain cudaMemcpy (the legacy stream),
+  // as mshadow's test_random_gpu.cu does: the copy waits for the kernel.
+  int* d = nullptr;
+  REQUIRE(cudaMalloc(&d, sizeof(int)) == cudaSuccess);
+  REQUIRE(cudaMemset(d, 0, sizeof(int)) == cudaSuccess);
+  WriteLate<<<1, 1, 0, blocking->stream()>>>(d, 42, 20000000);  // ~10 ms
+  int h = 0;
+  REQUIRE(cudaMemcpy(&h, d, sizeof(int), cudaMemcpyDeviceToHost) == cudaSuccess);
+  CHECK(h == 42);
+  REQUIRE(cudaFree(d) == cudaSuccess);
+  ms::DeleteStream(blocking);
+  tensorexpr::DeleteStream(own);
 }
 
 TEST_CASE("mshadow on the GPU: the MXNet-style convolution operator (-inl.h shared with the .cc) matches a naive "

@@ -54,11 +54,14 @@ struct StreamHandle {
 
 template <>
 struct Stream<gpu> {
-  // Wraps `s` (not owned) or, when s is null and own is true, creates a non-blocking stream.
-  explicit Stream(cudaStream_t s = nullptr, bool own = true, int dev_id = -1) : dev_id_(dev_id) {
+  // Wraps `s` (not owned) or, when s is null and own is true, creates a stream with `flags`: non-blocking
+  // by default, so that its work never waits on the legacy NULL stream's (cudaStreamDefault: it does).
+  explicit Stream(cudaStream_t s = nullptr, bool own = true, int dev_id = -1,
+                  unsigned flags = cudaStreamNonBlocking)
+      : dev_id_(dev_id) {
     if (dev_id_ >= 0) TE_CUDA_CHECK(cudaSetDevice(dev_id_));
     if (s == nullptr && own) {
-      TE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+      TE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, flags));
       handle_ = std::make_shared<cuda::StreamHandle>(stream_, true);
     } else {
       stream_ = s == nullptr ? cudaStreamPerThread : s;
@@ -174,11 +177,18 @@ struct Stream<gpu> {
   Workspace<gpu> workspace_;
 };
 
-template <>
-inline Stream<gpu>* NewStream<gpu>(bool create_blas_handle, bool /*create_dnn_handle*/, int dev_id) {
-  auto* s = new Stream<gpu>(nullptr, true, dev_id);
+namespace cuda {
+// NewStream's work, with the CUDA stream's flags as a choice (mshadow's NewStream makes blocking ones).
+inline Stream<gpu>* NewStreamWithFlags(bool create_blas_handle, int dev_id, unsigned flags) {
+  auto* s = new Stream<gpu>(nullptr, true, dev_id, flags);
   if (create_blas_handle) s->blas_handle();
   return s;
+}
+}  // namespace cuda
+
+template <>
+inline Stream<gpu>* NewStream<gpu>(bool create_blas_handle, bool /*create_dnn_handle*/, int dev_id) {
+  return cuda::NewStreamWithFlags(create_blas_handle, dev_id, cudaStreamNonBlocking);
 }
 
 // The stream object used for tensors whose stream_ is null: wraps cudaStreamPerThread, one per host
