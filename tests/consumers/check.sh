@@ -6,18 +6,21 @@
 # Each program runs and checks its result. Usage: check.sh <build dir> <source dir of tests/consumers>
 set -euo pipefail
 build=$1 here=$2
-work=$(mktemp -d)
+# A pkg-config that prefixes every path with $PKG_CONFIG_SYSROOT_DIR (a cross or bundled setup) gets the
+# temporary root inside that sysroot, named in our .pc files relative to it.
+sysroot=${PKG_CONFIG_SYSROOT_DIR:-}
+work=$(mktemp -d ${sysroot:+-p "$sysroot"})
 trap 'rm -rf "$work"' EXIT
 meson install -C "$build" --destdir "$work/root" --no-rebuild --quiet >/dev/null
 read -r prefix libdir < <(meson introspect "$build" --buildoptions |
   python3 -c 'import json, sys; o = {x["name"]: x["value"] for x in json.load(sys.stdin)}; print(o["prefix"], o["libdir"])')
 root=$work/root$prefix
 # Our .pc files name the configured prefix: point them at the temporary root (openblas's stay as they are).
-sed -i "s|^prefix=.*|prefix=$root|" "$root/$libdir"/pkgconfig/tensorexpr*.pc
+sed -i "s|^prefix=.*|prefix=${root#"$sysroot"}|" "$root/$libdir"/pkgconfig/tensorexpr*.pc
 export PKG_CONFIG_PATH=$root/$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
 for std in c++17 c++20; do
   # shellcheck disable=SC2046
-  g++ -std=$std -O1 "$here/app.cpp" $(pkg-config --cflags --libs tensorexpr-ops) -o "$work/app_$std"
+  g++ -std=$std -O1 "$here/app.cpp" $(pkg-config --cflags --libs tensorexpr) -o "$work/app_$std"
   "$work/app_$std"
   echo "pkg-config consumer ($std): ok"
 done
@@ -46,7 +49,9 @@ cp "$here/meson/meson.build" "$here/meson/meson_options.txt" "$here/app.cpp" "$h
 ln -s "$source" "$work/meson-consumer/subprojects/tensorexpr"
 gpu=false
 command -v nvcc >/dev/null && gpu=true
+# --force-fallback-for: the subproject, not the temporary install that PKG_CONFIG_PATH shows above.
 meson setup "$work/meson-consumer/build" "$work/meson-consumer" -Dgpu=$gpu \
+  --force-fallback-for=tensorexpr,tensorexpr-cuda \
   -Dtensorexpr:cuda=$([ $gpu = true ] && echo enabled || echo disabled) >"$work/meson-setup.log" ||
   { cat "$work/meson-setup.log"; exit 1; }
 ninja -C "$work/meson-consumer/build" app >/dev/null
