@@ -90,20 +90,25 @@ inline void RunBlocks(const Tensor<cpu, dim, DType>& dst, const expr::TransposeT
           // Groups of kW rows whose sources are adjacent elements: tiles, then the x tail element by element.
           const index_t tiles = (x1 - x0) / kW;
           for (; c + kW <= c1; c += kW) {
+            // Source addresses only grow with c (c runs along the source's rows, padding between them), so
+            // the group's sources are kW adjacent elements exactly when the last is kW - 1 past the first:
+            // two row lookups (each a few divisions) per group, not one per row.
             const index_t row = t.Row(outer, in, c);
-            const DType* src = Source::Address(p.AtRow(row), x0);
-            const index_t x_step = Source::Address(p.AtRow(row), x0 + 1) - src;
-            bool adjacent = true;
-            for (index_t k = 1; k < kW; ++k) adjacent = adjacent && Source::Address(p.AtRow(row + k * t.inner), x0) == src + k;
+            const auto first = p.AtRow(row);
+            const DType* src = Source::Address(first, x0);
+            const index_t x_step = Source::Address(first, x0 + 1) - src;
+            const bool adjacent = Source::Address(p.AtRow(row + (kW - 1) * t.inner), x0) == src + (kW - 1);
             DType* const o = Target(c, row);
             index_t x = x0;
             if (adjacent) {
               MoveStrip<Tile>(src, x_step, o + (x - x_base), row_step, tiles);
               x += tiles * kW;
             }
-            for (index_t k = 0; k < kW; ++k) {
-              const auto at = p.AtRow(row + k * t.inner);
-              for (index_t xr = x; xr < x1; ++xr) Saver::Save(o[k * row_step + (xr - x_base)], at(xr));
+            if (x < x1) {
+              for (index_t k = 0; k < kW; ++k) {
+                const auto at = p.AtRow(row + k * t.inner);
+                for (index_t xr = x; xr < x1; ++xr) Saver::Save(o[k * row_step + (xr - x_base)], at(xr));
+              }
             }
           }
         }
