@@ -11,9 +11,11 @@
 // checked against a float64 direct convolution, so that a wrong result cannot pass as a fast one.
 //
 // Usage: conv_cpu_bench [--threads 16[,2...]] [--n 8] [--reps 10] [--warmup 2] [--workspace-mb 1024]
-//                       [--split] [--no-peer] [--layers 0,3] [--stat median|min]
+//                       [--split] [--no-peer] [--layers 0,3] [--layer C:H:K:R:stride:pad ...] [--stat median|min]
 //   --threads  a thread count, or a comma list run one after the other (default: tensorexpr's default)
 //   --layers   time only these layers (indices into the list above); totals sum the layers timed
+//   --layer    time this layer instead of the list (repeatable), e.g. the Fashion-MNIST trainer's conv2
+//              with --n 64: --layer 32:14:64:5:1:2
 //   --split    also time the data and the weight gradient apart (ours only; to see where backward goes)
 // Run from the repository root or from bench/ (or set TE_CPU_PEER_SCRIPT to the peer script).
 // Machine-readable lines: one per layer timed, and the last one per thread count:
@@ -41,8 +43,8 @@ namespace {
 using namespace tensorexpr;
 using namespace conv_layers;
 
-// The subset of bench/resnet50_layers.txt that peers-h200.md measured on the CPU.
-const std::vector<Layer> kLayers = {
+// The subset of bench/resnet50_layers.txt that peers-h200.md measured on the CPU; --layer replaces it.
+std::vector<Layer> kLayers = {
     {64, 56, 64, 3, 1, 1}, {256, 56, 64, 1, 1, 0}, {128, 28, 128, 3, 1, 1}, {256, 14, 256, 3, 1, 1}, {512, 7, 512, 3, 1, 1}};
 
 struct Timing {
@@ -359,6 +361,16 @@ bool RunAtThreads(int threads, const std::vector<int>& layers, index_t n, double
 }
 
 // A comma list of integers in [lo, hi], for the option `flag`.
+// C:H:K:R:stride:pad, the peer's form of a layer (LayerSpec).
+Layer ParseLayer(const std::string& spec) {
+  long long v[6];
+  char tail;
+  TE_CHECK(std::sscanf(spec.c_str(), "%lld:%lld:%lld:%lld:%lld:%lld%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                       &tail) == 6 && v[0] > 0 && v[1] > 0 && v[2] > 0 && v[3] > 0 && v[4] > 0 && v[5] >= 0,
+           "--layer ", spec, ": expected C:H:K:R:stride:pad, positive (pad >= 0)");
+  return Layer{v[0], v[1], v[2], v[3], v[4], v[5]};
+}
+
 std::vector<int> ParseList(const std::string& flag, const std::string& s, int lo, int hi) {
   std::vector<int> v;
   size_t pos = 0;
@@ -383,6 +395,7 @@ int main(int argc, char** argv) {
   double workspace_mb = 1024;
   bool split = false, do_peer = true;
   std::string threads_arg = std::to_string(GetNumThreads()), layers_arg, stat_arg = "median";
+  std::vector<std::string> layer_specs;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) threads_arg = argv[++i];
@@ -393,11 +406,12 @@ int main(int argc, char** argv) {
     else if (a == "--split") split = true;
     else if (a == "--no-peer") do_peer = false;
     else if (a == "--layers" && i + 1 < argc) layers_arg = argv[++i];
+    else if (a == "--layer" && i + 1 < argc) layer_specs.push_back(argv[++i]);
     else if (a == "--stat" && i + 1 < argc) stat_arg = argv[++i];
     else {
       std::fprintf(stderr,
                    "usage: %s [--threads 16[,2...]] [--n 8] [--reps 10] [--warmup 2] [--workspace-mb 1024] [--split] "
-                   "[--no-peer] [--layers 0,3] [--stat median|min]\n",
+                   "[--no-peer] [--layers 0,3] [--layer C:H:K:R:stride:pad ...] [--stat median|min]\n",
                    argv[0]);
       return 2;
     }
@@ -406,6 +420,10 @@ int main(int argc, char** argv) {
     TE_CHECK(n >= 1 && reps >= 1 && warmup >= 1, "need --n, --reps and --warmup >= 1 (got ", n, ", ",
              reps, ", ", warmup, ")");
     const std::vector<int> thread_counts = ParseList("--threads", threads_arg, 1, 1 << 16);
+    if (!layer_specs.empty()) {
+      kLayers.clear();
+      for (const std::string& spec : layer_specs) kLayers.push_back(ParseLayer(spec));
+    }
     std::vector<int> layers;
     if (layers_arg.empty()) {
       for (size_t i = 0; i < kLayers.size(); ++i) layers.push_back(int(i));

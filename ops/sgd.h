@@ -3,6 +3,7 @@
 #pragma once
 #include <tensorexpr/tensorexpr.h>
 #include <tensorexpr/ops/sgd.h>
+#include "fused_update.h"
 #if defined(__CUDACC__)
 #include <tensorexpr/cuda/tensorexpr_cuda.cuh>
 #endif
@@ -11,12 +12,6 @@ namespace tensorexpr {
 namespace ops {
 
 namespace detail {
-
-template <typename Device, int dim, typename DType>
-inline void CheckSGDShape(const Tensor<Device, dim, DType>& t, const Shape<dim>& weight, const char* op,
-                          const char* name) {
-  TE_CHECK(t.shape_ == weight, op, ": ", name, " shape ", t.shape_, " does not match weight shape ", weight);
-}
 
 inline void CheckSGDReq(OpReqType req, const char* op) {
   TE_CHECK(req == kNullOp || req == kWriteTo || req == kWriteInplace || req == kAddTo, op, ": unknown req ",
@@ -34,6 +29,19 @@ inline void WithRescaledGrad(const Tensor<Device, dim, DType>& grad, double resc
   }
 }
 
+// mom = momentum * mom - lr * wd * w - lr * g;  the new weight is w + mom. (MXNet's order of terms: the
+// decay is not part of the clipped gradient.)
+struct SGDMomRule {
+  GradientRule grad;  // rescale and clip only (wd = 0)
+  double lr, momentum, lr_wd;
+  static constexpr int kStates = 1;
+  template <typename A>
+  TE_XINLINE A Step(A w, A g, A* state) const {
+    state[0] = state[0] * A(momentum) - w * A(lr_wd) - g * A(lr);
+    return w + state[0];
+  }
+};
+
 }  // namespace detail
 
 template <typename Device, int dim, typename DType>
@@ -41,8 +49,8 @@ void SGDUpdate(const SGDParam& p, const Tensor<Device, dim, DType>& weight, cons
                OpReqType req, const Tensor<Device, dim, DType>& out) {
   using A = compute_t<DType>;
   detail::CheckSGDReq(req, "sgd_update");
-  detail::CheckSGDShape(grad, weight.shape_, "sgd_update", "gradient");
-  detail::CheckSGDShape(out, weight.shape_, "sgd_update", "output");
+  detail::CheckUpdateTensor("sgd_update", "gradient", grad, weight.shape_);
+  detail::CheckUpdateTensor("sgd_update", "output", out, weight.shape_);
   // Elementwise, so every rank runs as its (rows, last dimension) view: one instance of the kernels.
   if constexpr (dim != 2) {
     SGDUpdate(p, weight.FlatTo2D(), grad.FlatTo2D(), req, out.FlatTo2D());
@@ -59,22 +67,15 @@ template <typename Device, int dim, typename DType>
 void SGDMomUpdate(const SGDMomParam& p, const Tensor<Device, dim, DType>& weight,
                   const Tensor<Device, dim, DType>& grad, const Tensor<Device, dim, DType>& mom, OpReqType req,
                   const Tensor<Device, dim, DType>& out) {
-  using A = compute_t<DType>;
-  detail::CheckSGDReq(req, "sgd_mom_update");
-  detail::CheckSGDShape(grad, weight.shape_, "sgd_mom_update", "gradient");
-  detail::CheckSGDShape(mom, weight.shape_, "sgd_mom_update", "momentum");
-  detail::CheckSGDShape(out, weight.shape_, "sgd_mom_update", "output");
-  if constexpr (dim != 2) {
-    SGDMomUpdate(p, weight.FlatTo2D(), grad.FlatTo2D(), mom.FlatTo2D(), req, out.FlatTo2D());
-  } else {
-    if (req == kNullOp) return;
-    const A momentum = A(p.momentum), lr = A(p.lr), lr_wd = A(p.lr * p.wd);
-    Tensor<Device, dim, DType> state = mom;
-    detail::WithRescaledGrad<A>(grad, p.rescale_grad, p.clip_gradient, [&](const auto& g) {
-      state = expr::tcast<DType>(expr::tcast<A>(mom) * momentum - expr::tcast<A>(weight) * lr_wd - g * lr);
-    });
-    Assign(out, req, weight + mom);
-  }
+  const char* op = "sgd_mom_update";
+  detail::CheckSGDReq(req, op);
+  detail::CheckUpdateTensor(op, "gradient", grad, weight.shape_);
+  detail::CheckUpdateTensor(op, "momentum", mom, weight.shape_);
+  detail::CheckUpdateTensor(op, "output", out, weight.shape_);
+  // One pass: each element's momentum is stored as its new weight is computed (ops/fused_update.h).
+  const detail::SGDMomRule rule{{p.rescale_grad, p.clip_gradient, 0.0}, p.lr, p.momentum, p.lr * p.wd};
+  const Tensor<Device, dim, DType> states[1] = {mom};
+  detail::RunFusedUpdate(rule, weight, grad, states, req, out);
 }
 
 // Explicit instantiations for one device and dtype, ranks 1 to 5 (ops/sgd.cc).

@@ -616,6 +616,29 @@ void CheckSGD(Stream<Device>* stream, bool pad) {
   CHECK(Values(ToHost(dw.view()).view()) == wv);
   CheckAll(ToHost(out.view()).view(), [&](const Shape<2>& i) { return wv[i[0] * 37 + i[1]] - lr * gv[i[0] * 37 + i[1]]; },
            tol, "sgd kWriteTo");
+
+  // The one-pass momentum update with a separate output: kNullOp leaves the momentum alone; kWriteTo and
+  // kAddTo update the momentum in place and store (or add) weight + momentum, the weight untouched.
+  SGDMomParam mp;
+  mp.lr = lr;
+  mp.momentum = momentum;
+  auto dm = ToDeviceSame<Device>(m, pad, stream);
+  SGDMomUpdate(mp, dw.view(), dg.view(), dm.view(), kNullOp, out.view());
+  CHECK(Values(ToHost(dm.view()).view()) == mv);
+  for (const OpReqType req : {kWriteTo, kAddTo}) {
+    INFO("req " << static_cast<int>(req));
+    dm = ToDeviceSame<Device>(m, pad, stream);
+    out = DType(5.0f);
+    SGDMomUpdate(mp, dw.view(), dg.view(), dm.view(), req, out.view());
+    CHECK(Values(ToHost(dw.view()).view()) == wv);
+    auto new_mom = [&](index_t k) { return momentum * mv[k] - lr * gv[k]; };
+    CheckAll(ToHost(dm.view()).view(), [&](const Shape<2>& i) { return new_mom(i[0] * 37 + i[1]); }, tol,
+             "sgd_mom momentum");
+    CheckAll(ToHost(out.view()).view(), [&](const Shape<2>& i) {
+      const index_t k = i[0] * 37 + i[1];
+      return (req == kAddTo ? 5.0 : 0.0) + wv[k] + new_mom(k);
+    }, tol, "sgd_mom output");
+  }
 }
 
 TE_DEVICE_TEST_CASE("SGD: plain and momentum steps against a hand computation", "[ops][sgd]") {
@@ -628,6 +651,13 @@ TE_DEVICE_TEST_CASE("SGD: plain and momentum steps against a hand computation", 
     FAIL("no Error for a gradient of the wrong shape");
   } catch (const tensorexpr::Error& e) {
     CHECK_THAT(e.what(), Catch::Contains("(4,3)") && Catch::Contains("(3,4)"));
+  }
+  TensorContainer<Device, 2, float> mom(Shape2(3, 5));
+  try {
+    SGDMomUpdate(SGDMomParam(), a.view(), a.view(), mom.view(), kWriteInplace, a.view());
+    FAIL("no Error for a momentum of the wrong shape");
+  } catch (const tensorexpr::Error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("sgd_mom_update: momentum shape (3,5)") && Catch::Contains("(3,4)"));
   }
 }
 

@@ -7,6 +7,8 @@
 // Each layer is one call into the ops layer (ops/*.h); this file only owns the tensors between them and
 // the order of the calls. Forward keeps every intermediate that Backward needs; Backward writes every
 // parameter's gradient (kWriteTo, nothing accumulates across batches); Update applies momentum SGD.
+// The parameters live side by side in three arenas (values, gradients, momenta), the weight-decayed ones
+// first, so the update is two one-pass calls over contiguous memory instead of one per parameter.
 // The batch size may change from call to call (the last, partial batch): containers are resized, which
 // reallocates only when they must grow.
 #pragma once
@@ -40,16 +42,27 @@ struct NetConfig {
   uint64_t seed = 42;
 };
 
-// One learnable tensor with its gradient and momentum, stored flat; views give it its shape.
-template <typename Device>
+// One learnable tensor: its place in the arenas (ParameterArenas); views give it its shape.
 struct Parameter {
   std::string name;
+  index_t size = 0, offset = 0;
+  bool decayed = false;  // weight decay applies (the weights, not biases or batch norm's gamma / beta)
+};
+
+// Values, gradients and momenta of all parameters, each one flat tensor.
+template <typename Device>
+struct ParameterArenas {
   TensorContainer<Device, 1, float> value, grad, momentum;
+  index_t decayed = 0;  // the decayed parameters fill [0, decayed)
 
   template <int dim>
-  Tensor<Device, dim, float> Value(const Shape<dim>& s) const { return Tensor<Device, dim, float>(value.dptr_, s, value.stream_); }
-  template <int dim>
-  Tensor<Device, dim, float> Grad(const Shape<dim>& s) const { return Tensor<Device, dim, float>(grad.dptr_, s, grad.stream_); }
+  static Tensor<Device, dim, float> View(const TensorContainer<Device, 1, float>& arena, const Parameter& p,
+                                         const Shape<dim>& s) {
+    return Tensor<Device, dim, float>(arena.dptr_ + p.offset, s, arena.stream_);
+  }
+  static Tensor<Device, 1, float> Span(const TensorContainer<Device, 1, float>& arena, index_t begin, index_t end) {
+    return Tensor<Device, 1, float>(arena.dptr_ + begin, Shape1(end - begin), arena.stream_);
+  }
 };
 
 template <typename Device>
@@ -88,6 +101,7 @@ class ConvNet {
     b_fc1_ = AddParam("fc1.bias", kHidden);
     w_fc2_ = AddParam("fc2.weight", kClasses * kHidden);
     b_fc2_ = AddParam("fc2.bias", kClasses);
+    AllocateParameters();
     Initialise();
     for (int i = 0; i < 2; ++i) {
       Stat(&moving_mean_[i], i), Stat(&moving_var_[i], i), Stat(&save_mean_[i], i), Stat(&save_inv_std_[i], i);
@@ -192,20 +206,27 @@ class ConvNet {
   Tensor<Device, 1, float> LossTensor() const { return loss_.view(); }
   index_t NumParameters() const {
     index_t n = 0;
-    for (const auto& p : params_) n += p.value.size(0);
+    for (const Parameter& p : params_) n += p.size;
     return n;
   }
 
  private:
   using Param = size_t;  // an index into params_ (the vector may grow while the net is built)
 
+  // Two one-pass updates: the decayed parameters, then the rest.
   void UpdateParameters(double lr, double momentum, double weight_decay) {
-    for (Parameter<Device>& p : params_) {
+    const index_t total = arenas_.value.size(0), split[3] = {0, arenas_.decayed, total};
+    for (int part = 0; part < 2; ++part) {
+      if (split[part] == split[part + 1]) continue;
       ops::SGDMomParam sp;
       sp.lr = lr;
       sp.momentum = momentum;
-      sp.wd = IsWeight(p) ? weight_decay : 0.0;
-      ops::SGDMomUpdate(sp, p.value.view(), p.grad.view(), p.momentum.view(), kWriteInplace, p.value.view());
+      sp.wd = part == 0 ? weight_decay : 0.0;
+      const auto span = [&](const TensorContainer<Device, 1, float>& a) {
+        return ParameterArenas<Device>::Span(a, split[part], split[part + 1]);
+      };
+      ops::SGDMomUpdate(sp, span(arenas_.value), span(arenas_.grad), span(arenas_.momentum), kWriteInplace,
+                        span(arenas_.value));
     }
   }
 
@@ -220,22 +241,37 @@ class ConvNet {
   }
 
   Param AddParam(const std::string& name, index_t size) {
-    params_.emplace_back();
-    Parameter<Device>& p = params_.back();
+    Parameter p;
     p.name = name;
-    for (TensorContainer<Device, 1, float>* t : {&p.value, &p.grad, &p.momentum}) {
-      t->set_stream(stream_);
-      t->Resize(Shape1(size), 0.0f);
-    }
+    p.size = size;
+    p.decayed = name.size() > 7 && name.compare(name.size() - 7, 7, ".weight") == 0;
+    params_.push_back(p);
     return params_.size() - 1;
   }
-  static bool IsWeight(const Parameter<Device>& p) {
-    return p.name.size() > 7 && p.name.compare(p.name.size() - 7, 7, ".weight") == 0;
+  // Places the parameters in the arenas, decayed ones first, and allocates them (zeros).
+  void AllocateParameters() {
+    index_t offset = 0;
+    for (const bool decayed : {true, false}) {
+      for (Parameter& p : params_) {
+        if (p.decayed != decayed) continue;
+        p.offset = offset;
+        offset += p.size;
+      }
+      if (decayed) arenas_.decayed = offset;
+    }
+    for (TensorContainer<Device, 1, float>* t : {&arenas_.value, &arenas_.grad, &arenas_.momentum}) {
+      t->set_stream(stream_);
+      t->Resize(Shape1(offset), 0.0f);
+    }
   }
   template <int dim>
-  Tensor<Device, dim, float> Value(Param i, const Shape<dim>& s) const { return params_[i].Value(s); }
+  Tensor<Device, dim, float> Value(Param i, const Shape<dim>& s) const {
+    return ParameterArenas<Device>::View(arenas_.value, params_[i], s);
+  }
   template <int dim>
-  Tensor<Device, dim, float> Grad(Param i, const Shape<dim>& s) const { return params_[i].Grad(s); }
+  Tensor<Device, dim, float> Grad(Param i, const Shape<dim>& s) const {
+    return ParameterArenas<Device>::View(arenas_.grad, params_[i], s);
+  }
   template <int dim>
   void Fit(TensorContainer<Device, dim, float>* t, const Shape<dim>& s) {
     t->set_stream(stream_);
@@ -254,8 +290,8 @@ class ConvNet {
     xavier.magnitude = 3.0;
     ops::XavierInit(xavier, &rnd_, Value(w_fc2_, Shape2(kClasses, kHidden)));
     if (cfg_.batch_norm) {
-      params_[gamma1_].value = 1.0f;
-      params_[gamma2_].value = 1.0f;
+      Value(gamma1_, Shape1(kC1)) = 1.0f;
+      Value(gamma2_, Shape1(kC2)) = 1.0f;
     }
   }
 
@@ -346,7 +382,8 @@ class ConvNet {
   ops::DropoutParam drop_;
   ops::SoftmaxOutputParam softmax_;
 
-  std::vector<Parameter<Device>> params_;
+  std::vector<Parameter> params_;
+  ParameterArenas<Device> arenas_;
   Param w_conv1_ = 0, b_conv1_ = 0, w_conv2_ = 0, b_conv2_ = 0, gamma1_ = 0, beta1_ = 0, gamma2_ = 0, beta2_ = 0;
   Param w_fc1_ = 0, b_fc1_ = 0, w_fc2_ = 0, b_fc2_ = 0;
   TensorContainer<Device, 1, float> moving_mean_[2], moving_var_[2], save_mean_[2], save_inv_std_[2], loss_;

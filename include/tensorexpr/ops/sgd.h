@@ -6,7 +6,9 @@
 //   mom    mom = momentum * mom - lr * wd * weight - lr * g;  out = weight + mom
 // Weight decay is applied to the weight, not clipped with the gradient (as MXNet). The arithmetic runs in
 // compute_t<DType> (float for half / bf16) and rounds once per stored value. `out` is normally the weight
-// itself (req kWriteInplace); every read is elementwise, so the aliasing is safe.
+// itself (req kWriteInplace); every read is elementwise, so the aliasing is safe. Each update is one pass
+// over memory: the momentum update reads weight, gradient and momentum once and writes the momentum and
+// the output in the same loop (or kernel).
 //
 // Declarations: the library tensorexpr_ops (tensorexpr_ops_cuda for the GPU) holds them for float, double,
 // half_t and bf16_t; ops/sgd.h is the template implementation, for other dtypes.
