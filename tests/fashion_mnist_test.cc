@@ -17,8 +17,8 @@
 //   svg_plot.h      WriteTrainingCurveSvg: an <svg> document with the per-minibatch loss (as measured and
 //                   smoothed) and the accuracy per epoch, the legend outside the plot; the title escaped.
 //   network.h       ConvNet<cpu>: parameter counts, probabilities and loss (kWriteTo / kAddTo / inference),
-//                   and overfitting one batch of 8 images in 30 SGD steps, with and without batch norm
-//                   and dropout. The whole file runs in about 3 s on 2 cores.
+//                   and overfitting one batch of 8 images in 60 SGD steps (two seeds), with and without batch norm
+//                   and dropout. The whole file runs in about 12 s on 2 cores.
 #include <catch2/catch.hpp>
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -1139,20 +1139,29 @@ TEST_CASE("ConvNet<cpu>: parameters, probabilities, and the loss as loss_req say
   CHECK(net.LossTensor().dptr_[0] == Approx(CrossEntropy(net, small.labels.view())).epsilon(1e-4));
 }
 
-TEST_CASE("ConvNet<cpu>: 30 SGD steps overfit one batch of 8 images", "[cpu][trainer]") {
+TEST_CASE("ConvNet<cpu>: 60 SGD steps overfit one batch of 8 images", "[cpu][trainer]") {
   CpuStream stream;
   NetConfig cfg;
   cfg.batch_norm = GENERATE(false, true);
   cfg.dropout = GENERATE(0.0, 0.5);
-  INFO("batch_norm " << cfg.batch_norm << ", dropout " << cfg.dropout);
+  cfg.seed = GENERATE(42, 7);  // the schedule below passed for 20 seeds in every configuration
+  INFO("batch_norm " << cfg.batch_norm << ", dropout " << cfg.dropout << " seed " << cfg.seed);
   ConvNet<cpu> net(cfg, stream.s);
   Batch b(8, 3);
+  const int kSteps = 60;
   std::vector<float> losses;
-  for (int step = 0; step < 30; ++step) {
+  for (int step = 0; step < kSteps; ++step) {
     net.Forward(b.x.view(), b.labels.view(), true, kWriteTo);
     losses.push_back(net.LossTensor().dptr_[0]);
     net.Backward(b.labels.view());
-    net.Update(0.01, 0.9, 1e-4);
+    // The trainer's kind of schedule: a linear warm-up, then a half cosine down to 0, so the last steps settle.
+    const double warm = std::min(1.0, (step + 1) / 10.0), cosine = 0.5 * (1 + std::cos(3.141592653589793 * step / kSteps));
+    net.Update(0.01 * warm * cosine, 0.9, 1e-4);
+  }
+  // Batch norm's running statistics trail the weights, which move fast at this learning rate: training-mode
+  // forwards without an update let them settle on the final weights' statistics (0.9^30: 4% left).
+  if (cfg.batch_norm) {
+    for (int step = 0; step < 30; ++step) net.Forward(b.x.view(), b.labels.view(), true, kNullOp);
   }
   // The loss of the trained net in inference mode (no dropout; batch norm's running statistics).
   net.Forward(b.x.view(), b.labels.view(), false, kNullOp);

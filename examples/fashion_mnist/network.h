@@ -280,19 +280,25 @@ class ConvNet {
   void Stat(TensorContainer<Device, 1, float>* t, int layer) { Fit(t, Shape1(layer == 0 ? kC1 : kC2)); }
 
   // He (Kaiming) normal for the weights feeding a relu, Xavier uniform for the last layer, zero biases,
-  // batch-norm gamma 1 and beta 0 — the peer (bench/fashion_mnist_peer.py) does the same.
+  // batch-norm gamma 1 and beta 0 — the peer (bench/fashion_mnist_peer.py) does the same. Drawn on the host
+  // whatever the device, then copied: a CPU and a GPU run of one seed start from the same weights.
   void Initialise() {
+    TensorContainer<cpu, 1, float> host(Shape1(arenas_.value.size(0)), 0.0f);
+    Random<cpu, float> rnd(cfg_.seed);
+    const auto at = [&](Param i, const auto& shape) { return ParameterArenas<cpu>::View(host, params_[i], shape); };
     const ops::HeParam he;  // normal, fan in, for relu
-    ops::HeInit(he, &rnd_, Value(w_conv1_, ConvWeightShape(0)));
-    ops::HeInit(he, &rnd_, Value(w_conv2_, ConvWeightShape(1)));
-    ops::HeInit(he, &rnd_, Value(w_fc1_, Shape2(kHidden, kC2 * 7 * 7)));
+    ops::HeInit(he, &rnd, at(w_conv1_, ConvWeightShape(0)));
+    ops::HeInit(he, &rnd, at(w_conv2_, ConvWeightShape(1)));
+    ops::HeInit(he, &rnd, at(w_fc1_, Shape2(kHidden, kC2 * 7 * 7)));
     ops::XavierParam xavier;  // uniform, bound sqrt(6 / (fan_in + fan_out)): PyTorch's xavier_uniform_
     xavier.magnitude = 3.0;
-    ops::XavierInit(xavier, &rnd_, Value(w_fc2_, Shape2(kClasses, kHidden)));
+    ops::XavierInit(xavier, &rnd, at(w_fc2_, Shape2(kClasses, kHidden)));
     if (cfg_.batch_norm) {
-      Value(gamma1_, Shape1(kC1)) = 1.0f;
-      Value(gamma2_, Shape1(kC2)) = 1.0f;
+      at(gamma1_, Shape1(kC1)) = 1.0f;
+      at(gamma2_, Shape1(kC2)) = 1.0f;
     }
+    Copy(arenas_.value.view(), host.view(), stream_);
+    stream_->Wait();  // before `host` goes
   }
 
   // The profile's names of the two conv blocks' layers.
