@@ -21,7 +21,8 @@
 // SampleUniform(t, a, b): u = (word >> 8) * 2^-24 (float, half_t, bf16_t) or (w0 * 2^32 + w1) >> 11 times
 // 2^-53 (double), each exact, then a + (b - a) * u, each operation rounded on its own in compute_t<DType>,
 // rounded to DType; a value that rounds onto b becomes the DType value just below b (b is never returned; a
-// == b after rounding gives a). The same bits on both devices: CPU and GPU uniforms are bitwise equal (as
+// == b after rounding gives a; in a range only a few DType values wide the rounding makes them unequally
+// likely, the top one taking b's share). The same bits on both devices: CPU and GPU uniforms are bitwise equal (as
 // long as the host compiler does not fuse the multiply-add: g++'s default x86-64 target does not; -mfma
 // with -ffp-contract=fast could). SampleGaussian(t, mu, sigma): Box–Muller on the pairs (u0, u1), (u2, u3)
 // of a block's uniforms: r = sqrt(-2 log(1 - u0)), z0 = r cos(2 pi u1), z1 = r sin(2 pi u1), mu + sigma z.
@@ -29,9 +30,10 @@
 // compute_t<DType>, not bitwise (half_t / bf16_t: almost always bitwise after the rounding).
 //
 // Threads and streams: the CPU fills blocks with ParallelFor, within the thread budget of the generator's
-// stream (set_stream), else of the destination's stream, else SetNumThreads'. The GPU specialisation
-// (cuda/random_philox.cuh) runs one kernel on the generator's stream, else the destination's. The
-// generator keeps no device state: the offset is advanced on the host when the work is queued.
+// stream (set_stream), else of the destination's stream, else SetNumThreads'. On the GPU (the loop is in
+// cuda/random_philox.cuh, which a .cu gets through tensorexpr_cuda.cuh) each call is one kernel on the
+// generator's stream, else the destination's. The generator keeps no device state: the offset is advanced
+// on the host when the work is queued.
 //
 // Generate(dst, sampler) is the lower level the samplers share (and ops::DropoutForward uses to draw its
 // mask in one pass): sampler(block, values) turns one block into Sampler::kPerBlock values of dst.
@@ -87,16 +89,14 @@ struct PhiloxUnits {
 
 // lo + width * u with the product and the sum each rounded: nvcc would otherwise fuse them into one FMA,
 // and the GPU's uniforms would differ from the CPU's in the last bit.
-TE_XINLINE float ScaleShift(float lo, float width, float u) {
+template <typename Real>
+TE_XINLINE Real ScaleShift(Real lo, Real width, Real u) {
 #if defined(__CUDA_ARCH__)
-  return __fadd_rn(lo, __fmul_rn(width, u));
-#else
-  return lo + width * u;
-#endif
-}
-TE_XINLINE double ScaleShift(double lo, double width, double u) {
-#if defined(__CUDA_ARCH__)
-  return __dadd_rn(lo, __dmul_rn(width, u));
+  if constexpr (std::is_same<Real, float>::value) {
+    return __fadd_rn(lo, __fmul_rn(width, u));
+  } else {
+    return __dadd_rn(lo, __dmul_rn(width, u));
+  }
 #else
   return lo + width * u;
 #endif
@@ -162,13 +162,52 @@ struct check_philox_dtype {
   static constexpr bool value = true;
 };
 
-// What PhiloxRandom<cpu> and PhiloxRandom<gpu> share: the state, the checks and the offset's bookkeeping.
-// Derived::Fill(d, n, blocks, sampler, stream) fills the n elements of the (rows, cols) view d from blocks
-// offset_ .. offset_ + blocks - 1; Derived::kName names the generator in error messages.
-template <typename Derived, typename Device>
-class PhiloxRandomBase {
+// Where a call's blocks start: block k is PhiloxBlockAt(seed, sequence, offset, k).
+struct PhiloxCall {
+  uint64_t seed, sequence, offset;
+};
+
+// The device's loop: PhiloxFill<Device>::Run(d, n, blocks, sampler, stream, call) fills the n elements of
+// the (rows, cols) view d, element i from block i / Sampler::kPerBlock of the call. The CPU's is below, the
+// GPU's in cuda/random_philox.cuh.
+template <typename Device>
+struct PhiloxFill {
+  static_assert(sizeof(Device) == 0, "PhiloxRandom<gpu> fills tensors with a CUDA kernel: " TE_GPU_NEEDS_NVCC_MESSAGE);
+};
+
+// Blocks in parallel, each thread walking (row, column) through its range of blocks.
+template <>
+struct PhiloxFill<cpu> {
+  template <typename OutT, typename Sampler>
+  static void Run(const Tensor<cpu, 2, OutT>& d, index_t n, index_t blocks, const Sampler& sampler,
+                  Stream<cpu>* stream, PhiloxCall call) {
+    const StreamThreadScope threads(stream);  // the stream's thread budget
+    OutT* const out = d.dptr_;
+    const index_t cols = d.shape_[1], stride = d.stride_;
+    // About 60 integer operations for the block, a few more per element.
+    ParallelFor(blocks, 64, [out, cols, stride, n, sampler, call](index_t begin, index_t end) {
+      constexpr int kPer = Sampler::kPerBlock;
+      static_assert(kPer >= 1 && kPer <= 4, "a block has 4 words: at most 4 values per block");
+      index_t e = begin * kPer, row = e / cols, col = e % cols;
+      OutT values[4];
+      for (index_t b = begin; b < end; ++b) {
+        sampler(PhiloxBlockAt(call.seed, call.sequence, call.offset, static_cast<uint64_t>(b)), values);
+        for (int j = 0; j < kPer && e < n; ++j, ++e) {
+          out[row * stride + col] = values[j];
+          if (++col == cols) col = 0, ++row;
+        }
+      }
+    });
+  }
+};
+}  // namespace detail
+
+template <typename Device>
+class PhiloxRandom {
  public:
-  explicit PhiloxRandomBase(uint64_t seed = 0, uint64_t sequence = 0, Stream<Device>* stream = nullptr)
+  static constexpr const char* kName = std::is_same<Device, cpu>::value ? "PhiloxRandom<cpu>" : "PhiloxRandom<gpu>";
+
+  explicit PhiloxRandom(uint64_t seed = 0, uint64_t sequence = 0, Stream<Device>* stream = nullptr)
       : stream_(stream) {
     Seed(seed, sequence);
   }
@@ -192,20 +231,20 @@ class PhiloxRandomBase {
   template <int dim, typename DType>
   void SampleUniform(Tensor<Device, dim, DType> dst, compute_t<DType> a = compute_t<DType>(0),
                      compute_t<DType> b = compute_t<DType>(1)) {
-    static_assert(check_philox_dtype<DType>::value, "");
-    CheckUniformRange<DType>(Derived::kName, a, b, dst.shape_);
+    static_assert(detail::check_philox_dtype<DType>::value, "");
+    detail::CheckUniformRange<DType>(kName, a, b, dst.shape_);
     const DType lo = static_cast<DType>(a), hi = static_cast<DType>(b);
     using Real = compute_t<DType>;
-    Generate(dst, PhiloxUniformSampler<DType>{lo, hi, static_cast<Real>(hi) - static_cast<Real>(lo)},
+    Generate(dst, detail::PhiloxUniformSampler<DType>{lo, hi, static_cast<Real>(hi) - static_cast<Real>(lo)},
              "SampleUniform");
   }
   // Normal with mean mu and standard deviation sigma (>= 0).
   template <int dim, typename DType>
   void SampleGaussian(Tensor<Device, dim, DType> dst, compute_t<DType> mu = compute_t<DType>(0),
                       compute_t<DType> sigma = compute_t<DType>(1)) {
-    static_assert(check_philox_dtype<DType>::value, "");
-    CheckGaussianSigma(Derived::kName, sigma, dst.shape_);
-    Generate(dst, PhiloxGaussianSampler<DType>{mu, sigma}, "SampleGaussian");
+    static_assert(detail::check_philox_dtype<DType>::value, "");
+    detail::CheckGaussianSigma(kName, sigma, dst.shape_);
+    Generate(dst, detail::PhiloxGaussianSampler<DType>{mu, sigma}, "SampleGaussian");
   }
   // mshadow's pointer forms.
   template <int dim, typename DType>
@@ -219,65 +258,24 @@ class PhiloxRandomBase {
     SampleGaussian(*dst, mu, sigma);
   }
 
-  // dst's elements from the next blocks, Sampler::kPerBlock per block through
+  // dst's elements from the next blocks, Sampler::kPerBlock (1 to 4) per block through
   // `TE_XINLINE void sampler(const PhiloxWords& block, OutT* values) const`; then offset() moves past them.
   // `call` names the caller in the error for a destination without memory.
   template <int dim, typename OutT, typename Sampler>
   void Generate(const Tensor<Device, dim, OutT>& dst, const Sampler& sampler, const char* call = "Generate") {
     const index_t n = dst.shape_.Size();
-    TE_CHECK(dst.dptr_ != nullptr || n == 0, Derived::kName, "::", call, ": the tensor of shape ", dst.shape_,
+    TE_CHECK(dst.dptr_ != nullptr || n == 0, kName, "::", call, ": the tensor of shape ", dst.shape_,
              " has no memory (null dptr_)");
     if (n <= 0) return;
     const index_t blocks = (n + Sampler::kPerBlock - 1) / Sampler::kPerBlock;
-    Derived::Fill(dst.FlatTo2D(), n, blocks, sampler, stream_ != nullptr ? stream_ : dst.stream_,
-                  PhiloxKey{seed_, sequence_, offset_});
+    detail::PhiloxFill<Device>::Run(dst.FlatTo2D(), n, blocks, sampler, stream_ != nullptr ? stream_ : dst.stream_,
+                                    detail::PhiloxCall{seed_, sequence_, offset_});
     offset_ += static_cast<uint64_t>(blocks);
   }
-
- protected:
-  // Where a call's blocks start.
-  struct PhiloxKey {
-    uint64_t seed, sequence, offset;
-  };
 
  private:
   Stream<Device>* stream_ = nullptr;
   uint64_t seed_ = 0, sequence_ = 0, offset_ = 0;
-};
-}  // namespace detail
-
-template <>
-class PhiloxRandom<cpu> : public detail::PhiloxRandomBase<PhiloxRandom<cpu>, cpu> {
-  using Base = detail::PhiloxRandomBase<PhiloxRandom<cpu>, cpu>;
-  friend Base;
-
- public:
-  using Base::Base;
-  static constexpr const char* kName = "PhiloxRandom<cpu>";  // in error messages
-
- private:
-  // Blocks in parallel, each thread walking (row, column) through its range of blocks.
-  template <typename OutT, typename Sampler>
-  static void Fill(const Tensor<cpu, 2, OutT>& d, index_t n, index_t blocks, const Sampler& sampler,
-                   Stream<cpu>* stream, PhiloxKey key) {
-    const StreamThreadScope threads(stream);  // the stream's thread budget
-    OutT* const out = d.dptr_;
-    const index_t cols = d.shape_[1], stride = d.stride_;
-    // About 60 integer operations for the block, a few more per element.
-    ParallelFor(blocks, 64, [out, cols, stride, n, sampler, key](index_t begin, index_t end) {
-      constexpr int kPer = Sampler::kPerBlock;
-      static_assert(kPer >= 1 && kPer <= 4, "a block has 4 words: at most 4 values per block");
-      index_t e = begin * kPer, row = e / cols, col = e % cols;
-      OutT values[4];
-      for (index_t b = begin; b < end; ++b) {
-        sampler(detail::PhiloxBlockAt(key.seed, key.sequence, key.offset, static_cast<uint64_t>(b)), values);
-        for (int j = 0; j < kPer && e < n; ++j, ++e) {
-          out[row * stride + col] = values[j];
-          if (++col == cols) col = 0, ++row;
-        }
-      }
-    });
-  }
 };
 
 }  // namespace tensorexpr

@@ -1,5 +1,6 @@
-// cuda/random_philox.cuh — PhiloxRandom<gpu>: the counter-based generator of random_philox.h (see there
-// for the numbers) as one kernel per call on the generator's stream (set_stream; null: the destination's).
+// cuda/random_philox.cuh — PhiloxRandom<gpu>'s loop: the counter-based generator of random_philox.h (see
+// there for the numbers) as one kernel per call on the generator's stream (set_stream; null: the
+// destination's).
 //
 //   PhiloxRandom<gpu> rnd(42, 0, stream);     // seed, sequence, stream
 //   rnd.SampleUniform(t, 0.0f, 1.0f);         // the same numbers as PhiloxRandom<cpu>(42) gives
@@ -40,25 +41,20 @@ __global__ void PhiloxFillKernel(OutT* out, index_t n, index_t cols, index_t str
 
 }  // namespace cuda
 
+namespace detail {
+// One kernel on the stream: a thread per block of the call, grid-strided.
 template <>
-class PhiloxRandom<gpu> : public detail::PhiloxRandomBase<PhiloxRandom<gpu>, gpu> {
-  using Base = detail::PhiloxRandomBase<PhiloxRandom<gpu>, gpu>;
-  friend Base;
-
- public:
-  using Base::Base;
-  static constexpr const char* kName = "PhiloxRandom<gpu>";  // in error messages
-
- private:
+struct PhiloxFill<gpu> {
   template <typename OutT, typename Sampler>
-  static void Fill(const Tensor<gpu, 2, OutT>& d, index_t n, index_t blocks, const Sampler& sampler,
-                   Stream<gpu>* stream, PhiloxKey key) {
+  static void Run(const Tensor<gpu, 2, OutT>& d, index_t n, index_t blocks, const Sampler& sampler,
+                  Stream<gpu>* stream, PhiloxCall call) {
     const int threads = 256;
     const index_t grid = std::min<index_t>((blocks + threads - 1) / threads, index_t(1) << 16);
     cuda::PhiloxFillKernel<<<static_cast<unsigned>(grid), threads, 0, Stream<gpu>::GetStream(stream)>>>(
-        d.dptr_, n, d.shape_[1], d.stride_, blocks, key.seed, key.sequence, key.offset, sampler);
+        d.dptr_, n, d.shape_[1], d.stride_, blocks, call.seed, call.sequence, call.offset, sampler);
     TE_CUDA_CHECK_LAUNCH("PhiloxRandom<gpu> fill kernel");
   }
 };
+}  // namespace detail
 
 }  // namespace tensorexpr
