@@ -4,9 +4,11 @@
 #include <tensorexpr/tensorexpr.h>
 #include <tensorexpr/ops/dropout.h>
 #include <tensorexpr/random.h>
+#include <tensorexpr/random_philox.h>
 #if defined(__CUDACC__)
 #include <tensorexpr/cuda/tensorexpr_cuda.cuh>
 #include <tensorexpr/cuda/random.cuh>
+#include <tensorexpr/cuda/random_philox.cuh>
 #endif
 
 namespace tensorexpr {
@@ -26,12 +28,39 @@ struct dropout_mask {
 inline void CheckDropoutParam(const DropoutParam& p) {
   TE_CHECK(p.p >= 0 && p.p <= 1, "Dropout: p = ", p.p, " must lie in [0, 1]");
 }
-}  // namespace detail
 
-template <typename Device, int dim, typename DType>
-void DropoutForward(const DropoutParam& p, bool is_train, Random<Device, DType>* rnd,
-                    const Tensor<Device, dim, DType>& data, OpReqType req, const Tensor<Device, dim, DType>& out,
-                    const Tensor<Device, dim, DType>& mask) {
+// The scaled mask (0 < keep < 1) from a Random: uniform values drawn into the mask itself, then
+// thresholded in place (two passes).
+template <typename Device, typename DType>
+void DrawDropoutMask(Random<Device, DType>* rnd, Tensor<Device, 2, DType> mask, compute_t<DType> keep) {
+  using A = compute_t<DType>;
+  rnd->SampleUniform(mask, A(0), A(1));
+  mask = expr::tcast<DType>(expr::F<dropout_mask>(expr::tcast<A>(mask), expr::scalar<A>(keep)));
+}
+// From a PhiloxRandom in one pass: each element's uniform on [0, 1) in compute_t<DType> (the number
+// SampleUniform(t, 0, 1) would give a compute_t<DType> tensor there) thresholded as it is drawn.
+template <typename DType>
+struct PhiloxDropoutMask {
+  using A = compute_t<DType>;
+  using Units = ::tensorexpr::detail::PhiloxUnits<A>;
+  static constexpr int kPerBlock = Units::kCount;
+  A keep;
+  TE_XINLINE void operator()(const PhiloxWords& block, DType* out) const {
+    A u[4];  // kPerBlock of them
+    Units::Draw(block, u);
+    TE_UNROLL
+    for (int j = 0; j < kPerBlock; ++j) out[j] = static_cast<DType>(dropout_mask::Map(u[j], keep));
+  }
+};
+template <typename Device, typename DType>
+void DrawDropoutMask(PhiloxRandom<Device>* rnd, const Tensor<Device, 2, DType>& mask, compute_t<DType> keep) {
+  rnd->Generate(mask, PhiloxDropoutMask<DType>{keep}, "DropoutForward");
+}
+
+// DropoutForward's body for either generator (Rng: Random<Device, DType> or PhiloxRandom<Device>).
+template <typename Device, int dim, typename DType, typename Rng>
+void DropoutForwardWith(const DropoutParam& p, bool is_train, Rng* rnd, const Tensor<Device, dim, DType>& data,
+                        OpReqType req, const Tensor<Device, dim, DType>& out, const Tensor<Device, dim, DType>& mask) {
   using A = compute_t<DType>;  // the threshold and the scale are not rounded to half / bf16 first
   detail::CheckDropoutParam(p);
   TE_CHECK(req == kNullOp || req == kWriteTo || req == kWriteInplace || req == kAddTo, "Dropout forward: unknown req ",
@@ -45,8 +74,8 @@ void DropoutForward(const DropoutParam& p, bool is_train, Random<Device, DType>*
   }
   // Elementwise, so every rank runs as its (rows, last dimension) view: one instance of the kernels.
   if constexpr (dim != 2) {
-    DropoutForward(p, is_train, rnd, data.FlatTo2D(), req, out.FlatTo2D(),
-                   is_train ? mask.FlatTo2D() : Tensor<Device, 2, DType>());
+    DropoutForwardWith(p, is_train, rnd, data.FlatTo2D(), req, out.FlatTo2D(),
+                       is_train ? mask.FlatTo2D() : Tensor<Device, 2, DType>());
   } else {
     if (!is_train) {
       Assign(out, req, expr::F<op::identity>(data));
@@ -60,11 +89,24 @@ void DropoutForward(const DropoutParam& p, bool is_train, Random<Device, DType>*
     } else if (p.p == 1) {
       keep_mask = DType(0.0f);
     } else {
-      rnd->SampleUniform(keep_mask, A(0), A(1));
-      keep_mask = expr::tcast<DType>(expr::F<detail::dropout_mask>(expr::tcast<A>(keep_mask), expr::scalar<A>(keep)));
+      DrawDropoutMask(rnd, keep_mask, keep);
     }
     Assign(out, req, data * mask);
   }
+}
+}  // namespace detail
+
+template <typename Device, int dim, typename DType>
+void DropoutForward(const DropoutParam& p, bool is_train, Random<Device, DType>* rnd,
+                    const Tensor<Device, dim, DType>& data, OpReqType req, const Tensor<Device, dim, DType>& out,
+                    const Tensor<Device, dim, DType>& mask) {
+  detail::DropoutForwardWith(p, is_train, rnd, data, req, out, mask);
+}
+template <typename Device, int dim, typename DType>
+void DropoutForward(const DropoutParam& p, bool is_train, PhiloxRandom<Device>* rnd,
+                    const Tensor<Device, dim, DType>& data, OpReqType req, const Tensor<Device, dim, DType>& out,
+                    const Tensor<Device, dim, DType>& mask) {
+  detail::DropoutForwardWith(p, is_train, rnd, data, req, out, mask);
 }
 
 template <typename Device, int dim, typename DType>
@@ -87,6 +129,9 @@ void DropoutBackward(const DropoutParam& p, const Tensor<Device, dim, DType>& ou
 // Explicit instantiations for one device and dtype, ranks 1 to 5 (ops/dropout.cc).
 #define TE_DROPOUT_INSTANCE_(Device, dim, DType) \
   template void DropoutForward<Device, dim, DType>(const DropoutParam& p, bool is_train, Random<Device, DType>* rnd, \
+      const Tensor<Device, dim, DType>& data, OpReqType req, const Tensor<Device, dim, DType>& out, \
+      const Tensor<Device, dim, DType>& mask); \
+  template void DropoutForward<Device, dim, DType>(const DropoutParam& p, bool is_train, PhiloxRandom<Device>* rnd, \
       const Tensor<Device, dim, DType>& data, OpReqType req, const Tensor<Device, dim, DType>& out, \
       const Tensor<Device, dim, DType>& mask); \
   template void DropoutBackward<Device, dim, DType>(const DropoutParam& p, \

@@ -9,6 +9,7 @@
 // message when no GPU is present.
 #pragma once
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -179,6 +180,35 @@ void RequireError(F f, const std::vector<std::string>& parts) {
     return;
   }
   FAIL("no tensorexpr::Error thrown; expected one mentioning " << parts[0]);
+}
+
+// |observed - expected| within six standard errors of the mean of n draws of standard deviation sd.
+inline void CheckMean(double observed, double expected, double sd, double n, const char* what) {
+  INFO(what << ": observed " << observed << ", expected " << expected);
+  CHECK(std::fabs(observed - expected) <= 6.0 * sd / std::sqrt(n));
+}
+// Draws uniform on [lo, hi): all inside, their mean and second moment within six standard errors.
+inline void CheckUniformDraws(const std::vector<double>& v, double lo, double hi) {
+  double s1 = 0, s2 = 0, smallest = hi, largest = lo;
+  for (double x : v) s1 += x, s2 += x * x, smallest = std::min(smallest, x), largest = std::max(largest, x);
+  CHECK(smallest >= lo);
+  CHECK(largest < hi);
+  const double n = double(v.size()), m2 = (lo * lo + lo * hi + hi * hi) / 3;
+  const double m4 = (std::pow(hi, 5) - std::pow(lo, 5)) / (5 * (hi - lo));
+  CheckMean(s1 / n, (lo + hi) / 2, (hi - lo) / std::sqrt(12.0), n, "uniform mean");
+  CheckMean(s2 / n, m2, std::sqrt(m4 - m2 * m2), n, "uniform second moment");
+}
+// Draws of N(m, s^2): the first three moments of (x - m) / s within six standard errors.
+inline void CheckNormalDraws(const std::vector<double>& v, double m, double s) {
+  double s1 = 0, s2 = 0, s3 = 0;
+  for (double x : v) {
+    const double d = (x - m) / s;
+    s1 += d, s2 += d * d, s3 += d * d * d;
+  }
+  const double n = double(v.size());
+  CheckMean(s1 / n, 0, 1, n, "normal mean");
+  CheckMean(s2 / n, 1, std::sqrt(2.0), n, "normal second moment");
+  CheckMean(s3 / n, 0, std::sqrt(15.0), n, "normal third moment");
 }
 
 inline bool HaveGPU() {

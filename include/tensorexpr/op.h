@@ -22,6 +22,8 @@ TE_MATH1(log1p)
 TE_MATH1(expm1)
 TE_MATH1(sqrt)
 TE_MATH1(tanh)
+TE_MATH1(sin)
+TE_MATH1(cos)
 #undef TE_MATH1
 TE_XINLINE float pow(float a, float b) { return ::powf(a, b); }
 TE_XINLINE double pow(double a, double b) { return ::pow(a, b); }

@@ -90,8 +90,13 @@ void CheckUniformRange(const char* generator, Param a, Param b, const Shape<dim>
   }
 }
 
-// The samplers' parameter checks, shared by Random<cpu> and Random<gpu>; `generator` names the one that
-// was called in the message.
+// The samplers' parameter checks, shared by Random<cpu>, Random<gpu> and PhiloxRandom; `generator` names
+// the one that was called in the message.
+template <typename Real, int dim>
+void CheckGaussianSigma(const char* generator, Real sigma, const Shape<dim>& shape) {
+  TE_CHECK(sigma >= Real(0), generator, "::SampleGaussian: sigma = ", sigma, " must be >= 0 for a tensor of shape ",
+           shape);
+}
 template <typename Real, int dim>
 void CheckSamplerPositive(const char* generator, const char* sampler, const char* name, Real v,
                           const Shape<dim>& shape) {
@@ -210,8 +215,7 @@ class Random<cpu, DType>
   template <int dim>
   void SampleGaussian(Tensor<cpu, dim, DType> dst, Param mu = Param(0), Param sigma = Param(1)) {
     static_assert(detail::check_real_sampler<DType>::value, "");
-    TE_CHECK(sigma >= Param(0), "Random::SampleGaussian: sigma = ", sigma,
-             " must be >= 0 for a tensor of shape ", dst.shape_);
+    detail::CheckGaussianSigma(kName, sigma, dst.shape_);
     if (sigma == Param(0)) {  // std::normal_distribution requires sigma > 0
       Fill(dst, [&](std::mt19937&) { return mu; });
       return;

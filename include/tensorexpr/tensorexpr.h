@@ -52,6 +52,7 @@
 #include "tensor_container.h"
 #include "blob.h"
 #include "random.h"
+#include "random_philox.h"
 #include "softmax.h"
 #if defined(__CUDACC__)
 #include "cuda/tensorexpr_cuda.cuh"

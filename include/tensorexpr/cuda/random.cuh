@@ -235,8 +235,7 @@ class Random<gpu, DType>
   template <int dim>
   void SampleGaussian(Tensor<gpu, dim, DType> dst, Param mu = Param(0), Param sigma = Param(1)) {
     static_assert(detail::check_real_sampler<DType>::value, "");
-    TE_CHECK(sigma >= Param(0), "Random<gpu>::SampleGaussian: sigma = ", sigma,
-             " must be >= 0 for a tensor of shape ", dst.shape_);
+    detail::CheckGaussianSigma(kName, sigma, dst.shape_);
     const index_t n = dst.shape_.Size();
     if (n == 0) return;
     if constexpr (std::is_same<DType, Real>::value) {

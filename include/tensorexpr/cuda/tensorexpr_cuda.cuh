@@ -16,3 +16,4 @@
 #include "transpose.cuh"
 #include "row_copy.cuh"
 #include "random.cuh"
+#include "random_philox.cuh"

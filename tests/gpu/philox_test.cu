@@ -1,0 +1,1 @@
+#include "../philox_test.cc"
