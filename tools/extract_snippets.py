@@ -23,6 +23,7 @@ if lang == "cu":
 lines.append("#include <tensorexpr/ops/convolution.h>")
 lines.append("#include <tensorexpr/ops/conv_epilogue.h>")
 lines.append("#include <tensorexpr/ops/softmax.h>")
+lines.append("#include <tensorexpr/ops/dropout.h>")
 lines += [
     "#include <cstdio>",
     "using namespace tensorexpr;",

@@ -50,5 +50,12 @@ int main() {
   TensorContainer<cpu, 1, int32_t> ids(Shape1(4), 2);
   TensorContainer<cpu, 2, float> table(ops::EmbeddingWeightShape(emb), 0.25f), rows(ops::InferEmbeddingShape(emb, ids.shape_));
   ops::EmbeddingForward(emb, ids.view(), table.view(), kWriteTo, rows.view());
+  PhiloxRandom<cpu> philox(7, 1);
+  TensorContainer<cpu, 2, half_t> noise(Shape2(3, 5));
+  philox.SampleUniform(noise.view(), -1.0f, 1.0f);
+  philox.SampleGaussian(&noise, 0.0f, 0.5f);
+  TensorContainer<cpu, 2, float> kept(m.shape_);
+  ops::DropoutParam drop;
+  ops::DropoutForward(drop, true, &philox, m.view(), kWriteTo, m.view(), kept.view());
   return out[0][0][2][2] > 0.0f ? 0 : 1;
 }
