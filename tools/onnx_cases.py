@@ -391,10 +391,15 @@ def write_cases(oracle, digest):
     out = [FORMAT, "status ok", "generator " + digest,
            "# onnx %s, onnxruntime %s, opset %d" % (oracle.onnx.__version__, oracle.ort.__version__, OPSET)]
     count = 0
+    unrun = []
     for gen in GENERATORS:
         for item in gen(rng, np, F):
             op, inputs, outputs, attrs = item[:4]
-            runner, results = oracle.run(op, inputs, outputs, attrs, *item[4:])
+            try:
+                runner, results = oracle.run(op, inputs, outputs, attrs, *item[4:])
+            except Exception as e:  # neither oracle computes it (a bug of this onnx version's evaluator, say)
+                unrun.append("%s %s: %s" % (op, {k: v for k, v in attrs.items()}, str(e).splitlines()[0][:120]))
+                continue
             out.append("case %s %s" % (op, runner))
             for k, v in sorted(attrs.items()):
                 if isinstance(v, str):
@@ -408,6 +413,10 @@ def write_cases(oracle, digest):
                 write_tensor(out, "out", name, np.asarray(a))
             out.append("end")
             count += 1
+    # The generators draw every case before running it, so a case left out shifts no other one.
+    for u in unrun:
+        out.append("# not computed by either oracle, left out: " + u)
+        print("onnx_cases.py: left out a case neither oracle computes: " + u, file=sys.stderr)
     return out, count
 
 
