@@ -224,7 +224,7 @@ TEST_CASE("ParseOptions: defaults", "[cpu][trainer]") {
   CHECK(o.plot_file == "fashion_mnist.svg");
   CHECK_FALSE(o.plot_given);  // so it goes beside the program, not into the working directory
   CHECK_FALSE(o.help);
-  for (const char* flag : {"--data", "--device", "--epochs", "--limit", "--batch", "--lr", "--momentum", "--wd",
+  for (const char* flag : {"--data", "--device", "--dtype", "--epochs", "--limit", "--batch", "--lr", "--momentum", "--wd",
                            "--warmup", "--schedule", "--dropout", "--bn", "--augment", "--threads", "--seed",
                            "--log", "--plot", "--help"}) {
     INFO(flag);
@@ -283,6 +283,12 @@ TEST_CASE("ParseOptions: --device, --schedule, --bn, --augment, --help, --limit,
   CHECK(Parse({"--device", "auto"}).device == DeviceChoice::kAuto);
   CHECK(Parse({"--device", "cpu"}).device == DeviceChoice::kCpu);
   CHECK(Parse({"--device=gpu"}).device == DeviceChoice::kGpu);
+  CHECK(Parse({}).dtype == Precision::kFloat32);
+  CHECK(Parse({"--dtype", "fp16"}).dtype == Precision::kFloat16);
+  CHECK(Parse({"--dtype=bf16"}).dtype == Precision::kBFloat16);
+  CHECK(Parse({"--dtype", "bf16", "--dtype", "fp32"}).dtype == Precision::kFloat32);
+  CHECK_THAT(ParseError({"--dtype", "fp64"}), Contains("--dtype wants fp32, fp16 or bf16, got 'fp64'"));
+  CHECK(std::string(PrecisionName(Precision::kFloat16)) == "fp16");
   CHECK(Parse({"--schedule", "cosine"}).cosine);
   CHECK_FALSE(Parse({"--schedule=constant"}).cosine);
   CHECK(Parse({"--schedule=constant", "--schedule", "cosine"}).cosine);  // the last one wins
@@ -805,7 +811,9 @@ TEST_CASE("ProgramDir and SettingsOf: default outputs beside the program, every 
   CHECK(value("threads") == "4");
   CHECK(value("seed") == "42");
   CHECK(value("batch") == "64");
-  CHECK(settings.size() == 13);
+  CHECK(value("dtype") == "fp32");
+  CHECK(SettingsOf(Parse({"--dtype", "bf16"}))[0] == std::make_pair(std::string("dtype"), std::string("bf16")));
+  CHECK(settings.size() == 14);
 }
 
 TEST_CASE("FormatProgressLine fits any terminal width and never wraps", "[cpu][trainer]") {

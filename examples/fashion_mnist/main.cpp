@@ -88,9 +88,10 @@ int Run(const Options& o, const Dataset& data, const std::string& data_dir, int6
   if (!o.log_file.empty()) WriteTrainingLog(o.log_file, settings, {});  // the settings, before any epoch
   InitTensorEngine<Device>(0);
   Stream<Device>* stream = NewStream<Device>(true);
-  std::printf("training on %s: %lld of %lld training images, %d epoch%s, batch %d, lr %g (%s), momentum %g, "
+  std::printf("training on %s%s%s: %lld of %lld training images, %d epoch%s, batch %d, lr %g (%s), momentum %g, "
               "weight decay %g%s%s\n",
-              device_name, static_cast<long long>(train_count), static_cast<long long>(data.train.count), o.epochs,
+              device_name, o.dtype == Precision::kFloat32 ? "" : ", mixed precision ",
+              o.dtype == Precision::kFloat32 ? "" : PrecisionName(o.dtype), static_cast<long long>(train_count), static_cast<long long>(data.train.count), o.epochs,
               o.epochs == 1 ? "" : "s", o.batch, o.lr, o.cosine ? "cosine" : "constant", o.momentum, o.weight_decay,
               o.batch_norm ? ", batch norm" : "", o.augment ? ", flips" : "");
   std::vector<EpochRecord> records;
@@ -99,8 +100,11 @@ int Run(const Options& o, const Dataset& data, const std::string& data_dir, int6
     Train<Device>(o, data, train_count, stream, [&](const EpochRecord& r) {
       records.push_back(r);
       total += r.seconds;
-      std::printf("epoch %d/%d  time %.1f s (%.0f img/s)  train loss %.4f  test accuracy %.4f\n", r.epoch, o.epochs,
+      std::printf("epoch %d/%d  time %.1f s (%.0f img/s)  train loss %.4f  test accuracy %.4f", r.epoch, o.epochs,
                   r.seconds, r.images_per_second, r.train_loss, r.test_accuracy);
+      if (o.dtype != Precision::kFloat32)
+        std::printf("  loss scale %g, %lld step%s skipped", r.loss_scale, r.skipped_steps, r.skipped_steps == 1 ? "" : "s");
+      std::printf("\n");
       std::fflush(stdout);
       if (!o.log_file.empty()) WriteTrainingLog(o.log_file, settings, records);
     });
@@ -147,6 +151,11 @@ inline int Main(int argc, char** argv) {
     use_gpu = true;
   } else if (o.device == DeviceChoice::kAuto) {
     use_gpu = GpuPresent();
+  }
+  if (o.dtype != Precision::kFloat32 && !use_gpu) {
+    std::fprintf(stderr, "fashion_mnist: --dtype %s is mixed precision on the GPU's tensor cores; the CPU trains in "
+                 "fp32 (use --device gpu, or --dtype fp32).\n", PrecisionName(o.dtype));
+    return 2;
   }
   if (o.epochs == 0) o.epochs = use_gpu ? kGpuDefaultEpochs : kCpuDefaultEpochs;
   if (o.threads > 0) SetNumThreads(o.threads);

@@ -9,6 +9,12 @@
 // parameter's gradient (kWriteTo, nothing accumulates across batches); Update applies momentum SGD.
 // The parameters live side by side in three arenas (values, gradients, momenta), the weight-decayed ones
 // first, so the update is two one-pass calls over contiguous memory instead of one per parameter.
+//
+// Mixed precision (DType half_t or bf16_t, on the GPU): activations, weights as the layers see them and
+// gradients are DType, the convolutions and gemms run on tensor cores with fp32 accumulation; the master
+// weights, momenta and the update stay fp32 (a DType copy of the weights is refreshed after each update),
+// and the classifier's softmax and loss run in fp32. The loss gradient is multiplied by a loss scale
+// (LossScaler) so that small gradients survive fp16; a step whose gradients are not finite is skipped.
 // The batch size may change from call to call (the last, partial batch): containers are resized, which
 // reallocates only when they must grow.
 #pragma once
@@ -17,6 +23,7 @@
 #include <vector>
 #include <tensorexpr/tensorexpr.h>
 #include <tensorexpr/random.h>
+#include <tensorexpr/random_philox.h>
 #include <tensorexpr/ops/activation.h>
 #include <tensorexpr/ops/batch_norm.h>
 #include <tensorexpr/ops/conv_epilogue.h>
@@ -30,6 +37,7 @@
 #include "layer_profile.h"
 #if defined(__CUDACC__)
 #include <tensorexpr/cuda/random.cuh>
+#include <tensorexpr/cuda/random_philox.cuh>
 #endif
 
 namespace fashion_mnist {
@@ -49,30 +57,67 @@ struct Parameter {
   bool decayed = false;  // weight decay applies (the weights, not biases or batch norm's gamma / beta)
 };
 
-// Values, gradients and momenta of all parameters, each one flat tensor.
+// Values, gradients and momenta of all parameters, each one flat fp32 tensor.
 template <typename Device>
 struct ParameterArenas {
   TensorContainer<Device, 1, float> value, grad, momentum;
   index_t decayed = 0;  // the decayed parameters fill [0, decayed)
 
-  template <int dim>
-  static Tensor<Device, dim, float> View(const TensorContainer<Device, 1, float>& arena, const Parameter& p,
-                                         const Shape<dim>& s) {
-    return Tensor<Device, dim, float>(arena.dptr_ + p.offset, s, arena.stream_);
+  // Parameter p in an arena (of these or of their DType copies) as a tensor of shape s.
+  template <int dim, typename T>
+  static Tensor<Device, dim, T> View(const TensorContainer<Device, 1, T>& arena, const Parameter& p,
+                                     const Shape<dim>& s) {
+    return Tensor<Device, dim, T>(arena.dptr_ + p.offset, s, arena.stream_);
   }
   static Tensor<Device, 1, float> Span(const TensorContainer<Device, 1, float>& arena, index_t begin, index_t end) {
     return Tensor<Device, 1, float>(arena.dptr_ + begin, Shape1(end - begin), arena.stream_);
   }
 };
 
-template <typename Device>
+// Dynamic loss scaling (Micikevicius et al., "Mixed precision training", ICLR 2018), PyTorch's GradScaler
+// defaults: fp16 starts at 2^16, halves the scale on a step whose gradients overflow (the step is skipped)
+// and doubles it after 2000 good steps in a row. bf16 has fp32's exponent range: scale 1, fixed, but a
+// non-finite step is still skipped.
+struct LossScaler {
+  double scale = 1;
+  bool dynamic = false;
+  int good_steps = 0;
+  long long skipped = 0;
+  static constexpr int kGrowthInterval = 2000;
+
+  static LossScaler For(bool fp16) {
+    LossScaler s;
+    s.dynamic = fp16;
+    s.scale = fp16 ? 65536.0 : 1.0;
+    return s;
+  }
+  // Records a step whose gradients were (not) finite; returns whether to apply it.
+  bool Step(bool finite) {
+    if (!finite) {
+      ++skipped;
+      good_steps = 0;
+      if (dynamic) scale = std::max(scale * 0.5, 1.0);
+      return false;
+    }
+    if (dynamic && ++good_steps == kGrowthInterval) {
+      scale = std::min(scale * 2.0, 16777216.0);
+      good_steps = 0;
+    }
+    return true;
+  }
+};
+
+template <typename Device, typename DType = float>
 class ConvNet {
+  static constexpr bool kMixed = !std::is_same<DType, float>::value;  // fp32 master weights beside DType ones
+
  public:
   static constexpr index_t kImage = 28, kClasses = 10, kHidden = 1024;
   static constexpr index_t kC1 = 32, kC2 = 64;
 
-  ConvNet(const NetConfig& cfg, Stream<Device>* stream) : cfg_(cfg), stream_(stream), rnd_(cfg.seed) {
-    rnd_.set_stream(stream);
+  ConvNet(const NetConfig& cfg, Stream<Device>* stream)
+      : cfg_(cfg), stream_(stream), dropout_rnd_(cfg.seed, 0, stream),
+        scaler_(LossScaler::For(std::is_same<DType, half_t>::value)) {
     conv1_.kernel = {5, 5};
     conv1_.num_filter = kC1;
     conv1_.padding = ops::ConvPadding::kSame;
@@ -105,8 +150,8 @@ class ConvNet {
     Initialise();
     for (int i = 0; i < 2; ++i) {
       Stat(&moving_mean_[i], i), Stat(&moving_var_[i], i), Stat(&save_mean_[i], i), Stat(&save_inv_std_[i], i);
-      moving_mean_[i] = 0.0f;
-      moving_var_[i] = 1.0f;
+      moving_mean_[i] = DType(0.0f);
+      moving_var_[i] = DType(1.0f);
     }
     loss_.set_stream(stream);
     loss_.Resize(Shape1(1));
@@ -117,7 +162,13 @@ class ConvNet {
   void Forward(const Tensor<Device, 4, float>& x, const Tensor<Device, 1, int32_t>& labels, bool train,
                OpReqType loss_req) {
     const index_t N = x.size(0);
-    x_ = x;
+    if constexpr (kMixed) {
+      Fit(&x_lowp_, x.shape_);
+      Timed("input", "cast", [&] { x_lowp_ = expr::tcast<DType>(x); });
+      x_ = x_lowp_;
+    } else {
+      x_ = x;
+    }
     Fit(&conv1_out_, Shape4(N, kC1, kImage, kImage));
     Fit(&act1_, conv1_out_.shape_);
     Fit(&pool1_, Shape4(N, kC1, kImage / 2, kImage / 2));
@@ -130,17 +181,18 @@ class ConvNet {
     Fit(&fc2_out_, Shape2(N, kClasses));
     Fit(&prob_, fc2_out_.shape_);
 
-    ConvBlock(0, train, x, &conv1_out_, &act1_, &pool1_);
+    ConvBlock(0, train, x_, &conv1_out_, &act1_, &pool1_);
     ConvBlock(1, train, pool1_, &conv2_out_, &act2_, &pool2_);
     Timed("fc1", "fwd", [&] {
       ops::FullyConnectedForward(fc1_, pool2_.view(), Value(w_fc1_, Shape2(kHidden, kC2 * 7 * 7)),
                                  Value(b_fc1_, Shape1(kHidden)), kWriteTo, fc1_out_.view());
     });
     Timed("relu3", "fwd", [&] { ops::ActivationForward(relu_, fc1_out_.view(), kWriteInplace, fc1_out_.view()); });
-    Tensor<Device, 2, float> hidden = fc1_out_;
+    Tensor<Device, 2, DType> hidden = fc1_out_;
     if (drop_.p > 0) {
       Timed("dropout", "fwd", [&] {
-        ops::DropoutForward(drop_, train, &rnd_, fc1_out_.view(), kWriteTo, drop_out_.view(), drop_mask_.view());
+        ops::DropoutForward(drop_, train, &dropout_rnd_, fc1_out_.view(), kWriteTo, drop_out_.view(),
+                            drop_mask_.view());
       });
       hidden = drop_out_;
     }
@@ -149,8 +201,17 @@ class ConvNet {
                                  Value(b_fc2_, Shape1(kClasses)), kWriteTo, fc2_out_.view());
     });
     Timed("softmax", "fwd", [&] {
-      ops::SoftmaxOutputForward(softmax_, fc2_out_.view(), labels, kWriteTo, prob_.view(),
-                                train ? loss_req : kNullOp, loss_.view());
+      // The classifier's softmax and loss in fp32 (in mixed precision from an fp32 copy of the logits).
+      Tensor<Device, 2, float> logits;
+      if constexpr (kMixed) {
+        Fit(&logits_, fc2_out_.shape_);
+        logits_ = expr::tcast<float>(fc2_out_.view());
+        logits = logits_;
+      } else {
+        logits = fc2_out_;
+      }
+      ops::SoftmaxOutputForward(softmax_, logits, labels, kWriteTo, prob_.view(), train ? loss_req : kNullOp,
+                                loss_.view());
     });
   }
 
@@ -167,9 +228,17 @@ class ConvNet {
     Fit(&d_conv1_out_, conv1_out_.shape_);
     (void)N;
 
-    Timed("softmax", "bwd",
-          [&] { ops::SoftmaxOutputBackward(softmax_, prob_.view(), labels, kWriteTo, d_fc2_out_.view()); });
-    const Tensor<Device, 2, float> hidden = drop_.p > 0 ? drop_out_.view() : fc1_out_.view();
+    Timed("softmax", "bwd", [&] {
+      softmax_.grad_scale = scaler_.scale;  // the loss scale; the update divides it out
+      if constexpr (kMixed) {
+        Fit(&d_logits_, prob_.shape_);
+        ops::SoftmaxOutputBackward(softmax_, prob_.view(), labels, kWriteTo, d_logits_.view());
+        d_fc2_out_ = expr::tcast<DType>(d_logits_.view());
+      } else {
+        ops::SoftmaxOutputBackward(softmax_, prob_.view(), labels, kWriteTo, d_fc2_out_.view());
+      }
+    });
+    const Tensor<Device, 2, DType> hidden = drop_.p > 0 ? drop_out_.view() : fc1_out_.view();
     Timed("fc2", "bwd", [&] {
       ops::FullyConnectedBackward(fc2_, d_fc2_out_.view(), hidden, Value(w_fc2_, Shape2(kClasses, kHidden)),
                                   kWriteTo, d_hidden_.view(), kWriteTo, Grad(w_fc2_, Shape2(kClasses, kHidden)),
@@ -200,6 +269,9 @@ class ConvNet {
   // Times every layer call into `profile` from now on (nullptr: stop timing). The profile outlives it.
   void set_profile(LayerProfile* profile) { profile_ = profile; }
 
+  // The loss scale and the steps skipped for non-finite gradients (mixed precision; 1 and 0 in fp32).
+  const LossScaler& Scaler() const { return scaler_; }
+
   // Class probabilities (N, 10) of the last Forward.
   Tensor<Device, 2, float> Probabilities() const { return prob_.view(); }
   // The loss accumulator of Forward (shape (1)).
@@ -213,8 +285,21 @@ class ConvNet {
  private:
   using Param = size_t;  // an index into params_ (the vector may grow while the net is built)
 
-  // Two one-pass updates: the decayed parameters, then the rest.
+  // Two one-pass updates: the decayed parameters, then the rest. In mixed precision the DType gradients are
+  // widened into the fp32 arena first and checked (a step with a non-finite one is skipped), the loss scale
+  // is divided out by the update, and the DType copy of the weights is refreshed after it.
   void UpdateParameters(double lr, double momentum, double weight_decay) {
+    double rescale = 1.0;
+    if constexpr (kMixed) {
+      arenas_.grad = expr::tcast<float>(grad_lowp_.view());
+      grad_sum_ = expr::sumall(arenas_.grad.view());  // inf or NaN if any gradient is
+      TensorContainer<cpu, 1, float> sum(Shape1(1));
+      Copy(sum.view(), grad_sum_.view(), stream_);
+      stream_->Wait();
+      const double used = scaler_.scale;  // the scale of this step's backward (Step may change it)
+      if (!scaler_.Step(std::isfinite(sum.dptr_[0]))) return;
+      rescale = 1.0 / used;
+    }
     const index_t total = arenas_.value.size(0), split[3] = {0, arenas_.decayed, total};
     for (int part = 0; part < 2; ++part) {
       if (split[part] == split[part + 1]) continue;
@@ -222,12 +307,14 @@ class ConvNet {
       sp.lr = lr;
       sp.momentum = momentum;
       sp.wd = part == 0 ? weight_decay : 0.0;
+      sp.rescale_grad = rescale;
       const auto span = [&](const TensorContainer<Device, 1, float>& a) {
         return ParameterArenas<Device>::Span(a, split[part], split[part + 1]);
       };
       ops::SGDMomUpdate(sp, span(arenas_.value), span(arenas_.grad), span(arenas_.momentum), kWriteInplace,
                         span(arenas_.value));
     }
+    if constexpr (kMixed) value_lowp_ = expr::tcast<DType>(arenas_.value.view());
   }
 
   // f(), timed as `layer` `phase` when profiling.
@@ -263,21 +350,30 @@ class ConvNet {
       t->set_stream(stream_);
       t->Resize(Shape1(offset), 0.0f);
     }
+    if constexpr (kMixed) {
+      Fit(&value_lowp_, Shape1(offset));
+      Fit(&grad_lowp_, Shape1(offset));
+      Fit(&grad_sum_, Shape1(1));
+    }
+  }
+  // Parameter i as the layers see it (DType) and its gradient (DType; widened into the fp32 arena by the
+  // update in mixed precision).
+  template <int dim>
+  Tensor<Device, dim, DType> Value(Param i, const Shape<dim>& s) const {
+    if constexpr (kMixed) return ParameterArenas<Device>::View(value_lowp_, params_[i], s);
+    else return ParameterArenas<Device>::View(arenas_.value, params_[i], s);
   }
   template <int dim>
-  Tensor<Device, dim, float> Value(Param i, const Shape<dim>& s) const {
-    return ParameterArenas<Device>::View(arenas_.value, params_[i], s);
+  Tensor<Device, dim, DType> Grad(Param i, const Shape<dim>& s) const {
+    if constexpr (kMixed) return ParameterArenas<Device>::View(grad_lowp_, params_[i], s);
+    else return ParameterArenas<Device>::View(arenas_.grad, params_[i], s);
   }
-  template <int dim>
-  Tensor<Device, dim, float> Grad(Param i, const Shape<dim>& s) const {
-    return ParameterArenas<Device>::View(arenas_.grad, params_[i], s);
-  }
-  template <int dim>
-  void Fit(TensorContainer<Device, dim, float>* t, const Shape<dim>& s) {
+  template <int dim, typename T>
+  void Fit(TensorContainer<Device, dim, T>* t, const Shape<dim>& s) {
     t->set_stream(stream_);
     t->Resize(s);
   }
-  void Stat(TensorContainer<Device, 1, float>* t, int layer) { Fit(t, Shape1(layer == 0 ? kC1 : kC2)); }
+  void Stat(TensorContainer<Device, 1, DType>* t, int layer) { Fit(t, Shape1(layer == 0 ? kC1 : kC2)); }
 
   // He (Kaiming) normal for the weights feeding a relu, Xavier uniform for the last layer, zero biases,
   // batch-norm gamma 1 and beta 0 — the peer (bench/fashion_mnist_peer.py) does the same. Drawn on the host
@@ -299,6 +395,7 @@ class ConvNet {
     }
     Copy(arenas_.value.view(), host.view(), stream_);
     stream_->Wait();  // before `host` goes
+    if constexpr (kMixed) value_lowp_ = expr::tcast<DType>(arenas_.value.view());
   }
 
   // The profile's names of the two conv blocks' layers.
@@ -313,13 +410,13 @@ class ConvNet {
   // conv [-> bn] -> relu -> pool. conv_out keeps the convolution's output (batch norm's input; without
   // batch norm the relu is the convolution's epilogue and conv_out is not used); act the relu's output
   // (the pool's input, and what relu's backward reads).
-  void ConvBlock(int layer, bool train, const Tensor<Device, 4, float>& in, TensorContainer<Device, 4, float>* conv_out,
-                 TensorContainer<Device, 4, float>* act, TensorContainer<Device, 4, float>* pooled) {
+  void ConvBlock(int layer, bool train, const Tensor<Device, 4, DType>& in, TensorContainer<Device, 4, DType>* conv_out,
+                 TensorContainer<Device, 4, DType>* act, TensorContainer<Device, 4, DType>* pooled) {
     const ops::ConvolutionParam& cp = layer == 0 ? conv1_ : conv2_;
     const index_t C = Channels(layer);
-    const Tensor<Device, 1, float> bias = cfg_.batch_norm ? Tensor<Device, 1, float>() : Value(layer == 0 ? b_conv1_ : b_conv2_, Shape1(C));
+    const Tensor<Device, 1, DType> bias = cfg_.batch_norm ? Tensor<Device, 1, DType>() : Value(layer == 0 ? b_conv1_ : b_conv2_, Shape1(C));
     const Names& n = kNames[layer];
-    const Tensor<Device, 4, float> weight = Value(layer == 0 ? w_conv1_ : w_conv2_, ConvWeightShape(layer));
+    const Tensor<Device, 4, DType> weight = Value(layer == 0 ? w_conv1_ : w_conv2_, ConvWeightShape(layer));
     if (!cfg_.batch_norm) {
       // conv + bias + relu as one operator: the bias and the relu ride in the convolution's store where its
       // algorithm can take them, else in one elementwise pass (tensorexpr/ops/conv_epilogue.h).
@@ -343,10 +440,10 @@ class ConvNet {
     Timed(n.pool, "fwd", [&] { ops::PoolingForward(pool_, act->view(), kWriteTo, pooled->view()); });
   }
 
-  void ConvBlockBackward(int layer, const Tensor<Device, 4, float>& in, const TensorContainer<Device, 4, float>& conv_out,
-                         const TensorContainer<Device, 4, float>& act, const TensorContainer<Device, 4, float>& pooled,
-                         const TensorContainer<Device, 4, float>& d_pooled, TensorContainer<Device, 4, float>* d_act,
-                         TensorContainer<Device, 4, float>* d_conv_out, TensorContainer<Device, 4, float>* d_in) {
+  void ConvBlockBackward(int layer, const Tensor<Device, 4, DType>& in, const TensorContainer<Device, 4, DType>& conv_out,
+                         const TensorContainer<Device, 4, DType>& act, const TensorContainer<Device, 4, DType>& pooled,
+                         const TensorContainer<Device, 4, DType>& d_pooled, TensorContainer<Device, 4, DType>* d_act,
+                         TensorContainer<Device, 4, DType>* d_conv_out, TensorContainer<Device, 4, DType>* d_in) {
     const ops::ConvolutionParam& cp = layer == 0 ? conv1_ : conv2_;
     const index_t C = Channels(layer);
     const Names& n = kNames[layer];
@@ -355,7 +452,7 @@ class ConvNet {
     });
     Timed(n.relu, "bwd",
           [&] { ops::ActivationBackward(relu_, d_act->view(), act.view(), kWriteInplace, d_act->view()); });
-    Tensor<Device, 4, float> d_conv = d_act->view();
+    Tensor<Device, 4, DType> d_conv = d_act->view();
     if (cfg_.batch_norm) {
       Timed(n.bn, "bwd", [&] {
         ops::BatchNormBackward(bn_, d_act->view(), conv_out.view(), Value(layer == 0 ? gamma1_ : gamma2_, Shape1(C)),
@@ -366,8 +463,8 @@ class ConvNet {
       });
       d_conv = d_conv_out->view();
     }
-    const Tensor<Device, 1, float> bias_grad =
-        cfg_.batch_norm ? Tensor<Device, 1, float>() : Grad(layer == 0 ? b_conv1_ : b_conv2_, Shape1(C));
+    const Tensor<Device, 1, DType> bias_grad =
+        cfg_.batch_norm ? Tensor<Device, 1, DType>() : Grad(layer == 0 ? b_conv1_ : b_conv2_, Shape1(C));
     Timed(n.conv, "bwd", [&] {
       ops::ConvolutionBackward(cp, d_conv, in, Value(layer == 0 ? w_conv1_ : w_conv2_, ConvWeightShape(layer)),
                                d_in != nullptr ? kWriteTo : kNullOp, d_in != nullptr ? d_in->view() : in, kWriteTo,
@@ -379,7 +476,8 @@ class ConvNet {
   NetConfig cfg_;
   Stream<Device>* stream_;
   LayerProfile* profile_ = nullptr;
-  Random<Device, float> rnd_;
+  PhiloxRandom<Device> dropout_rnd_;  // counter-based: the same masks on both devices for one seed
+  LossScaler scaler_;
   ops::ConvolutionParam conv1_, conv2_;
   ops::PoolingParam pool_;
   ops::BatchNormParam bn_;
@@ -392,14 +490,20 @@ class ConvNet {
   ParameterArenas<Device> arenas_;
   Param w_conv1_ = 0, b_conv1_ = 0, w_conv2_ = 0, b_conv2_ = 0, gamma1_ = 0, beta1_ = 0, gamma2_ = 0, beta2_ = 0;
   Param w_fc1_ = 0, b_fc1_ = 0, w_fc2_ = 0, b_fc2_ = 0;
-  TensorContainer<Device, 1, float> moving_mean_[2], moving_var_[2], save_mean_[2], save_inv_std_[2], loss_;
+  TensorContainer<Device, 1, DType> moving_mean_[2], moving_var_[2], save_mean_[2], save_inv_std_[2];
+  TensorContainer<Device, 1, float> loss_;
+  // Mixed precision only: the DType copies of the weights and their gradients, and the gradients' sum.
+  TensorContainer<Device, 1, DType> value_lowp_, grad_lowp_;
+  TensorContainer<Device, 1, float> grad_sum_;
 
   // Activations (forward) and their gradients (backward).
-  Tensor<Device, 4, float> x_;
-  TensorContainer<Device, 4, float> conv1_out_, act1_, pool1_, conv2_out_, act2_, pool2_;
-  TensorContainer<Device, 2, float> fc1_out_, drop_mask_, drop_out_, fc2_out_, prob_;
-  TensorContainer<Device, 2, float> d_fc2_out_, d_hidden_;
-  TensorContainer<Device, 4, float> d_pool2_, d_act2_, d_conv2_out_, d_pool1_, d_act1_, d_conv1_out_;
+  Tensor<Device, 4, DType> x_;
+  TensorContainer<Device, 4, DType> x_lowp_;  // mixed precision: the input batch in DType
+  TensorContainer<Device, 4, DType> conv1_out_, act1_, pool1_, conv2_out_, act2_, pool2_;
+  TensorContainer<Device, 2, DType> fc1_out_, drop_mask_, drop_out_, fc2_out_;
+  TensorContainer<Device, 2, float> logits_, prob_, d_logits_;  // fp32 head (logits_, d_logits_: mixed only)
+  TensorContainer<Device, 2, DType> d_fc2_out_, d_hidden_;
+  TensorContainer<Device, 4, DType> d_pool2_, d_act2_, d_conv2_out_, d_pool1_, d_act1_, d_conv1_out_;
 };
 
 }  // namespace fashion_mnist

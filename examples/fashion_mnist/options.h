@@ -24,8 +24,15 @@ struct OptionsError : std::runtime_error {
 
 enum class DeviceChoice { kAuto, kCpu, kGpu };
 
+// The training precision: fp32, or mixed precision with fp16 / bf16 activations (GPU only).
+enum class Precision { kFloat32, kFloat16, kBFloat16 };
+inline const char* PrecisionName(Precision p) {
+  return p == Precision::kFloat16 ? "fp16" : p == Precision::kBFloat16 ? "bf16" : "fp32";
+}
+
 struct Options {
   DeviceChoice device = DeviceChoice::kAuto;
+  Precision dtype = Precision::kFloat32;
   int epochs = 0;             // 0: the device's default (DefaultEpochs)
   long limit = 0;             // use only the first `limit` training images; 0: all
   int batch = 64;
@@ -53,6 +60,8 @@ inline const char* Usage() {
          "  --data DIR       directory of the IDX .gz files (default: $FASHION_MNIST_DIR, then\n"
          "                   /usr/share/datasets/fashion-mnist from the package dataset-fashion-mnist)\n"
          "  --device D       auto | cpu | gpu (auto: the GPU when one is present and this is the CUDA build)\n"
+         "  --dtype T        fp32 (default) | fp16 | bf16: mixed precision on the GPU (fp16 / bf16 layers on\n"
+         "                   tensor cores, fp32 master weights, update and loss; fp16 with loss scaling)\n"
          "  --epochs N       passes over the training set (default: 10 on the GPU, 2 on the CPU)\n"
          "  --limit N        train on the first N training images only (default 0: all)\n"
          "  --batch N        minibatch size (default 64)\n"
@@ -138,6 +147,12 @@ inline Options ParseOptions(int argc, char** argv) {
       else if (d == "cpu") o.device = DeviceChoice::kCpu;
       else if (d == "gpu") o.device = DeviceChoice::kGpu;
       else throw OptionsError("--device wants auto, cpu or gpu, got '" + d + "'");
+    } else if (flag == "--dtype") {
+      const std::string d = next();
+      if (d == "fp32") o.dtype = Precision::kFloat32;
+      else if (d == "fp16") o.dtype = Precision::kFloat16;
+      else if (d == "bf16") o.dtype = Precision::kBFloat16;
+      else throw OptionsError("--dtype wants fp32, fp16 or bf16, got '" + d + "'");
     } else if (flag == "--epochs") {
       o.epochs = static_cast<int>(ParseInteger(flag, next(), 1, 100000));
     } else if (flag == "--limit") {
@@ -214,7 +229,8 @@ inline std::vector<std::pair<std::string, std::string>> SettingsOf(const Options
     return std::string(b);
   };
   auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
-  return {{"epochs", std::to_string(o.epochs)},
+  return {{"dtype", PrecisionName(o.dtype)},
+          {"epochs", std::to_string(o.epochs)},
           {"limit", std::to_string(o.limit)},
           {"batch", std::to_string(o.batch)},
           {"lr", real(o.lr)},

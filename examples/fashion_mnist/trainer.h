@@ -124,8 +124,8 @@ inline float ReadScalar(const Tensor<Device, 1, float>& t, Stream<Device>* s) {
 }
 
 // Fraction of the test set the network classifies correctly (inference mode: no dropout, running BN).
-template <typename Device>
-double Evaluate(ConvNet<Device>* net, const DeviceData<Device>& test, const ImageSet& raw, Stream<Device>* s) {
+template <typename Device, typename DType>
+double Evaluate(ConvNet<Device, DType>* net, const DeviceData<Device>& test, const ImageSet& raw, Stream<Device>* s) {
   const index_t n = test.host_labels.size(0), chunk = 500;
   TensorContainer<cpu, 2, float> prob_host;
   int64_t correct = 0;
@@ -179,16 +179,17 @@ std::vector<double> BatchLosses(const Tensor<Device, 1, float>& sums, Stream<Dev
   return losses;
 }
 
-// Trains for o.epochs on the first `train_count` training images; calls on_epoch after each epoch.
-template <typename Device, typename OnEpoch>
-void Train(const Options& o, const Dataset& data, int64_t train_count, Stream<Device>* s, OnEpoch on_epoch) {
+// Trains ConvNet<Device, DType> for o.epochs on the first `train_count` training images; calls on_epoch after
+// each epoch.
+template <typename Device, typename DType, typename OnEpoch>
+void TrainIn(const Options& o, const Dataset& data, int64_t train_count, Stream<Device>* s, OnEpoch on_epoch) {
   using Clock = std::chrono::steady_clock;
   const PixelStats st = ComputePixelStats(data.train, train_count);
   NetConfig cfg;
   cfg.batch_norm = o.batch_norm;
   cfg.dropout = o.dropout;
   cfg.seed = o.seed;
-  ConvNet<Device> net(cfg, s);
+  ConvNet<Device, DType> net(cfg, s);
   LayerProfile profile;
   if (o.profile) net.set_profile(&profile);
   std::printf("network: %lld parameters%s%s; pixels normalised with mean %.4f, std %.4f\n",
@@ -242,12 +243,31 @@ void Train(const Options& o, const Dataset& data, int64_t train_count, Stream<De
     r.seconds = seconds;
     r.images_per_second = seconds > 0 ? static_cast<double>(train_count) / seconds : 0;
     r.train_loss = std::accumulate(r.batch_losses.begin(), r.batch_losses.end(), 0.0) / static_cast<double>(batches);
+    r.loss_scale = net.Scaler().scale;
+    r.skipped_steps = net.Scaler().skipped;
     net.set_profile(nullptr);  // the profile covers training only
     r.test_accuracy = Evaluate(&net, test, data.test, s);
     if (o.profile) net.set_profile(&profile);
     on_epoch(r);
   }
   if (o.profile) profile.Print(stdout);
+}
+
+// Trains in the precision o.dtype asks for: fp32, or fp16 / bf16 mixed precision on the GPU (ParseOptions
+// and main refuse them on the CPU).
+template <typename Device, typename OnEpoch>
+void Train(const Options& o, const Dataset& data, int64_t train_count, Stream<Device>* s, OnEpoch on_epoch) {
+  if constexpr (std::is_same<Device, cpu>::value) {
+    if (o.dtype != Precision::kFloat32)
+      throw std::runtime_error(std::string("--dtype ") + PrecisionName(o.dtype) + " trains on the GPU only");
+    TrainIn<Device, float>(o, data, train_count, s, on_epoch);
+  } else {
+    switch (o.dtype) {
+      case Precision::kFloat32: TrainIn<Device, float>(o, data, train_count, s, on_epoch); break;
+      case Precision::kFloat16: TrainIn<Device, half_t>(o, data, train_count, s, on_epoch); break;
+      case Precision::kBFloat16: TrainIn<Device, bf16_t>(o, data, train_count, s, on_epoch); break;
+    }
+  }
 }
 
 }  // namespace fashion_mnist

@@ -22,6 +22,8 @@ struct EpochRecord {
   double train_loss = 0;       // mean cross-entropy over the epoch's minibatches
   double test_accuracy = 0;    // fraction of the test set classified correctly after the epoch
   std::vector<double> batch_losses;  // each minibatch's mean loss, in order (the plot's curve; not logged)
+  double loss_scale = 1;       // mixed precision: the loss scale after the epoch (printed, not logged)
+  long long skipped_steps = 0; // mixed precision: steps skipped for non-finite gradients so far
 };
 
 // Name / value pairs, in order.
