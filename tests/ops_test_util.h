@@ -27,6 +27,24 @@ Vec ToVec(const Tensor<cpu, dim, DType>& t) {
   ForEachIndex(t.shape_, [&](const Shape<dim>& idx) { v.push_back(AtX(t, idx)); });
   return v;
 }
+// The source index output index i reads along an extent n, the slow way; -1 for the constant border.
+inline index_t RefPadIndex(index_t i, index_t n, PadMode mode) {
+  if (i >= 0 && i < n) return i;
+  switch (mode) {
+    case PadMode::kConstant: return -1;
+    case PadMode::kEdge: return std::min(std::max<index_t>(i, 0), n - 1);
+    case PadMode::kReflect:
+      if (n == 1) return 0;
+      while (i < 0 || i >= n) i = i < 0 ? -i : 2 * (n - 1) - i;  // one bounce off an edge at a time
+      return i;
+    case PadMode::kWrap:
+      while (i < 0) i += n;
+      while (i >= n) i -= n;
+      return i;
+  }
+  return -1;
+}
+
 template <int dim>
 index_t Flat(const Shape<dim>& shape, const Shape<dim>& idx) {
   index_t f = 0;

@@ -9,6 +9,10 @@
 // extent of 1 repeats its element), wrap repeats with period n. Edge, reflect and wrap need a non-empty
 // source along each padded dimension. Negative padding (cropping) is not taken here: crop() and slice() do it.
 //
+// unpad(grad, begin, end, mode) is pad's adjoint (its backward): grad has the padded shape, and each
+// element of the source shape receives the sum of the padded elements that read it; the constant border
+// reads no element, so there it is the interior, a crop.
+//
 // The image forms, mshadow's: images are (..., C, H, W) and these zero-pad the last two dimensions:
 // pad(src, p) pads H and W by p on every side; pad(src, py, px) H by py and W by px; pad(src, top, bottom,
 // left, right) each side on its own.
@@ -17,7 +21,9 @@
 #include <cstdint>
 #include "base.h"
 #include "../checked.h"
+#include "../dtype.h"
 #include "../index_div.h"
+#include "../red.h"
 
 namespace tensorexpr {
 
@@ -52,6 +58,56 @@ TE_XINLINE index_t PadSourceIndex(index_t i, index_t n, PadMode mode) {
       return i < 0 ? i + n : i;
   }
   return -1;
+}
+
+// The padded positions p in [0, extent) that read source index i of a dimension of n elements padded by
+// `begin` before, as at most two arithmetic progressions (start, step, count): PadSourceIndex's inverse.
+struct PadReaders {
+  index_t start[2], step[2], count[2];
+  int n = 0;
+  TE_XINLINE void Add(index_t first, index_t stride, index_t extent) {
+    if (first >= extent) return;
+    start[n] = first;
+    step[n] = stride;
+    count[n] = (extent - 1 - first) / stride + 1;
+    ++n;
+  }
+  TE_XINLINE index_t Total() const { return (n > 0 ? count[0] : 0) + (n > 1 ? count[1] : 0); }
+  // The j-th reader, 0 <= j < Total().
+  TE_XINLINE index_t At(index_t j) const {
+    return j < count[0] ? start[0] + j * step[0] : start[1] + (j - count[0]) * step[1];
+  }
+};
+
+TE_XINLINE PadReaders FindPadReaders(index_t i, index_t n, index_t begin, index_t extent, PadMode mode) {
+  PadReaders r;
+  switch (mode) {
+    case PadMode::kConstant:
+      r.Add(i + begin, 1, i + begin + 1);
+      break;
+    case PadMode::kEdge:
+      if (n == 1) r.Add(0, 1, extent);
+      else if (i == 0) r.Add(0, 1, begin + 1);                  // the border before, and the element itself
+      else if (i == n - 1) r.Add(begin + n - 1, 1, extent);     // the element itself, and the border after
+      else r.Add(i + begin, 1, i + begin + 1);
+      break;
+    case PadMode::kReflect: {
+      if (n == 1) {
+        r.Add(0, 1, extent);
+        break;
+      }
+      // p - begin is congruent to i or to -i modulo the period 2(n - 1); for the two ends they coincide.
+      const index_t period = 2 * (n - 1);
+      const index_t up = (i + begin) % period, down = ((begin - i) % period + period) % period;
+      r.Add(up, period, extent);
+      if (down != up) r.Add(down, period, extent);
+      break;
+    }
+    case PadMode::kWrap:
+      r.Add((i + begin) % n, n, extent);
+      break;
+  }
+  return r;
 }
 
 namespace expr {
@@ -130,11 +186,106 @@ struct PaddingExp : public Exp<PaddingExp<E>, typename E::value_type, type::kCha
   }
 };
 
+// pad's adjoint: grad has the padded shape; element i of the source shape is the sum of grad over the
+// padded positions that read i. Accumulates in accum_t (float for half and bf16).
+template <typename E>
+struct UnpadExp : public Exp<UnpadExp<E>, typename E::value_type, type::kChainer> {
+  using DType = typename E::value_type;
+  static_assert(E::kDim >= 1, "unpad(...) needs an expression with at least one dimension, not a scalar");
+  static_assert(E::kExpType != type::kComplex, "unpad(...) cannot take dot(...) directly; assign the product to a tensor first");
+  static constexpr int kDim = E::kDim;
+  static constexpr int kRowDims = kDim > 1 ? kDim - 1 : 1;
+  static constexpr bool kFlat = false;
+  using device_type = typename E::device_type;
+  E grad_;
+  Shape<kDim> begin_, end_;
+  PadMode mode_;
+
+  UnpadExp(const E& grad, const Shape<kDim>& begin, const Shape<kDim>& end, PadMode mode)
+      : grad_(grad), begin_(begin), end_(end), mode_(mode) {
+    const Shape<kDim> padded = grad_.shape();
+    TE_CHECK(mode == PadMode::kConstant || mode == PadMode::kEdge || mode == PadMode::kReflect ||
+                 mode == PadMode::kWrap,
+             "unpad: unknown mode ", static_cast<int>(mode));
+    for (int i = 0; i < kDim; ++i) {
+      TE_CHECK(begin[i] >= 0 && end[i] >= 0, "unpad: the padding of dimension ", i,
+               " must be non-negative, got begin ", begin[i], " and end ", end[i]);
+      TE_CHECK(begin[i] <= padded[i] && end[i] <= padded[i] - begin[i], "unpad: begin ", begin[i], " and end ",
+               end[i], " of dimension ", i, " exceed the padded gradient's shape ", padded);
+      TE_CHECK(mode == PadMode::kConstant || padded[i] > begin[i] + end[i] || begin[i] + end[i] == 0, "unpad: ",
+               PadModeName(mode), " padding of dimension ", i, " needs source elements, but gradient shape ",
+               padded, " leaves none inside begin ", begin[i], " and end ", end[i]);
+    }
+  }
+  Shape<kDim> shape() const {
+    Shape<kDim> s = grad_.shape();
+    for (int i = 0; i < kDim; ++i) s[i] -= begin_[i] + end_[i];
+    return s;
+  }
+
+  // Row dimensions before first_ are not padded and pass through as one index, as in PaddingExp::Plan.
+  struct Plan {
+    typename E::Plan grad_;
+    IndexDiv out_extent_[static_cast<size_t>(kRowDims)];
+    index_t in_extent_[static_cast<size_t>(kRowDims)], padded_extent_[static_cast<size_t>(kRowDims)],
+        begin_[static_cast<size_t>(kRowDims)];
+    int first_;
+    index_t out_width_, padded_width_, begin_x_;
+    PadMode mode_;
+    TE_XINLINE DType Eval(index_t y, index_t x) const {
+      using A = accum_t<DType>;
+      // The readers of each padded row dimension (slot d - first_), then of the last.
+      PadReaders readers[static_cast<size_t>(kRowDims)];
+      index_t rest = y, total = 1;
+      for (int d = kDim - 2; d >= first_; --d) {
+        index_t r;
+        rest = out_extent_[d].DivMod(rest, &r);
+        readers[d - first_] = FindPadReaders(r, in_extent_[d], begin_[d], padded_extent_[d], mode_);
+        total *= readers[d - first_].Total();
+      }
+      const PadReaders cols = FindPadReaders(x, out_width_, begin_x_, padded_width_, mode_);
+      index_t base = rest;  // the unpadded leading row index, scaled by the padded extents below
+      for (int d = first_; d <= kDim - 2; ++d) base *= padded_extent_[d];
+      A acc = A(0);
+      for (index_t k = 0; k < total; ++k) {  // every combination of one reader per padded row dimension
+        index_t row = 0, pick = k;
+        for (int d = first_; d <= kDim - 2; ++d) {
+          const index_t n = readers[d - first_].Total();
+          const index_t j = pick % n;
+          pick /= n;
+          row = row * padded_extent_[d] + readers[d - first_].At(j);
+        }
+        row += base;
+        for (index_t j = 0; j < cols.Total(); ++j) red::sum::Reduce(acc, A(grad_.Eval(row, cols.At(j))));
+      }
+      return DType(acc);
+    }
+  };
+  Plan plan() const {
+    const Shape<kDim> out = shape(), padded = grad_.shape();
+    Plan p{grad_.plan(), {}, {}, {}, {}, kDim - 1, out[kDim - 1], padded[kDim - 1], begin_[kDim - 1], mode_};
+    for (int d = 0; d + 1 < kDim; ++d) {
+      p.out_extent_[d] = IndexDiv::Make(out[d]);
+      p.in_extent_[d] = out[d];
+      p.padded_extent_[d] = padded[d];
+      p.begin_[d] = begin_[d];
+      if (begin_[d] + end_[d] > 0) p.first_ = std::min(p.first_, d);
+    }
+    return p;
+  }
+};
+
 // Pads dimension i by begin[i] before and end[i] after, the border filled by `mode` (`value` for kConstant).
 template <typename E, typename DType, int etype>
 inline PaddingExp<E> pad(const Exp<E, DType, etype>& src, const Shape<E::kDim>& begin, const Shape<E::kDim>& end,
                          PadMode mode = PadMode::kConstant, typename E::value_type value = typename E::value_type(0)) {
   return PaddingExp<E>(src.self(), begin, end, mode, value);
+}
+// The adjoint of pad(src, begin, end, mode): grad of the padded shape summed back onto the source shape.
+template <typename E, typename DType, int etype>
+inline UnpadExp<E> unpad(const Exp<E, DType, etype>& grad, const Shape<E::kDim>& begin, const Shape<E::kDim>& end,
+                         PadMode mode = PadMode::kConstant) {
+  return UnpadExp<E>(grad.self(), begin, end, mode);
 }
 // Zero-pads H (the second-last dimension) by `top` and `bottom`, W (the last) by `left` and `right`.
 template <typename E, typename DType, int etype>
