@@ -10,6 +10,7 @@
 #include <vector>
 #include <tensorexpr/tensorexpr.h>
 #include <tensorexpr/ops/convolution.h>
+#include "border.h"
 #include "conv_select.h"
 
 namespace tensorexpr {
@@ -137,6 +138,12 @@ void RunConvPasses(const std::string& forced, const ConvProblem& problem, const 
   }
 }
 
+// A border that is data (ConvBorderIsData): the padding of the batched data's spatial dimensions.
+template <int ddim>
+BorderPads<ddim> ConvBorderPads(const ConvGeometry& g, size_t nd) {
+  return MakeBorderPads<ddim>(g.channels_last ? 1 : 2, int(nd), g.pad, g.pad_end);
+}
+
 }  // namespace detail
 
 namespace detail {
@@ -166,6 +173,13 @@ bool RunConvForward(const ConvolutionParam& p, const Tensor<Device, ddim, DType>
     const StreamThreadScope threads(s);  // the algorithms' loops keep to the stream's thread budget
     const index_t P = g.OutSize();
     if (g.N * g.K * P == 0) return true;
+    if (ConvBorderIsData(p)) {
+      const BorderPads<ddim> pads = ConvBorderPads<ddim>(g, p.kernel.size());
+      if (pads.any) {
+        const auto padded = PadBorder("Convolution", data, pads, p.pad_mode, p.pad_value.value_or(0.0));
+        return RunConvForward(WithoutPadding(p), padded.view(), weight, epilogue, req, out, only_fused);
+      }
+    }
     ConvTensors<DType> t;
     t.data = data.dptr_;
     t.data_stride = data.stride_;
@@ -242,6 +256,21 @@ void ConvolutionBackward(const ConvolutionParam& p, const Tensor<Device, ddim, D
                         detail::WithBatch(data_grad), req_weight, weight_grad, req_bias, bias_grad);
   } else {
     Stream<Device>* s = out_grad.stream_;
+    if (ConvBorderIsData(p)) {
+      const detail::BorderPads<ddim> pads = detail::ConvBorderPads<ddim>(g, p.kernel.size());
+      if (pads.any) {  // the gradients of the padded copy; its data gradient summed back onto the data
+        const auto padded = detail::PadBorder("Convolution", data, pads, p.pad_mode, p.pad_value.value_or(0.0));
+        TensorContainer<Device, ddim, DType> padded_grad;
+        padded_grad.set_stream(s);
+        if (stores.data_grad.active) padded_grad.Resize(padded.shape_);
+        ConvolutionBackward(detail::WithoutPadding(p), out_grad, padded.view(), weight,
+                            stores.data_grad.active ? kWriteTo : kNullOp, padded_grad.view(), req_weight, weight_grad,
+                            req_bias, bias_grad);
+        if (stores.data_grad.active)
+          Assign(data_grad, req_data, expr::unpad(padded_grad.view(), pads.begin, pads.end, p.pad_mode));
+        return;
+      }
+    }
     const StreamThreadScope threads(s);
     const index_t P = g.OutSize();
 

@@ -7,6 +7,7 @@
 #include <tensorexpr/tensorexpr.h>
 #include <tensorexpr/ops/pooling.h>
 #include <tensorexpr/workspace.h>
+#include "border.h"
 #if defined(__CUDACC__)
 #include <tensorexpr/cuda/tensorexpr_cuda.cuh>
 #endif
@@ -59,6 +60,22 @@ template <typename DType>
        " data; integer types take max pooling only");
 }
 
+// A border that is data (PoolBorderIsData): the padding of the data's spatial dimensions, the end grown to
+// the last window's reach (the full convention) or cut to it, and the parameters that pool the padded copy
+// without padding into the same output shape (the valid convention).
+template <int dim>
+BorderPads<dim> PoolBorderPads(const PoolingParam& p, const PoolGeometry& g) {
+  index_t after[3];
+  for (int i = 0; i < 3; ++i)
+    after[i] = std::max<index_t>(0, (g.out[i] - 1) * g.s[i] + (g.k[i] - 1) * g.d[i] + 1 - g.in[i] - g.p[i]);
+  return MakeBorderPads<dim>(p.layout == Layout::kNHWC ? dim - 1 - g.nd : dim - g.nd, g.nd, g.p, after);
+}
+inline PoolingParam PoolWithoutPadding(const PoolingParam& p) {
+  PoolingParam q = WithoutPadding(p);
+  q.pooling_convention = PoolingConvention::kValid;
+  return q;
+}
+
 template <int dim>
 inline std::vector<index_t> PoolShapeVec(const Shape<dim>& s) {
   return std::vector<index_t>(s.shape_, s.shape_ + dim);
@@ -74,6 +91,14 @@ void PoolingForward(const PoolingParam& p, const Tensor<Device, dim, DType>& dat
   TE_CHECK(out.shape_ == want, "Pooling forward: output shape ", out.shape_, " does not match the expected ", want,
            " for data shape ", data.shape_);
   if (!DecodeReq(req, "Pooling forward").active || want.Size() == 0) return;
+  if (PoolBorderIsData(p)) {
+    const detail::BorderPads<dim> pads = detail::PoolBorderPads<dim>(p, g);
+    if (pads.any) {
+      const auto padded = detail::PadBorder("Pooling", data, pads, p.pad_mode, p.pad_value.value_or(0.0));
+      PoolingForward(detail::PoolWithoutPadding(p), padded.view(), req, out);
+      return;
+    }
+  }
   if (p.layout == Layout::kNHWC) {
     // Moved channels first into the workspace (x, then y), pooled there, moved back into out.
     Stream<Device>* s = out.stream_;
@@ -106,6 +131,8 @@ void PoolingForwardWithIndices(const PoolingParam& p, const Tensor<Device, dim, 
   TE_CHECK(p.pool_type == PoolType::kMax, "Pooling forward with indices: the indices are max pooling's; pool_type is average");
   TE_CHECK(p.layout == Layout::kNCHW, "Pooling forward with indices: channels-first data only (the indices number the ",
            "data's elements in that order)");
+  TE_CHECK(!PoolBorderIsData(p), "Pooling forward with indices: pad_mode ", PadModeName(p.pad_mode),
+           p.pad_value ? " with a pad_value" : "", " makes the border data, and the indices number only the data's own elements");
   const PoolGeometry g = MakePoolGeometry(p, detail::PoolShapeVec(data.shape_));
   TE_CHECK(indices.shape_ == InferPoolingShape(p, data.shape_), "Pooling forward with indices: indices shape ",
            indices.shape_, " does not match the output shape ", InferPoolingShape(p, data.shape_), " for data shape ",
@@ -132,6 +159,18 @@ void PoolingBackward(const PoolingParam& p, const Tensor<Device, dim, DType>& ou
     Tensor<Device, dim, DType> dx = in_grad;
     if (!store.add) dx = DType(0);
     return;
+  }
+  if (PoolBorderIsData(p)) {
+    const detail::BorderPads<dim> pads = detail::PoolBorderPads<dim>(p, g);
+    if (pads.any) {  // the padded copy's gradient, summed back onto the data
+      const auto padded = detail::PadBorder("Pooling", data, pads, p.pad_mode, p.pad_value.value_or(0.0));
+      TensorContainer<Device, dim, DType> padded_grad;
+      padded_grad.set_stream(in_grad.stream_);
+      padded_grad.Resize(padded.shape_);
+      PoolingBackward(detail::PoolWithoutPadding(p), out_grad, padded.view(), out, kWriteTo, padded_grad.view());
+      Assign(in_grad, req, expr::unpad(padded_grad.view(), pads.begin, pads.end, p.pad_mode));
+      return;
+    }
   }
   if (p.layout == Layout::kNHWC) {
     // x, y, dy moved channels first into the workspace, the gradient computed there, moved back.

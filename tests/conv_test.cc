@@ -19,6 +19,8 @@ using Dims = std::vector<index_t>;
 struct RefConv {
   index_t N, C, K, G;
   index_t in[3], out[3], k[3], s[3], d[3], pb[3];
+  PadMode mode = PadMode::kConstant;  // the border (RefPadIndex); a constant one reads `value`
+  double value = 0;
   index_t Cg() const { return C / G; }
   index_t Kg() const { return K / G; }
   index_t X(index_t n, index_t c, index_t z, index_t y, index_t x) const {
@@ -30,7 +32,8 @@ struct RefConv {
   index_t Wt(index_t f, index_t c, index_t z, index_t y, index_t x) const {
     return (((f * Cg() + c) * k[0] + z) * k[1] + y) * k[2] + x;
   }
-  // Calls f(y_index, x_index, w_index) for every (output, input, weight) triple that meets.
+  // Calls f(y_index, x_index, w_index) for every (output, input, weight) triple that meets; a tap on a
+  // constant border of a value other than 0 has x_index -1.
   template <typename F>
   void ForEachTap(F f) const {
     for (index_t n = 0; n < N; ++n)
@@ -42,10 +45,12 @@ struct RefConv {
                 for (index_t kz = 0; kz < k[0]; ++kz)
                   for (index_t ky = 0; ky < k[1]; ++ky)
                     for (index_t kx = 0; kx < k[2]; ++kx) {
-                      const index_t z = oz * s[0] - pb[0] + kz * d[0], y = oy * s[1] - pb[1] + ky * d[1],
-                                    x = ox * s[2] - pb[2] + kx * d[2];
-                      if (z < 0 || z >= in[0] || y < 0 || y >= in[1] || x < 0 || x >= in[2]) continue;
-                      f(Y(n, o, oz, oy, ox), X(n, (o / Kg()) * Cg() + c, z, y, x), Wt(o, c, kz, ky, kx));
+                      const index_t z = RefPadIndex(oz * s[0] - pb[0] + kz * d[0], in[0], mode),
+                                    y = RefPadIndex(oy * s[1] - pb[1] + ky * d[1], in[1], mode),
+                                    x = RefPadIndex(ox * s[2] - pb[2] + kx * d[2], in[2], mode);
+                      const bool border = z < 0 || y < 0 || x < 0;
+                      if (border && value == 0) continue;
+                      f(Y(n, o, oz, oy, ox), border ? -1 : X(n, (o / Kg()) * Cg() + c, z, y, x), Wt(o, c, kz, ky, kx));
                     }
   }
 };
@@ -153,8 +158,10 @@ void RunCase(Stream<Device>* stream, const Case& cs, Reqs reqs) {
   const bool last = cs.param.layout == ops::Layout::kNHWC;
   ConvolutionParam p = cs.param;
   p.layout = ops::Layout::kNCHW;
-  const RefConv r = MakeRef(cs.data, cs.batched, p.kernel, p.stride, p.dilate, cs.ref_pb, cs.ref_pe, p.num_filter,
-                            p.num_group);
+  RefConv r = MakeRef(cs.data, cs.batched, p.kernel, p.stride, p.dilate, cs.ref_pb, cs.ref_pe, p.num_filter,
+                      p.num_group);
+  r.mode = p.pad_mode;
+  r.value = p.pad_value.value_or(0.0);
   const auto shapes = ops::InferConvShapes(p, cs.data);
   if (last) {
     const auto cl = ops::InferConvShapes(cs.param, ChannelsLastShape(cs.data, cs.batched));
@@ -189,9 +196,10 @@ void RunCase(Stream<Device>* stream, const Case& cs, Reqs reqs) {
   // Reference forward and backward in double.
   std::vector<double> y(y0.size(), 0.0), dx(x.size(), 0.0), dw(w.size(), 0.0), db(b.size(), 0.0);
   r.ForEachTap([&](index_t yi, index_t xi, index_t wi) {
-    y[yi] += w[wi] * x[xi];
-    dx[xi] += w[wi] * dy[yi];
-    dw[wi] += dy[yi] * x[xi];
+    const double xv = xi < 0 ? r.value : x[xi];
+    y[yi] += w[wi] * xv;
+    if (xi >= 0) dx[xi] += w[wi] * dy[yi];
+    dw[wi] += dy[yi] * xv;
   });
   const index_t P = r.out[0] * r.out[1] * r.out[2];
   for (size_t i = 0; i < y.size(); ++i) {
@@ -227,7 +235,7 @@ void RunCase(Stream<Device>* stream, const Case& cs, Reqs reqs) {
   CheckClose(back(dxd, cs.batched).view(), [&](const Shape<ddim>& i) {
     const index_t f = Flat(xs, i);
     return Expect(reqs.data, dx0[f], dx[f]);
-  }, ConvTol<DType>(r.Kg() * r.k[0] * r.k[1] * r.k[2]), "data grad");
+  }, ConvTol<DType>(r.Kg() * r.k[0] * r.k[1] * r.k[2] * (r.mode == PadMode::kConstant ? 1 : 9)), "data grad");
   CheckClose(back(dwd, true).view(), [&](const Shape<wdim>& i) {
     const index_t f = Flat(ws, i);
     return Expect(reqs.weight, dw0[f], dw[f]);
@@ -505,6 +513,51 @@ TE_DEVICE_TEST_CASE("convolution SAME_UPPER, SAME_LOWER, VALID and asymmetric ex
   }
 }
 
+// Border modes (pad_mode, pad_value): the reference reads the border through RefPadIndex; each case in every
+// mode, under a req pattern the case index picks.
+TE_DEVICE_TEST_CASE("convolution border modes: constant value, edge, reflect and wrap", "[conv][border]") {
+  struct Border {
+    PadMode mode;
+    std::optional<double> value;
+  };
+  const Border borders[] = {{PadMode::kConstant, 1.5}, {PadMode::kEdge, {}}, {PadMode::kReflect, {}},
+                            {PadMode::kWrap, {}}};
+  std::vector<Case> cases = {
+      MakeCase({2, 4, 6, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 4, 1, true),
+      MakeCase({1, 4, 7, 6}, {3, 3}, {2, 1}, {2, 1}, {1, 2}, 6, 2, false),  // groups, stride, dilation
+      MakeCase({2, 3, 7}, {3}, {1}, {3}, {1}, 2, 1, true),                  // 1-D, border as wide as the data
+      MakeCase({1, 2, 3}, {5}, {1}, {4}, {1}, 2, 1, true),                  // wider: reflect and wrap go round
+      MakeCase({1, 2, 3, 4, 5}, {3, 3, 3}, {1, 1, 2}, {1, 1, 1}, {1, 1, 1}, 3, 1, true),  // 3-D
+      MakeCase({3, 5, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 4, 1, true, false),            // unbatched
+      PaddingModeCase({1, 2, 9, 10}, {4, 3}, {1, 3}, {1, 2}, ConvPadding::kSameLower, {2, 2}, {1, 2}),
+  };
+  {
+    Case c = MakeCase({2, 3, 7, 6}, {3, 3}, {2, 1}, {0, 2}, {1, 1}, 2, 1, true);  // asymmetric
+    c.param.pad_end = {2, 1};
+    c.ref_pe = {2, 1};
+    cases.push_back(c);
+  }
+  size_t i = 0;
+  for (const Border& border : borders) {
+    for (Case c : cases) {
+      c.param.pad_mode = border.mode;
+      c.param.pad_value = border.value;
+      c.padded_rows = i % 2 == 1;
+      const Reqs reqs = ReqPattern(i++);
+      INFO("border " << PadModeName(border.mode) << " data " << c.data.size() << "-D");
+      if (c.data.size() == 3 && c.batched) RunCase<Device, double, 3, 3>(stream, c, reqs);
+      if (c.data.size() == 3 && !c.batched) RunCase<Device, float, 3, 4>(stream, c, reqs);
+      if (c.data.size() == 4) RunCase<Device, float, 4, 4>(stream, c, reqs);
+      if (c.data.size() == 5) RunCase<Device, double, 5, 5>(stream, c, reqs);
+    }
+    Case last = cases[1];  // channels last, and half precision
+    last.param.pad_mode = border.mode;
+    last.param.pad_value = border.value;
+    last.param.layout = ops::Layout::kNHWC;
+    RunCase<Device, float, 4, 4>(stream, last, ReqPattern(i++));
+    RunCase<Device, half_t, 4, 4>(stream, last, ReqPattern(i++));
+  }
+}
 
 TE_DEVICE_TEST_CASE("convolution accepts an unbatched input as N = 1", "[conv]") {
   Case c = MakeCase({3, 7, 8}, {3, 3}, {1, 2}, {1, 1}, {1, 1}, 4, 1, true, false);
@@ -610,12 +663,22 @@ TE_DEVICE_TEST_CASE("convolution gives the same result under every workspace cap
 // ---- finite differences ------------------------------------------------------------------------------------
 // L(x, W, b) = sum(conv(x, W, b) * R): its gradients are the backward pass with dY = R.
 TE_DEVICE_TEST_CASE("convolution gradients match finite differences in double", "[conv][grad]") {
-  const std::vector<Case> cases = {
+  std::vector<Case> cases = {
       MakeCase({2, 4, 6, 5}, {3, 3}, {2, 1}, {1, 1}, {1, 2}, 4, 2, true),
       MakeCase({2, 2, 9}, {3}, {1}, {2}, {2}, 3, 1, true),
       MakeCase({1, 2, 4, 4, 5}, {2, 3, 2}, {1, 1, 2}, {1, 0, 1}, {1, 1, 1}, 2, 1, true),
   };
+  // And each border that is data (reflect, edge, wrap, a constant value) on the first two.
+  for (PadMode mode : {PadMode::kReflect, PadMode::kEdge, PadMode::kWrap, PadMode::kConstant}) {
+    for (size_t k = 0; k < 2; ++k) {
+      Case c = cases[k];
+      c.param.pad_mode = mode;
+      if (mode == PadMode::kConstant) c.param.pad_value = -0.75;
+      cases.push_back(c);
+    }
+  }
   for (const Case& cs : cases) {
+    INFO("pad_mode " << PadModeName(cs.param.pad_mode));
     const auto shapes = ops::InferConvShapes(cs.param, cs.data);
     auto run = [&](auto dshape_tag) {
       constexpr int dd = decltype(dshape_tag)::value;
@@ -813,6 +876,16 @@ TE_DEVICE_TEST_CASE("convolution rejects bad parameters with useful messages", "
   p = base();
   p.pad_end = {1, -2};
   RequireError(infer(p), {"pad_end[1] = -2"});
+  p = base();
+  p.pad_mode = PadMode::kReflect;
+  p.pad_value = 2.0;
+  RequireError(infer(p), {"pad_value 2", "constant", "reflect"});
+  p = base();
+  p.pad_mode = static_cast<PadMode>(9);
+  RequireError(infer(p), {"unknown pad_mode 9"});
+  p = base();
+  p.pad_mode = PadMode::kEdge;
+  RequireError(infer(p, {2, 6, 0, 8}), {"edge padding of spatial dimension 0", "(2,6,0,8)", "has none"});
   p = base();
   p.kernel = {0, 3};
   RequireError(infer(p), {"kernel[0] = 0"});

@@ -459,6 +459,8 @@ struct PoolCase {
   PoolType type = PoolType::kMax;
   PoolingConvention conv = PoolingConvention::kValid;
   bool global = false, include_pad = true;
+  PadMode pad_mode = PadMode::kConstant;
+  std::optional<double> pad_value;
 };
 
 ops::PoolingParam ToParam(const PoolCase& c) {
@@ -473,6 +475,8 @@ ops::PoolingParam ToParam(const PoolCase& c) {
   p.pooling_convention = c.conv;
   p.global_pool = c.global;
   p.count_include_pad = c.include_pad;
+  p.pad_mode = c.pad_mode;
+  p.pad_value = c.pad_value;
   return p;
 }
 
@@ -482,7 +486,13 @@ struct RefPool {
   index_t planes = 1, in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1}, s[3] = {1, 1, 1}, p[3] = {0, 0, 0};
   index_t pe[3] = {0, 0, 0}, d[3] = {1, 1, 1};  // padding after, dilation
   bool is_max = true, include_pad = true;
-  // f(output flat index, input flat index or -1 for padding), over taps inside the padded image.
+  // A border that is data: every tap reads the element RefPadIndex maps it to, or `value` on a constant
+  // border, windows past the padding included.
+  bool border_data = false;
+  PadMode mode = PadMode::kConstant;
+  double value = 0;
+  // f(output flat index, input flat index, or -1 for padding that is no data, -2 for a constant border
+  // that is), over taps inside the padded image (every tap when the border is data).
   template <typename F>
   void ForEachTap(F f) const {
     for (index_t n = 0; n < planes; ++n)
@@ -495,6 +505,12 @@ struct RefPool {
                 for (index_t c = 0; c < k[2]; ++c) {
                   const index_t z = od * s[0] - p[0] + a * d[0], y = oh * s[1] - p[1] + b * d[1],
                                 x = ow * s[2] - p[2] + c * d[2];
+                  if (border_data) {
+                    const index_t mz = RefPadIndex(z, in[0], mode), my = RefPadIndex(y, in[1], mode),
+                                  mx = RefPadIndex(x, in[2], mode);
+                    f(o, mz < 0 || my < 0 || mx < 0 ? index_t(-2) : ((n * in[0] + mz) * in[1] + my) * in[2] + mx);
+                    continue;
+                  }
                   if (z >= in[0] + pe[0] || y >= in[1] + pe[1] || x >= in[2] + pe[2]) continue;
                   const bool real = z >= 0 && y >= 0 && x >= 0 && z < in[0] && y < in[1] && x < in[2];
                   f(o, real ? ((n * in[0] + z) * in[1] + y) * in[2] + x : index_t(-1));
@@ -513,10 +529,11 @@ struct RefPool {
     const size_t nout = static_cast<size_t>(planes * out[0] * out[1] * out[2]);
     Vec acc(nout, is_max ? -INFINITY : 0.0), count(nout, 0.0);
     ForEachTap([&](index_t o, index_t i) {
-      if (i < 0 && !include_pad) return;
+      if (i == -1 && !include_pad) return;
       count[o] += 1;
-      if (i < 0) return;
-      acc[o] = is_max ? std::max(acc[o], x[i]) : acc[o] + x[i];
+      if (i == -1) return;
+      const double v = i == -2 ? value : x[i];
+      acc[o] = is_max ? std::max(acc[o], v) : acc[o] + v;
     });
     *y = acc;
     if (!is_max)
@@ -538,6 +555,9 @@ RefPool MakeRefPool(const PoolCase& c, const Shape<dim>& xs, int nd) {
   RefPool r;
   r.is_max = c.type == PoolType::kMax;
   r.include_pad = c.include_pad;
+  r.border_data = c.pad_mode != PadMode::kConstant || c.pad_value.has_value();
+  r.mode = c.pad_mode;
+  r.value = c.pad_value.value_or(0.0);
   for (int i = 0; i < dim - nd; ++i) r.planes *= xs[i];
   for (int i = 0; i < nd; ++i) {
     const int j = 3 - nd + i;
@@ -598,7 +618,7 @@ void RunPool(Stream<Device>* stream, const PoolCase& c, Shape<dim> xs, int nd, O
   ops::PoolingForward(p, xd.view(), req, yd.view());
   const double tol = 2 * Tol<DType>();
   CheckVec(ToHost(yd.view()).view(), Expect(req, y0, y), tol, "forward");
-  if (c.type == PoolType::kMax) {  // the same maximum with where it is
+  if (c.type == PoolType::kMax && !r.border_data) {  // the same maximum with where it is
     const std::vector<int64_t> at = r.Argmax(x);
     TensorContainer<Device, dim, DType> y2(ys);
     TensorContainer<Device, dim, int64_t> idx(ys);
@@ -757,6 +777,78 @@ TE_DEVICE_TEST_CASE("Pooling with asymmetric padding, dilation, SAME_UPPER / SAM
                               Shape4(2, 2, 7, 6), 2, kWriteTo, false);
 }
 
+// Border modes (pad_mode, pad_value): the border is data the windows read, in every mode, both conventions
+// (full: windows past the padding read the border further), SAME padding, dilation, 1-D to 3-D, integers.
+TE_DEVICE_TEST_CASE("Pooling border modes: constant value, edge, reflect and wrap", "[ops_nn][pooling][border]") {
+  using ops::ConvPadding;
+  struct Border {
+    PadMode mode;
+    std::optional<double> value;
+  };
+  const Border borders[] = {{PadMode::kConstant, 0.5}, {PadMode::kConstant, 0.0}, {PadMode::kEdge, {}},
+                            {PadMode::kReflect, {}}, {PadMode::kWrap, {}}};
+  size_t i = 0;
+  for (const Border& b : borders) {
+    for (PoolType t : kPoolTypes) {
+      auto with = [&](PoolCase c) {
+        c.pad_mode = b.mode;
+        c.pad_value = b.value;
+        return c;
+      };
+      INFO("border " << PadModeName(b.mode) << (b.value ? " with a value" : ""));
+      RunPool<Device, float, 4>(stream, with(PC({3, 3}, {2, 2}, {1, 1}, t)), Shape4(2, 3, 7, 8), 2, kAllReqs[i++ % 4],
+                                true);
+      RunPool<Device, double, 4>(stream, with(PCX({3, 2}, {2, 3}, {2, 0}, {0, 1}, {}, t, ConvPadding::kExplicit,
+                                                  kFullConv)), Shape4(1, 2, 8, 10), 2, kAddTo, false);
+      RunPool<Device, double, 4>(stream, with(PCX({3, 2}, {1, 2}, {1, 1}, {2, 0}, {2, 3}, t)), Shape4(2, 2, 9, 10), 2,
+                                 kWriteTo, true);
+      RunPool<Device, double, 3>(stream, with(PCX({4}, {3}, {}, {}, {}, t, ConvPadding::kSameLower)), Shape3(2, 3, 5),
+                                 1, kWriteTo, false);
+      RunPool<Device, double, 3>(stream, with(PC({4}, {1}, {3}, t)), Shape3(1, 2, 2), 1, kWriteTo, false);  // wider than the data
+      RunPool<Device, float, 5>(stream, with(PCX({2, 2, 2}, {1, 2, 1}, {1, 0, 1}, {0, 1, 1}, {}, t)),
+                                Shape5(1, 2, 3, 6, 5), 3, kWriteInplace, false);
+      RunPool<Device, half_t, 4>(stream, with(PC({2, 2}, {1, 1}, {1, 1}, t)), Shape4(1, 2, 5, 6), 2, kWriteTo, false);
+    }
+    PoolCase c = PC({3, 3}, {2, 2}, {1, 1}, PoolType::kMax);
+    c.pad_mode = b.mode;
+    c.pad_value = b.value ? std::optional<double>(-3.0) : std::nullopt;  // an integer value for integer data
+    RunPool<Device, int32_t, 4>(stream, c, Shape4(1, 2, 6, 7), 2, kWriteTo, false);
+    RunPool<Device, int8_t, 4>(stream, c, Shape4(1, 2, 5, 5), 2, kAddTo, false);
+  }
+}
+
+// Channels last with a border: the same numbers as channels first on the same data.
+TE_DEVICE_TEST_CASE("Pooling border modes channels last match channels first", "[ops_nn][pooling][border][layout]") {
+  for (PadMode mode : {PadMode::kReflect, PadMode::kEdge}) {
+    for (PoolType t : kPoolTypes) {
+      ops::PoolingParam p = ToParam(PCX({3, 2}, {2, 1}, {2, 1}, {1, 0}, {}, t));
+      p.pad_mode = mode;
+      const Shape<4> xs = Shape4(2, 3, 6, 5), ys = ops::InferPoolingShape(p, xs);
+      auto xh = Uniform<4, float>(xs);
+      auto dyh = Uniform<4, float>(ys);
+      auto xd = Dev<Device>(xh.view(), stream, false), dyd = Dev<Device>(dyh.view(), stream, false);
+      TensorContainer<Device, 4, float> yd(ys), dxd(xs);
+      yd.set_stream(stream), dxd.set_stream(stream);
+      ops::PoolingForward(p, xd.view(), kWriteTo, yd.view());
+      ops::PoolingBackward(p, dyd.view(), xd.view(), yd.view(), kWriteTo, dxd.view());
+      const auto y = ToHost(yd.view()), dx = ToHost(dxd.view());
+
+      ops::PoolingParam q = p;
+      q.layout = ops::Layout::kNHWC;
+      auto xl = Dev<Device>(Permuted(xh.view(), true, true, true).view(), stream, true);
+      auto dyl = Dev<Device>(Permuted(dyh.view(), true, true, true).view(), stream, false);
+      const Shape<4> xls = xl.shape_, yls = ops::InferPoolingShape(q, xls);
+      TensorContainer<Device, 4, float> yl(yls), dxl(xls);
+      yl.set_stream(stream), dxl.set_stream(stream);
+      ops::PoolingForward(q, xl.view(), kWriteTo, yl.view());
+      ops::PoolingBackward(q, dyl.view(), xl.view(), yl.view(), kWriteTo, dxl.view());
+      INFO("border " << PadModeName(mode) << (t == PoolType::kMax ? " max" : " avg"));
+      CheckVec(Permuted(ToHost(yl.view()).view(), true, false, true).view(), ToVec(y.view()), 1e-6, "forward");
+      CheckVec(Permuted(ToHost(dxl.view()).view(), true, false, true).view(), ToVec(dx.view()), 1e-5, "backward");
+    }
+  }
+}
+
 TE_DEVICE_TEST_CASE("Pooling names bad padding, dilation and modes", "[ops_nn][pooling][error]") {
   using ops::ConvPadding;
   auto infer = [](const PoolCase& c, Shape<4> xs = Shape4(1, 2, 5, 5)) {
@@ -772,6 +864,27 @@ TE_DEVICE_TEST_CASE("Pooling names bad padding, dilation and modes", "[ops_nn][p
   // Dilated windows stepping over the image: kernel 2, dilation 3 and padding 2 over 1 element: taps -2 and 1.
   RequireError(infer(PCX({2, 2}, {}, {2, 0}, {}, {3, 1}, PoolType::kMax), Shape4(1, 1, 1, 4)),
                {"window 0 of spatial dimension 0", "holds no element"});
+  // Borders: a value with another mode, an unknown mode, nothing to repeat, the indices, an integer's value.
+  PoolCase c = PC({2, 2}, {}, {1, 1}, PoolType::kMax);
+  c.pad_mode = PadMode::kWrap;
+  c.pad_value = 1.0;
+  RequireError(infer(c), {"Pooling", "pad_value 1", "constant", "wrap"});
+  c.pad_value.reset();
+  c.pad_mode = static_cast<PadMode>(5);
+  RequireError(infer(c), {"Pooling", "unknown pad_mode 5"});
+  c.pad_mode = PadMode::kReflect;
+  RequireError(infer(c, Shape4(1, 2, 0, 5)), {"reflect padding of spatial dimension 0", "(1,2,0,5)"});
+  TensorContainer<Device, 4, float> x(Shape4(1, 2, 4, 4), 1.0f), y(Shape4(1, 2, 5, 5));
+  TensorContainer<Device, 4, int64_t> idx(Shape4(1, 2, 5, 5));
+  x.set_stream(stream), y.set_stream(stream), idx.set_stream(stream);
+  RequireError([&] { ops::PoolingForwardWithIndices(ToParam(c), x.view(), kWriteTo, y.view(), idx.view()); },
+               {"with indices", "reflect", "border data"});
+  TensorContainer<Device, 4, int32_t> xi(Shape4(1, 2, 4, 4), 1), yi(Shape4(1, 2, 5, 5));
+  xi.set_stream(stream), yi.set_stream(stream);
+  c.pad_mode = PadMode::kConstant;
+  c.pad_value = 2.5;
+  RequireError([&] { ops::PoolingForward(ToParam(c), xi.view(), kWriteTo, yi.view()); },
+               {"Pooling", "pad_value 2.5", "int32"});
 }
 
 // d/dx of sum(dy * pool(x)) by central differences on the library's forward, against its backward.

@@ -1,12 +1,15 @@
 // tensorexpr/ops/auto_pad.h — how a windowed operator (convolution, deconvolution, pooling) chooses its padding
 // (Caffe2's legacy_pad, ONNX's auto_pad): explicit numbers, SAME_UPPER (output = ceil(input / stride), the odd
 // pixel of padding at the end; kSame), SAME_LOWER (the same total, the odd pixel at the beginning) or VALID
-// (no padding); and the SAME padding of a convolution-like window.
+// (no padding); the SAME padding of a convolution-like window; and what the padding reads, the border
+// (ARM Compute Library's BorderMode).
 #pragma once
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <tensorexpr/base.h>
 #include <tensorexpr/checked.h>
+#include <tensorexpr/expr/pad.h>
 
 namespace tensorexpr {
 namespace ops {
@@ -40,6 +43,25 @@ inline void SamePadding(ConvPadding mode, index_t in, index_t stride, index_t sp
                     (what + " total").c_str()));
   *before = mode == ConvPadding::kSameUpper ? total / 2 : total - total / 2;
   *after = total - *before;
+}
+
+// The border a windowed operator's padding reads: pad_mode kConstant (pad_value, or the operator's usual
+// border when there is no value), kEdge, kReflect or kWrap (expr/pad.h). A border that is data is formed
+// by padding the input into a temporary (expr::pad) and running the operator on it without padding; the
+// data gradient is summed back through expr::unpad.
+inline void CheckBorder(const char* op, PadMode mode, const std::optional<double>& value) {
+  TE_CHECK(mode == PadMode::kConstant || mode == PadMode::kEdge || mode == PadMode::kReflect || mode == PadMode::kWrap,
+           op, ": unknown pad_mode ", static_cast<int>(mode));
+  TE_CHECK(!value || mode == PadMode::kConstant, op, ": pad_value ", value.value_or(0),
+           " goes with pad_mode constant, not ", PadModeName(mode));
+}
+
+// Edge, reflect and wrap borders repeat the data's elements, so a padded dimension must have some.
+inline void CheckBorderSource(const char* op, PadMode mode, index_t in, index_t pad_before, index_t pad_after,
+                              size_t dim, const std::string& data_shape) {
+  TE_CHECK(mode == PadMode::kConstant || in > 0 || pad_before + pad_after == 0, op, ": ", PadModeName(mode),
+           " padding of spatial dimension ", dim, " repeats the data's elements, but data shape ", data_shape,
+           " has none there");
 }
 
 }  // namespace ops

@@ -4,6 +4,7 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 #include <tensorexpr/base.h>
@@ -27,6 +28,10 @@ struct ConvolutionParam {
   bool no_bias = false;
   double workspace = 1024.0;     // cap on the temp space, in MB (MXNet's default)
   ConvPadding padding = ConvPadding::kExplicit;
+  // What the padding reads (auto_pad.h): zeros by default; pad_value for kConstant, or the data's own
+  // elements by kEdge, kReflect or kWrap. A border other than zeros runs on a padded copy of the data.
+  PadMode pad_mode = PadMode::kConstant;
+  std::optional<double> pad_value;
   // Channels first: data (N, C, spatial...), weight (K, C/G, kernel...), output (N, K, out...); channels
   // last: data (N, spatial..., C), weight (K, kernel..., C/G), output (N, out..., K) (ops/layout.h).
   Layout layout = Layout::kNCHW;
@@ -88,6 +93,7 @@ inline ConvGeometry MakeConvGeometry(const ConvolutionParam& p, const std::vecto
              detail::VecStr(pad_end), " must be >= 0");
   }
   TE_CHECK(IsKnownPadding(p.padding), "Convolution: unknown padding mode ", static_cast<int>(p.padding));
+  CheckBorder("Convolution", p.pad_mode, p.pad_value);
   if (p.padding != ConvPadding::kExplicit) {
     TE_CHECK(p.pad.empty() && p.pad_end.empty(), "Convolution: padding mode ", ConvPaddingName(p.padding),
              " computes the padding itself; leave pad ", detail::VecStr(p.pad), " and pad_end ",
@@ -125,6 +131,7 @@ inline ConvGeometry MakeConvGeometry(const ConvolutionParam& p, const std::vecto
     } else if (p.padding == ConvPadding::kSame || p.padding == ConvPadding::kSameLower) {
       SamePadding(p.padding, in, s, span, "Convolution", &pb, &pe);
     }
+    CheckBorderSource("Convolution", p.pad_mode, in, pb, pe, i, detail::VecStr(data_shape));
     const index_t padded = CheckedAdd(CheckedAdd(in, pb, "Convolution: input + pad"), pe, "Convolution: input + pad + pad_end");
     TE_CHECK(span <= padded, "Convolution: kernel[", i, "] = ", k, " with dilate ", d, " spans ", span,
              " but spatial dimension ", i, " of data shape ", detail::VecStr(data_shape), " is only ", in + pb + pe,
@@ -148,6 +155,11 @@ inline ConvGeometry MakeConvGeometry(const ConvolutionParam& p, const std::vecto
   // One image's column matrix, in bytes of the widest dtype (double: 8, with room to spare).
   CheckedMul(CheckedMul(CheckedMul(g.C, kernel_size, what), out_size, what), index_t(16), what);
   return g;
+}
+
+// Whether the padding reads something other than zeros (a padded copy of the data then runs).
+inline bool ConvBorderIsData(const ConvolutionParam& p) {
+  return p.pad_mode != PadMode::kConstant || p.pad_value.value_or(0.0) != 0.0;
 }
 
 // Output, weight and bias shapes for data of `data_shape`.

@@ -17,6 +17,7 @@
 // Declarations: the library tensorexpr_ops (tensorexpr_ops_cuda for the GPU) holds them for float, double,
 // half_t and bf16_t; ops/pooling.h is the template implementation, for other dtypes.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 #include <tensorexpr/tensorexpr.h>
@@ -46,10 +47,21 @@ struct PoolingParam {
                                   // are then ignored; its length (or, when empty, the data's number of
                                   // dimensions minus 2: (N, C, spatial...)) gives the spatial dimensions
   bool count_include_pad = true;  // average pooling divides by the padded window size
+  // What the padding reads (auto_pad.h). By default (kConstant, no value) it is no data: a max ignores
+  // it and an average counts it as count_include_pad says. pad_value, or kEdge / kReflect / kWrap, make
+  // it data the windows read like any other element; windows that the full convention lets run past the
+  // end read the border further by the same rule. Runs on a padded copy of the data.
+  PadMode pad_mode = PadMode::kConstant;
+  std::optional<double> pad_value;
   // Channels first, data (..., C, spatial...), or last, (..., spatial..., C) (ops/layout.h). Channels-last
   // data is pooled channels first through the stream's workspace: moved, pooled, moved back.
   Layout layout = Layout::kNCHW;
 };
+
+// Whether the padding is data the windows read (a padded copy of the data then runs).
+inline bool PoolBorderIsData(const PoolingParam& p) {
+  return p.pad_mode != PadMode::kConstant || p.pad_value.has_value();
+}
 
 // The resolved geometry, 3-D with leading extents of 1 for 1-D and 2-D. Trivially copyable: node plans
 // carry it to the GPU.
@@ -95,6 +107,7 @@ inline PoolGeometry MakePoolGeometry(const PoolingParam& p, const std::vector<in
     for (size_t i = 0; i < nd; ++i) kernel[i] = data_shape[first + i];
   } else {
     TE_CHECK(IsKnownPadding(p.padding), "Pooling: unknown padding mode ", static_cast<int>(p.padding));
+    CheckBorder("Pooling", p.pad_mode, p.pad_value);
     TE_CHECK(p.padding == ConvPadding::kExplicit || (p.pad.empty() && p.pad_end.empty()), "Pooling: padding mode ",
              ConvPaddingName(p.padding), " computes the padding itself; leave pad ", detail::VecStr(p.pad),
              " and pad_end ", detail::VecStr(p.pad_end), " empty");
@@ -128,6 +141,7 @@ inline PoolGeometry MakePoolGeometry(const PoolingParam& p, const std::vector<in
       SamePadding(p.padding, in, s, span, "Pooling", &pb, &pe);
     }
     if (!p.global_pool) {
+      CheckBorderSource("Pooling", p.pad_mode, in, pb, pe, i, detail::VecStr(data_shape));
       // Below the window's extent, so that a window holds a real element (a dilated one may still step over
       // a small image: PoolWindows::Check looks at each).
       TE_CHECK(pb >= 0 && pb < span, "Pooling: pad[", i, "] = ", pb, " in pad ", detail::VecStr(pad),
@@ -184,7 +198,7 @@ void PoolingForward(const PoolingParam& p, const Tensor<Device, dim, DType>& dat
 // Max pooling's out (req), and indices = where each maximum is: its flat row-major index in the data (ONNX
 // MaxPool's Indices with storage_order 0; for data (N, C, spatial...), the index in the whole tensor). The
 // first element equal to the maximum wins ties; a window holding NaN points at its first NaN. Channels-first
-// data only.
+// data, and a border that is no data, only.
 template <typename Device, int dim, typename DType>
 void PoolingForwardWithIndices(const PoolingParam& p, const Tensor<Device, dim, DType>& data, OpReqType req,
                                const Tensor<Device, dim, DType>& out, const Tensor<Device, dim, int64_t>& indices);
