@@ -317,6 +317,83 @@ TE_DEVICE_TEST_CASE("dot and batch_dot in half and bfloat16 (float accumulation)
   AllForms<Device, bf16_t>(stream);
 }
 
+// batch_dot of rank 4 and 5: each batch dimension equal or 1 on either side (broadcast), every transpose,
+// = / += / -=, a scale, padded offset views; against the float64 loop over the broadcast batch indices.
+template <typename Device, int dim, typename DType>
+void RunBatchDotNd(Stream<Device>* stream, const Shape<dim>& batch, const Shape<dim>& a_one, const Shape<dim>& b_one,
+                   bool ta, bool tb, StoreOp op, Scale scale, bool padded) {
+  std::uniform_int_distribution<index_t> ext(1, 6);
+  const index_t m = ext(Rng()), k = ext(Rng()), n = ext(Rng());
+  Shape<dim> as, bs, cs;
+  for (int d = 0; d + 2 < dim; ++d) {  // a_one / b_one: 1 where that side broadcasts
+    as[d] = a_one[d] ? 1 : batch[d];
+    bs[d] = b_one[d] ? 1 : batch[d];
+    cs[d] = batch[d];
+  }
+  as[dim - 2] = ta ? k : m, as[dim - 1] = ta ? m : k;
+  bs[dim - 2] = tb ? n : k, bs[dim - 1] = tb ? k : n;
+  cs[dim - 2] = m, cs[dim - 1] = n;
+  INFO("batch_dot<" << ta << ", " << tb << "> " << as << " x " << bs << " -> " << cs << " " << Name(op) << " scale "
+                    << Factor(scale) << " padded " << padded << " dtype " << DataType<DType>::name());
+  TensorContainer<cpu, dim, DType> ah(as), bh(bs), ch(cs);
+  FillRandom(ah.view()), FillRandom(bh.view()), FillRandom(ch.view());
+  auto a = Upload<Device>(ah.view(), padded, stream), b = Upload<Device>(bh.view(), padded, stream);
+  auto c = Upload<Device>(ch.view(), padded, stream);
+  WithBatchDot(a.t, b.t, ta, tb, [&](const auto& e) { Store(c.t, op, Scaled(e, scale)); });
+  std::vector<double> want, mag;
+  ForEachIndex(cs, [&](const Shape<dim>& i) {
+    Shape<dim> ia = i, ib = i;
+    for (int d = 0; d + 2 < dim; ++d) ia[d] = as[d] == 1 ? 0 : i[d], ib[d] = bs[d] == 1 ? 0 : i[d];
+    double sum = 0, size = 0;
+    for (index_t j = 0; j < k; ++j) {
+      Shape<dim> pa = ia, pb = ib;
+      pa[dim - 2] = ta ? j : i[dim - 2], pa[dim - 1] = ta ? i[dim - 2] : j;
+      pb[dim - 2] = tb ? i[dim - 1] : j, pb[dim - 1] = tb ? j : i[dim - 1];
+      sum += At(ah.view(), pa) * At(bh.view(), pb);
+      size += std::abs(At(ah.view(), pa) * At(bh.view(), pb));
+    }
+    const double c0 = At(ch.view(), i), p = Factor(scale) * sum;
+    want.push_back(op == StoreOp::kWrite ? p : op == StoreOp::kAdd ? c0 + p : c0 - p);
+    mag.push_back(size + std::abs(c0));
+  });
+  const auto got = ToHost(c.t);
+  size_t f = 0, bad = 0;
+  ForEachIndex(cs, [&](const Shape<dim>& i) {
+    if (!(std::abs(At(got.view(), i) - want[f]) <= 4 * Tol<DType>() * (mag[f] + 1))) ++bad;
+    ++f;
+  });
+  CHECK(bad == 0);
+}
+
+TE_DEVICE_TEST_CASE("batch_dot of rank 4 and 5 broadcasts its batch dimensions", "[dot]") {
+  int i = 0;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      const StoreOp op = kAllStores[i % 3];
+      const Scale scale = kAllScales[i % 4];
+      RunBatchDotNd<Device, 4, float>(stream, Shape4(2, 3, 0, 0), Shape4(0, 0, 0, 0), Shape4(0, 0, 0, 0), ta, tb, op,
+                                      scale, i % 2 == 0);
+      RunBatchDotNd<Device, 4, double>(stream, Shape4(2, 3, 0, 0), Shape4(1, 0, 0, 0), Shape4(0, 1, 0, 0), ta, tb, op,
+                                       scale, i % 2 == 1);
+      RunBatchDotNd<Device, 4, float>(stream, Shape4(3, 2, 0, 0), Shape4(0, 1, 0, 0), Shape4(1, 0, 0, 0), ta, tb,
+                                      StoreOp::kAdd, scale, true);
+      RunBatchDotNd<Device, 5, double>(stream, Shape5(2, 2, 3, 0, 0), Shape5(0, 1, 0, 0, 0), Shape5(1, 0, 1, 0, 0), ta,
+                                       tb, op, scale, false);
+      RunBatchDotNd<Device, 5, float>(stream, Shape5(1, 3, 2, 0, 0), Shape5(1, 1, 1, 0, 0), Shape5(0, 0, 0, 0, 0), ta,
+                                      tb, op, scale, true);
+      ++i;
+    }
+  RunBatchDotNd<Device, 4, half_t>(stream, Shape4(2, 2, 0, 0), Shape4(1, 0, 0, 0), Shape4(0, 0, 0, 0), false, true,
+                                   StoreOp::kWrite, Scale::kNone, false);
+  RunBatchDotNd<Device, 4, bf16_t>(stream, Shape4(2, 3, 0, 0), Shape4(0, 0, 0, 0), Shape4(0, 1, 0, 0), true, false,
+                                   StoreOp::kAdd, Scale::kLeft, true);
+  // Batch dimensions that differ and neither is 1; inner extents that differ.
+  TensorContainer<Device, 4, float> a(Shape4(2, 3, 4, 5)), b(Shape4(3, 3, 5, 2)), b2(Shape4(2, 3, 4, 2));
+  a.set_stream(stream), b.set_stream(stream), b2.set_stream(stream);
+  RequireError([&] { (void)batch_dot(a.view(), b.view()).shape(); }, {"batch dimension 0", "2 vs 3"});
+  RequireError([&] { (void)batch_dot(a.view(), b2.view()).shape(); }, {"inner dimensions differ", "gives 5", "right 4"});
+}
+
 TE_DEVICE_TEST_CASE("dot scale factors combine", "[dot]") {
   TensorContainer<cpu, 2, float> ha(Shape2(5, 7)), hb(Shape2(7, 3)), hc(Shape2(5, 3));
   FillRandom(ha.view());

@@ -176,23 +176,72 @@ struct BatchDotExp : public Exp<BatchDotExp<TA, TB, ltrans, rtrans, DType>, DTyp
   }
 };
 
+// ---- batch_dot over several batch dimensions: (batch..., m, k) x (batch..., k, n) ----------------------
+// Operands of one rank, 4 or 5; each batch dimension is equal in both or 1 in one (it broadcasts, NumPy's
+// rule). Evaluated as one 3-D batch_dot per index of the batch dimensions before the last: the last
+// rides in that call's strided batch.
+template <typename TA, typename TB, bool ltrans, bool rtrans, typename DType>
+struct BatchDotNdExp : public Exp<BatchDotNdExp<TA, TB, ltrans, rtrans, DType>, DType, type::kComplex> {
+  static_assert(check_blas_dtype<DType>::value, "");
+  static constexpr int kDim = TA::kDim;
+  static constexpr bool kFlat = false;
+  using device_type = typename common_device<typename TA::device_type, typename TB::device_type>::type;
+  using scale_type = compute_t<DType>;
+  using Matrices = Tensor<device_type, 3, DType>;  // one batch dimension and the matrices
+
+  TA lhs_;
+  TB rhs_;
+  scale_type scale_;
+  BatchDotNdExp(const TA& lhs, const TB& rhs, scale_type scale) : lhs_(lhs), rhs_(rhs), scale_(scale) {}
+
+  Shape<kDim> shape() const {
+    const Shape<kDim> a = lhs_.shape_, b = rhs_.shape_;
+    Shape<kDim> s;
+    for (int d = 0; d + 2 < kDim; ++d) {
+      TE_CHECK(a[d] == b[d] || a[d] == 1 || b[d] == 1, describe(), ": batch dimension ", d,
+               " differs and neither side is 1: ", a[d], " vs ", b[d]);
+      s[d] = a[d] == 1 ? b[d] : a[d];
+    }
+    const index_t ka = ltrans ? a[kDim - 2] : a[kDim - 1], kb = rtrans ? b[kDim - 1] : b[kDim - 2];
+    TE_CHECK(ka == kb, describe(), ": inner dimensions differ: the left operand gives ", ka, ", the right ", kb);
+    s[kDim - 2] = ltrans ? a[kDim - 1] : a[kDim - 2];
+    s[kDim - 1] = rtrans ? b[kDim - 2] : b[kDim - 1];
+    return s;
+  }
+  std::string describe() const {
+    return Message("batch_dot<", ltrans ? "true" : "false", ", ", rtrans ? "true" : "false", ">(", lhs_.shape_,
+                   ", ", rhs_.shape_, ")");
+  }
+  // The (batch, rows, cols) slab at index i of t's batch dimensions before the last (its rows keep their stride).
+  template <int dim>
+  static Matrices Slab(const Tensor<device_type, dim, DType>& t, index_t i) {
+    const Shape<dim>& s = t.shape_;
+    return Matrices(t.dptr_ + i * s[dim - 3] * s[dim - 2] * t.stride_, Shape3(s[dim - 3], s[dim - 2], s[dim - 1]),
+                    t.stride_, t.stream_);
+  }
+};
+
 template <typename E>
-struct is_tensor3 : std::false_type {};
-template <typename Device, typename DType>
-struct is_tensor3<Tensor<Device, 3, DType>> : std::true_type {};
+struct batch_operand_rank : std::integral_constant<int, 0> {};
+template <typename Device, int dim, typename DType>
+struct batch_operand_rank<Tensor<Device, dim, DType>> : std::integral_constant<int, dim> {};
 
 // The transpose flags are template arguments, as in mshadow: batch_dot<false, true>(a, b) = a[i] * b[i]^T.
+// 3-D operands (batch, rows, cols), or 4-D / 5-D ones of one rank with broadcast batch dimensions.
 template <bool transpose_a = false, bool transpose_b = false, typename EA, typename EB, typename DA, typename DB,
           int ta, int tb>
 inline auto batch_dot(const Exp<EA, DA, ta>& a, const Exp<EB, DB, tb>& b) {
   static_assert(check_same_dtype<DA, DB>::value, "");
-  constexpr bool kOperands = is_tensor3<EA>::value && is_tensor3<EB>::value;
+  constexpr int kRank = batch_operand_rank<EA>::value;
+  constexpr bool kOperands = kRank >= 3 && kRank <= 5 && batch_operand_rank<EB>::value == kRank;
   static_assert(kOperands,
-                "batch_dot(a, b) multiplies 3-D tensors (batch, rows, cols); transposes are its template "
-                "arguments, batch_dot<transpose_a, transpose_b>(a, b), and other expressions must be assigned "
-                "to a tensor first");
-  if constexpr (kOperands) {
+                "batch_dot(a, b) multiplies tensors of one rank, 3 to 5 (batch..., rows, cols); transposes are its "
+                "template arguments, batch_dot<transpose_a, transpose_b>(a, b), and other expressions must be "
+                "assigned to a tensor first");
+  if constexpr (kOperands && kRank == 3) {
     return BatchDotExp<EA, EB, transpose_a, transpose_b, DA>(a.self(), b.self(), 1);
+  } else if constexpr (kOperands) {
+    return BatchDotNdExp<EA, EB, transpose_a, transpose_b, DA>(a.self(), b.self(), 1);
   } else {
     return a.self();  // unreachable in a program that compiles; keeps the report to the sentence above
   }
@@ -219,6 +268,7 @@ inline auto batch_dot(const Exp<EA, DA, ta>& a, const Exp<EB, DB, tb>& b) {
   }
 TE_DOT_SCALE_OPERATORS(DotExp)
 TE_DOT_SCALE_OPERATORS(BatchDotExp)
+TE_DOT_SCALE_OPERATORS(BatchDotNdExp)
 #undef TE_DOT_SCALE_OPERATORS
 
 // ---- from a row-major product to one column-major BLAS call ----------------------------------------
@@ -372,6 +422,32 @@ struct check_product_assignment {
   static constexpr bool value = Saver::kBLAS && E::kDim == dim && std::is_same<typename E::device_type, Device>::value &&
                                 (std::is_floating_point<DType>::value || is_low_precision<DType>::value);
 };
+
+// dst saver= batch_dot(a, b) of rank 4 or 5 on either device: a 3-D batch_dot per outer batch index, each
+// operand's index 0 along the dimensions where it broadcasts.
+template <typename Saver, typename Device, int dim, typename DType, typename TA, typename TB, bool lt, bool rt>
+inline void EvalInto(Tensor<Device, dim, DType> dst, const BatchDotNdExp<TA, TB, lt, rt, DType>& e) {
+  using Node = BatchDotNdExp<TA, TB, lt, rt, DType>;
+  if constexpr (check_product_assignment<Saver, Device, dim, Node>::value) {
+    CheckProductDestination<Saver>(dst, e);
+    const Shape<dim> a = e.lhs_.shape_, b = e.rhs_.shape_;
+    const index_t outer = dst.shape_.ProdShape(0, dim - 3);
+    for (index_t o = 0; o < outer; ++o) {
+      index_t rest = o, ia = 0, ib = 0, scale_a = 1, scale_b = 1;
+      for (int d = dim - 4; d >= 0; --d) {
+        const index_t i = rest % dst.shape_[d];
+        rest /= dst.shape_[d];
+        ia += (a[d] == 1 ? 0 : i) * scale_a;
+        ib += (b[d] == 1 ? 0 : i) * scale_b;
+        scale_a *= a[d];
+        scale_b *= b[d];
+      }
+      using Matrices = typename Node::Matrices;
+      EvalInto<Saver>(Node::Slab(dst, o),
+                      BatchDotExp<Matrices, Matrices, lt, rt, DType>(Node::Slab(e.lhs_, ia), Node::Slab(e.rhs_, ib), e.scale_));
+    }
+  }
+}
 
 }  // namespace expr
 }  // namespace tensorexpr
