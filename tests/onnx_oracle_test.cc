@@ -7,6 +7,7 @@
 // saying why (tools/test.sh counts them as skipped).
 #include "ops_test_util.h"
 #include "onnx_cases.h"
+#include <tensorexpr/ops/activation.h>
 #include <tensorexpr/ops/convolution.h>
 #include <tensorexpr/ops/deconvolution.h>
 #include <tensorexpr/ops/embedding.h>
@@ -156,7 +157,7 @@ void MatMulAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
   REQUIRE(a.rank() == b.rank());
   WithRank(a.rank(), [&](auto rank) {
     constexpr int dim = decltype(rank)::value;
-    if constexpr (dim == 2 || dim == 3) {
+    if constexpr (dim >= 2) {
       auto ad = Dev<Device>(HostOf<dim, DType>(a).view(), stream), bd = Dev<Device>(HostOf<dim, DType>(b).view(), stream);
       TensorContainer<Device, dim, DType> yd(c.Out().ShapeAs<dim>());
       yd.set_stream(stream);
@@ -164,7 +165,7 @@ void MatMulAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
       else yd = expr::batch_dot(ad.view(), bd.view());
       CheckVec(ToHost(yd.view()).view(), c.Out().values, kOracleTol, "MatMul");
     } else {
-      FAIL("MatMul cases are 2-D or 3-D");
+      FAIL("MatMul cases are 2-D to 5-D");
     }
   });
 }
@@ -338,12 +339,36 @@ void WindowedAgainstOracle(Stream<Device>* stream, const OnnxCase& c, const Para
   });
 }
 
-// Conv: X (N, C, spatial...), W (K, C / group, kernel...), B (K) optional.
+// A border that is data (pad_mode, pad_value) against ONNX's Pad feeding Conv, MaxPool or AveragePool: the
+// Pad node's spatial pads are the operator's pad and pad_end, its mode and constant_value the border.
+template <typename Param>
+void ReadBorder(const OnnxCase& c, Param* p) {
+  const Vec& pads = c.In("pads").values;
+  const size_t rank = pads.size() / 2, nd = rank - 2;
+  REQUIRE(pads[0] == 0);  // the cases pad N and C by nothing
+  p->pad.clear();
+  p->pad_end.clear();
+  for (size_t i = 0; i < nd; ++i) {
+    p->pad.push_back(static_cast<index_t>(pads[2 + i]));
+    p->pad_end.push_back(static_cast<index_t>(pads[rank + 2 + i]));
+  }
+  const std::string mode = c.String("pad_mode", "constant");
+  p->pad_mode = mode == "reflect" ? PadMode::kReflect
+              : mode == "edge"    ? PadMode::kEdge
+              : mode == "wrap"    ? PadMode::kWrap : PadMode::kConstant;
+  if (p->pad_mode == PadMode::kConstant) {
+    const OnnxTensor* v = c.FindIn("constant_value");
+    p->pad_value = v ? v->values.at(0) : 0.0;
+  }
+}
+
+// Conv: X (N, C, spatial...), W (K, C / group, kernel...), B (K) optional; Pad+Conv reads a border.
 template <typename Device, typename DType>
 void ConvAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
   INFO(c.Describe() << " dtype " << DataType<DType>::name());
   ops::ConvolutionParam p;
   ReadWindowAttrs(c, &p);
+  if (c.op == "Pad+Conv") ReadBorder(c, &p);
   p.num_filter = c.In("W").shape[0];
   REQUIRE(ops::InferConvShapes(p, c.In("X").shape).out == c.Out().shape);
   WindowedAgainstOracle<Device, DType>(stream, c, p, [](const auto&... a) { ops::ConvolutionForward(a...); });
@@ -426,9 +451,12 @@ TE_DEVICE_TEST_CASE("ONNX oracle: ConvTranspose as Deconvolution", "[onnx][decon
 template <typename Device, typename DType>
 void PoolAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
   INFO(c.Describe() << " dtype " << DataType<DType>::name());
+  const bool border = c.op.rfind("Pad+", 0) == 0;  // Pad feeding the pooling: a border that is data
+  const bool max = c.op == "MaxPool" || c.op == "Pad+MaxPool";
   ops::PoolingParam p;
   ReadWindowShape(c, &p);
-  p.pool_type = c.op == "MaxPool" ? ops::PoolType::kMax : ops::PoolType::kAvg;
+  if (border) ReadBorder(c, &p);
+  p.pool_type = max ? ops::PoolType::kMax : ops::PoolType::kAvg;
   p.pooling_convention = c.Int("ceil_mode", 0) ? ops::PoolingConvention::kFull : ops::PoolingConvention::kValid;
   p.count_include_pad = c.Int("count_include_pad", 0) != 0;
   const OnnxTensor& x = c.In("X");
@@ -439,7 +467,7 @@ void PoolAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
       auto xd = Dev<Device>(HostOf<dim, DType>(x).view(), stream);
       TensorContainer<Device, dim, DType> yd(c.Out().ShapeAs<dim>());
       yd.set_stream(stream);
-      if (c.op == "MaxPool") {  // with Indices: where each maximum is, in the flat data
+      if (max && !border) {  // with Indices: where each maximum is, in the flat data
         TensorContainer<Device, dim, int64_t> at(c.Out(1).ShapeAs<dim>());
         at.set_stream(stream);
         ops::PoolingForwardWithIndices(p, xd.view(), kWriteTo, yd.view(), at.view());
@@ -458,6 +486,41 @@ TE_DEVICE_TEST_CASE("ONNX oracle: MaxPool with Indices, AveragePool (dilations, 
                     "[onnx][pooling]") {
   for (const char* op : {"MaxPool", "AveragePool"})
     if (!ForOracleCases(op, [&](const OnnxCase& c, auto t) { PoolAgainstOracle<Device, decltype(t)>(stream, c); }))
+      return;
+}
+
+TE_DEVICE_TEST_CASE("ONNX oracle: border modes as Pad feeding Conv, MaxPool and AveragePool", "[onnx][border]") {
+  if (!ForOracleCases("Pad+Conv", [&](const OnnxCase& c, auto t) { ConvAgainstOracle<Device, decltype(t)>(stream, c); }))
+    return;
+  for (const char* op : {"Pad+MaxPool", "Pad+AveragePool"})
+    ForOracleCases(op, [&](const OnnxCase& c, auto t) { PoolAgainstOracle<Device, decltype(t)>(stream, c); });
+}
+
+// Activation: Relu, Sigmoid, Tanh and Softplus are relu, sigmoid, tanh and softrelu.
+template <typename Device, typename DType>
+void ActivationAgainstOracle(Stream<Device>* stream, const OnnxCase& c, ops::ActType act) {
+  INFO(c.Describe() << " dtype " << DataType<DType>::name());
+  ops::ActivationParam p;
+  p.act_type = act;
+  WithRank(c.In("X").rank(), [&](auto rank) {
+    constexpr int dim = decltype(rank)::value;
+    auto xd = Dev<Device>(HostOf<dim, DType>(c.In("X")).view(), stream);
+    TensorContainer<Device, dim, DType> yd(xd.shape_);
+    yd.set_stream(stream);
+    ops::ActivationForward(p, xd.view(), kWriteTo, yd.view());
+    CheckVec(ToHost(yd.view()).view(), c.Out().values, kOracleTol, c.op);
+  });
+}
+
+TE_DEVICE_TEST_CASE("ONNX oracle: Relu, Sigmoid, Tanh and Softplus as Activation", "[onnx][activation]") {
+  const std::pair<const char*, ops::ActType> acts[] = {{"Relu", ops::ActType::kReLU},
+                                                       {"Sigmoid", ops::ActType::kSigmoid},
+                                                       {"Tanh", ops::ActType::kTanh},
+                                                       {"Softplus", ops::ActType::kSoftReLU}};
+  for (const auto& a : acts)
+    if (!ForOracleCases(a.first, [&](const OnnxCase& c, auto t) {
+          ActivationAgainstOracle<Device, decltype(t)>(stream, c, a.second);
+        }))
       return;
 }
 

@@ -3,8 +3,9 @@
 
     onnx_cases.py OUT.txt
 
-Each case is one random configuration of one operator: a one-node ONNX model run through onnxruntime, or
-through ONNX's reference evaluator (onnx.reference.ReferenceEvaluator) where onnxruntime refuses the node.
+Each case is one random configuration of one operator: a one-node ONNX model (two for a border: Pad, then the
+window operator; op "Pad+Conv" and so on) run through onnxruntime, or through ONNX's reference evaluator
+(onnx.reference.ReferenceEvaluator) where onnxruntime refuses the node.
 Neither was written here, so a case checks our operators against an implementation nobody here wrote.
 The seed is fixed: the same script writes the same cases.
 
@@ -72,9 +73,18 @@ class Oracle:
 
     def model(self, op, inputs, outputs, attrs):
         h = self.helper
-        node = h.make_node(op, [n for n, _ in inputs], [n for n, _ in outputs], **attrs)
+        names, results = [n for n, _ in inputs], [n for n, _ in outputs]
+        if op.startswith("Pad+"):
+            # A border that is data: Pad (mode = the pad_mode attribute) feeds the window operator its X.
+            pad_inputs = [n for n in ("X", "pads", "constant_value") if n in names]
+            window_attrs = {k: v for k, v in attrs.items() if k != "pad_mode"}
+            nodes = [h.make_node("Pad", pad_inputs, ["X_padded"], mode=attrs["pad_mode"]),
+                     h.make_node(op[4:], ["X_padded"] + [n for n in names if n not in pad_inputs], results,
+                                 **window_attrs)]
+        else:
+            nodes = [h.make_node(op, names, results, **attrs)]
         graph = h.make_graph(
-            [node], "case",
+            nodes, "case",
             [h.make_tensor_value_info(n, h.np_dtype_to_tensor_dtype(a.dtype), a.shape) for n, a in inputs],
             [h.make_tensor_value_info(n, dtype, None) for n, dtype in outputs])
         return h.make_model(graph, opset_imports=[h.make_opsetid("", OPSET)])
@@ -144,7 +154,8 @@ def pad_cases(rng, np, F):
 
 
 def matmul_cases(rng, np, F):
-    """2-D products and 3-D batches, either side's batch 1 (broadcast) now and then: dot and batch_dot."""
+    """2-D products, and batches of one to three dimensions, either side's batch dimensions 1 (broadcast) now and
+    then: dot and batch_dot."""
     for i in range(24):
         m, k, n = (int(v) for v in rng.integers(1, 9, size=3))
         if i % 3 == 0:
@@ -152,6 +163,13 @@ def matmul_cases(rng, np, F):
         else:
             batch = int(rng.integers(1, 5))
             a, b = (1 if i % 3 == 1 and i % 2 else batch, m, k), (1 if i % 3 == 2 and i % 2 else batch, k, n)
+        yield ("MatMul", [("A", rng.standard_normal(a).astype(np.float32)),
+                          ("B", rng.standard_normal(b).astype(np.float32))], [("Y", F)], {})
+    for i in range(12):  # 4-D and 5-D, each batch dimension 1 on one side now and then (broadcast)
+        m, k, n = (int(v) for v in rng.integers(1, 7, size=3))
+        batch = [int(v) for v in rng.integers(1, 4, size=2 + i % 2)]
+        a = tuple(1 if rng.integers(0, 3) == 0 else d for d in batch) + (m, k)
+        b = tuple(1 if rng.integers(0, 3) == 0 else d for d in batch) + (k, n)
         yield ("MatMul", [("A", rng.standard_normal(a).astype(np.float32)),
                           ("B", rng.standard_normal(b).astype(np.float32))], [("Y", F)], {})
 
@@ -368,9 +386,49 @@ def pool_cases(rng, np, F):
         yield op, [("X", x)], outputs, attrs
 
 
+def border_cases(rng, np, F):
+    """Conv, MaxPool and AveragePool whose padding reads a border (our pad_mode / pad_value), written the ONNX
+    way: a Pad node (constant with a value, reflect, edge, wrap) feeding the window operator, which pads no
+    further. Reflect pads stay below the extent and wrap pads within it (onnxruntime's limits); pooling pads
+    below the window (ours); no ceil_mode (ONNX clips a window past the border, ours reads the border on)."""
+    modes = ("constant", "reflect", "edge", "wrap")
+    for i in range(48):
+        mode, op, nd = modes[i % 4], ("Conv", "MaxPool", "AveragePool")[(i // 4) % 3], 1 + i % 3
+        kernel, strides, dilations = window_sizes(rng, nd)
+        span = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
+        spatial = tuple(max(int(v), sp, 2) for v, sp in zip(random_shape(rng, nd, 2, {1: 9, 2: 6, 3: 4}[nd], 150), span))
+        limit = [d - 1 if mode == "reflect" else (d if mode == "wrap" else 3) for d in spatial]
+        if op != "Conv":
+            limit = [min(l, sp - 1) for l, sp in zip(limit, span)]
+        begin = [int(rng.integers(0, l + 1)) for l in limit]
+        end = [int(rng.integers(0, l + 1)) for l in limit]
+        groups = int(rng.integers(1, 3)) if op == "Conv" else 1
+        c = groups * int(rng.integers(1, 3))
+        x = rng.standard_normal((int(rng.integers(1, 3)), c) + spatial).astype(np.float32)
+        inputs = [("X", x), ("pads", np.array([0, 0] + begin + [0, 0] + end, dtype=np.int64))]
+        if mode == "constant":
+            inputs.append(("constant_value", np.array(rng.standard_normal(), dtype=np.float32)))
+        attrs = {"pad_mode": mode, "kernel_shape": kernel, "strides": strides, "dilations": dilations}
+        if op == "Conv":
+            k = groups * int(rng.integers(1, 3))
+            inputs.append(("W", rng.standard_normal((k, c // groups) + tuple(kernel)).astype(np.float32)))
+            if i % 2:
+                inputs.append(("B", rng.standard_normal((k,)).astype(np.float32)))
+            attrs["group"] = groups
+        yield "Pad+" + op, inputs, [("Y", F)], attrs
+
+
+def activation_cases(rng, np, F):
+    """Relu, Sigmoid, Tanh and Softplus (our Activation's relu, sigmoid, tanh, softrelu) on ranks 1 to 5."""
+    for op in ("Relu", "Sigmoid", "Tanh", "Softplus"):
+        for i in range(6):
+            x = (rng.standard_normal(random_shape(rng, 1 + i % 5, 1, 6)) * 4).astype(np.float32)
+            yield op, [("X", x)], [("Y", F)], {}
+
+
 GENERATORS = [softmax_cases, pad_cases, matmul_cases, slice_cases, concat_cases, reduce_mean_cases, leaky_cases,
               fully_connected_cases, conv_cases, lrn_cases, gather_cases,
-              conv_transpose_cases, pool_cases]
+              conv_transpose_cases, pool_cases, border_cases, activation_cases]
 
 
 # ---- writing ---------------------------------------------------------------------------------------------
