@@ -8,6 +8,7 @@
 #include "ops_test_util.h"
 #include "onnx_cases.h"
 #include <tensorexpr/ops/activation.h>
+#include <tensorexpr/ops/batch_norm.h>
 #include <tensorexpr/ops/convolution.h>
 #include <tensorexpr/ops/deconvolution.h>
 #include <tensorexpr/ops/embedding.h>
@@ -522,6 +523,45 @@ TE_DEVICE_TEST_CASE("ONNX oracle: Relu, Sigmoid, Tanh and Softplus as Activation
           ActivationAgainstOracle<Device, decltype(t)>(stream, c, a.second);
         }))
       return;
+}
+
+// BatchNormalization: inference (the running statistics: our is_train false) and training_mode 1 (the batch's
+// statistics, the running ones moved by momentum: is_train true, updated in place); fix_gamma off.
+template <typename Device, typename DType>
+void BatchNormAgainstOracle(Stream<Device>* stream, const OnnxCase& c) {
+  INFO(c.Describe() << " dtype " << DataType<DType>::name());
+  ops::BatchNormParam p;
+  p.eps = c.Float("epsilon", 1e-5);
+  p.momentum = c.Float("momentum", 0.9);
+  p.fix_gamma = false;
+  const bool training = c.Int("training_mode", 0) != 0;
+  const OnnxTensor& x = c.In("X");
+  auto vec = [&](const char* name) { return Dev<Device>(HostOf<1, DType>(c.In(name)).view(), stream); };
+  auto gamma = vec("scale"), beta = vec("B"), mean = vec("input_mean"), var = vec("input_var");
+  TensorContainer<Device, 1, DType> save_mean(gamma.shape_), save_inv_std(gamma.shape_);
+  save_mean.set_stream(stream), save_inv_std.set_stream(stream);
+  WithRank(x.rank(), [&](auto rank) {
+    constexpr int dim = decltype(rank)::value;
+    if constexpr (dim >= 2) {
+      auto xd = Dev<Device>(HostOf<dim, DType>(x).view(), stream);
+      TensorContainer<Device, dim, DType> yd(xd.shape_);
+      yd.set_stream(stream);
+      ops::BatchNormForward(p, training, xd.view(), gamma.view(), beta.view(), mean.view(), var.view(), kWriteTo,
+                            yd.view(), save_mean.view(), save_inv_std.view());
+      CheckVec(ToHost(yd.view()).view(), c.Out().values, kOracleTol, "BatchNormalization Y");
+      if (training) {
+        CheckVec(ToHost(mean.view()).view(), c.Out(1).values, kOracleTol, "BatchNormalization running_mean");
+        CheckVec(ToHost(var.view()).view(), c.Out(2).values, kOracleTol, "BatchNormalization running_var");
+      }
+    } else {
+      FAIL("BatchNormalization cases are 2-D to 5-D");
+    }
+  });
+}
+
+TE_DEVICE_TEST_CASE("ONNX oracle: BatchNormalization, inference and training_mode", "[onnx][batch_norm]") {
+  ForOracleCases("BatchNormalization",
+                 [&](const OnnxCase& c, auto t) { BatchNormAgainstOracle<Device, decltype(t)>(stream, c); });
 }
 
 }  // namespace

@@ -426,9 +426,30 @@ def activation_cases(rng, np, F):
             yield op, [("X", x)], [("Y", F)], {}
 
 
+def batch_norm_cases(rng, np, F):
+    """BatchNormalization on ranks 2 to 5: inference (the running statistics) and training_mode 1 (the batch's,
+    biased variance, with the running statistics moved by momentum as further outputs)."""
+    for i in range(16):
+        training = i % 2
+        rank = 2 + i % 4
+        shape = random_shape(rng, rank, 1 if not training else 2, 5, 200)
+        c = shape[1]
+        x = (rng.standard_normal(shape) * 2 + 0.5).astype(np.float32)
+        stats = [("scale", rng.standard_normal((c,)).astype(np.float32)),
+                 ("B", rng.standard_normal((c,)).astype(np.float32)),
+                 ("input_mean", rng.standard_normal((c,)).astype(np.float32)),
+                 ("input_var", rng.uniform(0.5, 2.0, (c,)).astype(np.float32))]
+        attrs = {"epsilon": float(rng.choice([1e-5, 1e-3])), "momentum": float(rng.choice([0.9, 0.8]))}
+        outputs = [("Y", F)]
+        if training:
+            attrs["training_mode"] = 1
+            outputs += [("running_mean", F), ("running_var", F)]
+        yield "BatchNormalization", [("X", x)] + stats, outputs, attrs
+
+
 GENERATORS = [softmax_cases, pad_cases, matmul_cases, slice_cases, concat_cases, reduce_mean_cases, leaky_cases,
               fully_connected_cases, conv_cases, lrn_cases, gather_cases,
-              conv_transpose_cases, pool_cases, border_cases, activation_cases]
+              conv_transpose_cases, pool_cases, border_cases, activation_cases, batch_norm_cases]
 
 
 # ---- writing ---------------------------------------------------------------------------------------------
