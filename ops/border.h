@@ -37,8 +37,9 @@ BorderPads<dim> MakeBorderPads(int first, int nd, const index_t* before, const i
 template <typename DType>
 DType BorderValue(const char* op, double value) {
   if constexpr (std::is_integral<DType>::value) {
+    // The upper bound 2^digits is exact in double (INT64_MAX is not: it rounds up to 2^63).
     TE_CHECK(std::floor(value) == value && value >= double(std::numeric_limits<DType>::lowest()) &&
-                 value <= double(std::numeric_limits<DType>::max()),
+                 value < std::ldexp(1.0, std::numeric_limits<DType>::digits),
              op, ": pad_value ", value, " is not a value of the data's type ", DataType<DType>::name());
     return static_cast<DType>(value);
   } else if constexpr (std::is_same<DType, double>::value) {
@@ -61,14 +62,23 @@ Param WithoutPadding(const Param& p) {
   return q;
 }
 
-// The data with its border, in a temporary on the data's stream.
+// The data with its border, in a temporary written and freed on the operator's stream s.
 template <typename Device, int dim, typename DType>
 TensorContainer<Device, dim, DType> PadBorder(const char* op, const Tensor<Device, dim, DType>& data,
-                                              const BorderPads<dim>& pads, PadMode mode, double value) {
+                                              const BorderPads<dim>& pads, PadMode mode, double value,
+                                              Stream<Device>* s) {
   TensorContainer<Device, dim, DType> padded;
-  padded.set_stream(data.stream_);
+  padded.set_stream(s);
   padded = expr::pad(data, pads.begin, pads.end, mode, BorderValue<DType>(op, value));
   return padded;
+}
+
+// The gradient of the padded copy summed back onto the data (unpad), stored as req says, on stream s.
+template <typename Device, int dim, typename DType>
+void UnpadInto(Tensor<Device, dim, DType> data_grad, OpReqType req, const Tensor<Device, dim, DType>& padded_grad,
+               const BorderPads<dim>& pads, PadMode mode, Stream<Device>* s) {
+  data_grad.stream_ = s;
+  Assign(data_grad, req, expr::unpad(padded_grad, pads.begin, pads.end, mode));
 }
 
 }  // namespace detail

@@ -176,7 +176,7 @@ bool RunConvForward(const ConvolutionParam& p, const Tensor<Device, ddim, DType>
     if (ConvBorderIsData(p)) {
       const BorderPads<ddim> pads = ConvBorderPads<ddim>(g, p.kernel.size());
       if (pads.any) {
-        const auto padded = PadBorder("Convolution", data, pads, p.pad_mode, p.pad_value.value_or(0.0));
+        const auto padded = PadBorder("Convolution", data, pads, p.pad_mode, p.pad_value.value_or(0.0), s);
         return RunConvForward(WithoutPadding(p), padded.view(), weight, epilogue, req, out, only_fused);
       }
     }
@@ -259,7 +259,7 @@ void ConvolutionBackward(const ConvolutionParam& p, const Tensor<Device, ddim, D
     if (ConvBorderIsData(p)) {
       const detail::BorderPads<ddim> pads = detail::ConvBorderPads<ddim>(g, p.kernel.size());
       if (pads.any) {  // the gradients of the padded copy; its data gradient summed back onto the data
-        const auto padded = detail::PadBorder("Convolution", data, pads, p.pad_mode, p.pad_value.value_or(0.0));
+        const auto padded = detail::PadBorder("Convolution", data, pads, p.pad_mode, p.pad_value.value_or(0.0), s);
         TensorContainer<Device, ddim, DType> padded_grad;
         padded_grad.set_stream(s);
         if (stores.data_grad.active) padded_grad.Resize(padded.shape_);
@@ -267,7 +267,7 @@ void ConvolutionBackward(const ConvolutionParam& p, const Tensor<Device, ddim, D
                             stores.data_grad.active ? kWriteTo : kNullOp, padded_grad.view(), req_weight, weight_grad,
                             req_bias, bias_grad);
         if (stores.data_grad.active)
-          Assign(data_grad, req_data, expr::unpad(padded_grad.view(), pads.begin, pads.end, p.pad_mode));
+          detail::UnpadInto(data_grad, req_data, padded_grad.view(), pads, p.pad_mode, s);
         return;
       }
     }

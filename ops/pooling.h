@@ -92,9 +92,10 @@ void PoolingForward(const PoolingParam& p, const Tensor<Device, dim, DType>& dat
            " for data shape ", data.shape_);
   if (!DecodeReq(req, "Pooling forward").active || want.Size() == 0) return;
   if (PoolBorderIsData(p)) {
+    detail::BorderValue<DType>("Pooling", p.pad_value.value_or(0.0));  // checked with or without padding
     const detail::BorderPads<dim> pads = detail::PoolBorderPads<dim>(p, g);
     if (pads.any) {
-      const auto padded = detail::PadBorder("Pooling", data, pads, p.pad_mode, p.pad_value.value_or(0.0));
+      const auto padded = detail::PadBorder("Pooling", data, pads, p.pad_mode, p.pad_value.value_or(0.0), out.stream_);
       PoolingForward(detail::PoolWithoutPadding(p), padded.view(), req, out);
       return;
     }
@@ -161,14 +162,21 @@ void PoolingBackward(const PoolingParam& p, const Tensor<Device, dim, DType>& ou
     return;
   }
   if (PoolBorderIsData(p)) {
+    detail::BorderValue<DType>("Pooling", p.pad_value.value_or(0.0));
     const detail::BorderPads<dim> pads = detail::PoolBorderPads<dim>(p, g);
     if (pads.any) {  // the padded copy's gradient, summed back onto the data
-      const auto padded = detail::PadBorder("Pooling", data, pads, p.pad_mode, p.pad_value.value_or(0.0));
+      // A window holding an element twice (itself and a copy of it in the border) would pass it the
+      // gradient once per copy: max pooling's rule sends it to every element equal to the maximum.
+      TE_CHECK(!g.is_max || p.pad_mode == PadMode::kConstant, "Pooling backward: max pooling with pad_mode ",
+               PadModeName(p.pad_mode), " has no gradient here (a window can hold an element and its copy in ",
+               "the border); the forward takes it, and pad_mode constant has one");
+      Stream<Device>* s = in_grad.stream_;
+      const auto padded = detail::PadBorder("Pooling", data, pads, p.pad_mode, p.pad_value.value_or(0.0), s);
       TensorContainer<Device, dim, DType> padded_grad;
-      padded_grad.set_stream(in_grad.stream_);
+      padded_grad.set_stream(s);
       padded_grad.Resize(padded.shape_);
       PoolingBackward(detail::PoolWithoutPadding(p), out_grad, padded.view(), out, kWriteTo, padded_grad.view());
-      Assign(in_grad, req, expr::unpad(padded_grad.view(), pads.begin, pads.end, p.pad_mode));
+      detail::UnpadInto(in_grad, req, padded_grad.view(), pads, p.pad_mode, s);
       return;
     }
   }

@@ -635,6 +635,13 @@ void RunPool(Stream<Device>* stream, const PoolCase& c, Shape<dim> xs, int nd, O
     if constexpr (std::is_same<DType, double>::value) yexact.dptr_[Flat(ys, i)] = y[Flat(ys, i)];
   });
   auto yed = Dev<Device>(yexact.view(), stream, padded);
+  if (r.is_max && r.border_data && r.mode != PadMode::kConstant && req != kNullOp &&
+      (r.p[0] + r.p[1] + r.p[2] > 0 || r.pe[0] + r.pe[1] + r.pe[2] > 0)) {
+    // A window can hold an element and its copy in the border: max pooling's backward refuses it.
+    RequireError([&] { ops::PoolingBackward(p, dyd.view(), xd.view(), yed.view(), req, dxd.view()); },
+                 {"Pooling backward", "max pooling with pad_mode", PadModeName(r.mode)});
+    return;
+  }
   ops::PoolingBackward(p, dyd.view(), xd.view(), yed.view(), req, dxd.view());
   CheckVec(ToHost(dxd.view()).view(), Expect(req, dx0, dx), tol * 4, "backward");
 }
@@ -819,10 +826,12 @@ TE_DEVICE_TEST_CASE("Pooling border modes: constant value, edge, reflect and wra
 
 // Channels last with a border: the same numbers as channels first on the same data.
 TE_DEVICE_TEST_CASE("Pooling border modes channels last match channels first", "[ops_nn][pooling][border][layout]") {
-  for (PadMode mode : {PadMode::kReflect, PadMode::kEdge}) {
+  for (PadMode mode : {PadMode::kReflect, PadMode::kEdge, PadMode::kConstant}) {
     for (PoolType t : kPoolTypes) {
+      if (t == PoolType::kMax && mode != PadMode::kConstant) continue;  // no gradient there (a refused case)
       ops::PoolingParam p = ToParam(PCX({3, 2}, {2, 1}, {2, 1}, {1, 0}, {}, t));
       p.pad_mode = mode;
+      if (mode == PadMode::kConstant) p.pad_value = -0.5;
       const Shape<4> xs = Shape4(2, 3, 6, 5), ys = ops::InferPoolingShape(p, xs);
       auto xh = Uniform<4, float>(xs);
       auto dyh = Uniform<4, float>(ys);
@@ -936,6 +945,21 @@ TE_DEVICE_TEST_CASE("Pooling gradients match finite differences", "[ops_nn][pool
     PoolFiniteDifferences<Device, 4>(stream, PCX({3, 2}, {2, 1}, {1, 0}, {0, 1}, {2, 2}, t), Shape4(1, 2, 7, 5));
     PoolFiniteDifferences<Device, 3>(stream, PCX({3}, {2}, {}, {}, {2}, t, ops::ConvPadding::kSameLower), Shape3(1, 1, 8));
   }
+  // Borders that are data: average pooling in every mode (an element and its copies in one window each
+  // count), max pooling on a constant border.
+  for (PadMode mode : {PadMode::kEdge, PadMode::kReflect, PadMode::kWrap, PadMode::kConstant}) {
+    PoolCase avg = PC({3, 3}, {1, 2}, {2, 1}, PoolType::kAvg, kFullConv);
+    avg.pad_mode = mode;
+    if (mode == PadMode::kConstant) avg.pad_value = 0.25;
+    PoolFiniteDifferences<Device, 4>(stream, avg, Shape4(1, 2, 4, 5));
+    PoolCase avg1 = PC({4}, {1}, {3}, PoolType::kAvg);
+    avg1.pad_mode = mode;
+    PoolFiniteDifferences<Device, 3>(stream, avg1, Shape3(1, 1, 2));
+  }
+  PoolCase max = PC({3, 3}, {2, 2}, {1, 1}, PoolType::kMax);
+  max.pad_mode = PadMode::kConstant;
+  max.pad_value = -0.5;
+  PoolFiniteDifferences<Device, 4>(stream, max, Shape4(1, 2, 5, 6));
 }
 
 TE_DEVICE_TEST_CASE("Pooling names bad parameters and shapes", "[ops_nn][pooling][error]") {

@@ -50,7 +50,8 @@ struct PoolingParam {
   // What the padding reads (auto_pad.h). By default (kConstant, no value) it is no data: a max ignores
   // it and an average counts it as count_include_pad says. pad_value, or kEdge / kReflect / kWrap, make
   // it data the windows read like any other element; windows that the full convention lets run past the
-  // end read the border further by the same rule. Runs on a padded copy of the data.
+  // end read the border further by the same rule (ONNX's Pad then ceil_mode would clip them instead).
+  // Runs on a padded copy of the data. Max pooling's backward takes the constant border only.
   PadMode pad_mode = PadMode::kConstant;
   std::optional<double> pad_value;
   // Channels first, data (..., C, spatial...), or last, (..., spatial..., C) (ops/layout.h). Channels-last
