@@ -387,6 +387,22 @@ TE_DEVICE_TEST_CASE("batch_dot of rank 4 and 5 broadcasts its batch dimensions",
                                    StoreOp::kWrite, Scale::kNone, false);
   RunBatchDotNd<Device, 4, bf16_t>(stream, Shape4(2, 3, 0, 0), Shape4(0, 0, 0, 0), Shape4(0, 1, 0, 0), true, false,
                                    StoreOp::kAdd, Scale::kLeft, true);
+  // The destination shares memory with a broadcast operand: b is c's first slab, read for every slab of c.
+  {
+    TensorContainer<cpu, 4, float> ah(Shape4(2, 1, 2, 2)), ch(Shape4(2, 1, 2, 2));
+    FillRandom(ah.view()), FillRandom(ch.view());
+    auto ad = ToDevice<Device>(ah.view(), stream), cd = ToDevice<Device>(ch.view(), stream);
+    const Tensor<Device, 4, float> bv(cd.dptr_, Shape4(1, 1, 2, 2), 2, stream);
+    cd = batch_dot(ad.view(), bv);
+    const auto got = ToHost(cd.view());
+    for (index_t i = 0; i < 2; ++i)
+      for (index_t r = 0; r < 2; ++r)
+        for (index_t col = 0; col < 2; ++col) {
+          double want = 0;
+          for (index_t j = 0; j < 2; ++j) want += double(ah[i][0][r][j]) * double(ch[0][0][j][col]);
+          CHECK(double(got[i][0][r][col]) == Approx(want).epsilon(1e-5));
+        }
+  }
   // Batch dimensions that differ and neither is 1; inner extents that differ.
   TensorContainer<Device, 4, float> a(Shape4(2, 3, 4, 5)), b(Shape4(3, 3, 5, 2)), b2(Shape4(2, 3, 4, 2));
   a.set_stream(stream), b.set_stream(stream), b2.set_stream(stream);

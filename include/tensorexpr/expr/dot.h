@@ -18,6 +18,7 @@
 #include "map.h"
 #include "transpose2d.h"
 #include "../tensor.h"
+#include "../tensor_container.h"
 
 namespace tensorexpr {
 namespace expr {
@@ -430,6 +431,16 @@ inline void EvalInto(Tensor<Device, dim, DType> dst, const BatchDotNdExp<TA, TB,
   using Node = BatchDotNdExp<TA, TB, lt, rt, DType>;
   if constexpr (check_product_assignment<Saver, Device, dim, Node>::value) {
     CheckProductDestination<Saver>(dst, e);
+    const bool lhs_aliased = MemoryOverlaps(dst, e.lhs_), rhs_aliased = MemoryOverlaps(dst, e.rhs_);
+    if (lhs_aliased || rhs_aliased) {
+      // A broadcast operand may share memory with a slab written before it is read: private copies.
+      TensorContainer<Device, dim, DType> lhs, rhs;
+      lhs.set_stream(dst.stream_), rhs.set_stream(dst.stream_);
+      if (lhs_aliased) lhs = e.lhs_;
+      if (rhs_aliased) rhs = e.rhs_;
+      EvalInto<Saver>(dst, Node(lhs_aliased ? lhs.view() : e.lhs_, rhs_aliased ? rhs.view() : e.rhs_, e.scale_));
+      return;
+    }
     const Shape<dim> a = e.lhs_.shape_, b = e.rhs_.shape_;
     const index_t outer = dst.shape_.ProdShape(0, dim - 3);
     for (index_t o = 0; o < outer; ++o) {
