@@ -91,15 +91,7 @@ void PoolingForward(const PoolingParam& p, const Tensor<Device, dim, DType>& dat
   TE_CHECK(out.shape_ == want, "Pooling forward: output shape ", out.shape_, " does not match the expected ", want,
            " for data shape ", data.shape_);
   if (!DecodeReq(req, "Pooling forward").active || want.Size() == 0) return;
-  if (PoolBorderIsData(p)) {
-    detail::BorderValue<DType>("Pooling", p.pad_value.value_or(0.0));  // checked with or without padding
-    const detail::BorderPads<dim> pads = detail::PoolBorderPads<dim>(p, g);
-    if (pads.any) {
-      const auto padded = detail::PadBorder("Pooling", data, pads, p.pad_mode, p.pad_value.value_or(0.0), out.stream_);
-      PoolingForward(detail::PoolWithoutPadding(p), padded.view(), req, out);
-      return;
-    }
-  }
+  if (PoolBorderIsData(p)) detail::BorderValue<DType>("Pooling", p.pad_value.value_or(0.0));  // with or without padding
   if (p.layout == Layout::kNHWC) {
     // Moved channels first into the workspace (x, then y), pooled there, moved back into out.
     Stream<Device>* s = out.stream_;
@@ -117,6 +109,11 @@ void PoolingForward(const PoolingParam& p, const Tensor<Device, dim, DType>& dat
   }
   if constexpr (dim != 4) {  // the rank-4 views run the kernels (detail::PoolVolumes)
     PoolingForward(detail::VolumesParam(p, g), detail::PoolVolumes(data, g.nd), req, detail::PoolVolumes(out, g.nd));
+  } else if (PoolBorderIsData(p) && detail::PoolBorderPads<dim>(p, g).any) {
+    // A border that is data, on the rank-4 view only: one instance of pad per dtype.
+    const auto padded = detail::PadBorder("Pooling", data, detail::PoolBorderPads<dim>(p, g), p.pad_mode,
+                                          p.pad_value.value_or(0.0), out.stream_);
+    PoolingForward(detail::PoolWithoutPadding(p), padded.view(), req, out);
   } else if (g.is_max) {
     Assign(out, req, expr::pool<red::maximum>(data, g));
   } else if constexpr (std::is_integral<DType>::value) {
@@ -163,22 +160,12 @@ void PoolingBackward(const PoolingParam& p, const Tensor<Device, dim, DType>& ou
   }
   if (PoolBorderIsData(p)) {
     detail::BorderValue<DType>("Pooling", p.pad_value.value_or(0.0));
-    const detail::BorderPads<dim> pads = detail::PoolBorderPads<dim>(p, g);
-    if (pads.any) {  // the padded copy's gradient, summed back onto the data
-      // A window holding an element twice (itself and a copy of it in the border) would pass it the
-      // gradient once per copy: max pooling's rule sends it to every element equal to the maximum.
-      TE_CHECK(!g.is_max || p.pad_mode == PadMode::kConstant, "Pooling backward: max pooling with pad_mode ",
-               PadModeName(p.pad_mode), " has no gradient here (a window can hold an element and its copy in ",
-               "the border); the forward takes it, and pad_mode constant has one");
-      Stream<Device>* s = in_grad.stream_;
-      const auto padded = detail::PadBorder("Pooling", data, pads, p.pad_mode, p.pad_value.value_or(0.0), s);
-      TensorContainer<Device, dim, DType> padded_grad;
-      padded_grad.set_stream(s);
-      padded_grad.Resize(padded.shape_);
-      PoolingBackward(detail::PoolWithoutPadding(p), out_grad, padded.view(), out, kWriteTo, padded_grad.view());
-      detail::UnpadInto(in_grad, req, padded_grad.view(), pads, p.pad_mode, s);
-      return;
-    }
+    // A window holding an element twice (itself and a copy of it in the border) would pass it the
+    // gradient once per copy: max pooling's rule sends it to every element equal to the maximum.
+    TE_CHECK(!g.is_max || p.pad_mode == PadMode::kConstant || !detail::PoolBorderPads<dim>(p, g).any,
+             "Pooling backward: max pooling with pad_mode ", PadModeName(p.pad_mode),
+             " has no gradient here (a window can hold an element and its copy in the border); the forward ",
+             "takes it, and pad_mode constant has one");
   }
   if (p.layout == Layout::kNHWC) {
     // x, y, dy moved channels first into the workspace, the gradient computed there, moved back.
@@ -204,6 +191,16 @@ void PoolingBackward(const PoolingParam& p, const Tensor<Device, dim, DType>& ou
     using detail::PoolVolumes;
     PoolingBackward(detail::VolumesParam(p, g), PoolVolumes(out_grad, g.nd), PoolVolumes(data, g.nd),
                     PoolVolumes(out, g.nd), req, PoolVolumes(in_grad, g.nd));
+  } else if (PoolBorderIsData(p) && detail::PoolBorderPads<dim>(p, g).any) {
+    // The padded copy's gradient, summed back onto the data; on the rank-4 view only.
+    const detail::BorderPads<dim> pads = detail::PoolBorderPads<dim>(p, g);
+    Stream<Device>* s = in_grad.stream_;
+    const auto padded = detail::PadBorder("Pooling", data, pads, p.pad_mode, p.pad_value.value_or(0.0), s);
+    TensorContainer<Device, dim, DType> padded_grad;
+    padded_grad.set_stream(s);
+    padded_grad.Resize(padded.shape_);
+    PoolingBackward(detail::PoolWithoutPadding(p), out_grad, padded.view(), out, kWriteTo, padded_grad.view());
+    detail::UnpadInto(in_grad, req, padded_grad.view(), pads, p.pad_mode, s);
   } else if (g.is_max) {
     Assign(in_grad, req, expr::unpool<red::maximum>(data, out, out_grad, g));
   } else if constexpr (std::is_integral<DType>::value) {
