@@ -20,19 +20,27 @@ double RefPad(const Tensor<cpu, dim, double>& src, const Shape<dim>& begin, cons
   return At(src, at);
 }
 
+// Random border widths per dimension, up to twice the extent (reflect and wrap go round more than once);
+// returns the padded shape.
+template <int dim>
+Shape<dim> RandomBorders(const Shape<dim>& shape, Shape<dim>* begin, Shape<dim>* end) {
+  std::uniform_int_distribution<int> wide(0, 2);
+  Shape<dim> padded;
+  for (int d = 0; d < dim; ++d) {
+    std::uniform_int_distribution<index_t> width(0, std::max<index_t>(1, shape[d] * wide(Rng())));
+    (*begin)[d] = width(Rng());
+    (*end)[d] = width(Rng());
+    padded[d] = shape[d] + (*begin)[d] + (*end)[d];
+  }
+  return padded;
+}
+
 const PadMode kModes[] = {PadMode::kConstant, PadMode::kEdge, PadMode::kReflect, PadMode::kWrap};
 
 template <typename Device, int dim, typename DType>
 void RunPad(Stream<Device>* stream, const Shape<dim>& shape, PadMode mode, bool padded_rows, bool add) {
-  std::uniform_int_distribution<int> wide(0, 2);
-  Shape<dim> begin, end, out_shape;
-  for (int d = 0; d < dim; ++d) {
-    // Up to twice the extent: reflect and wrap go round more than once.
-    std::uniform_int_distribution<index_t> width(0, std::max<index_t>(1, shape[d] * wide(Rng())));
-    begin[d] = width(Rng());
-    end[d] = width(Rng());
-    out_shape[d] = shape[d] + begin[d] + end[d];
-  }
+  Shape<dim> begin, end;
+  const Shape<dim> out_shape = RandomBorders(shape, &begin, &end);
   const double value = std::uniform_real_distribution<double>(-3, 3)(Rng());
   const DType v = DType(static_cast<float>(value));
   INFO("pad " << PadModeName(mode) << " source " << shape << " begin " << begin << " end " << end << " dtype "
@@ -69,14 +77,8 @@ TE_DEVICE_TEST_CASE("pad border modes match the float64 reference on every rank"
 // reads (none for the constant border); then the adjoint identity against pad on the same device.
 template <typename Device, int dim, typename DType>
 void RunUnpad(Stream<Device>* stream, const Shape<dim>& shape, PadMode mode, bool padded_rows, bool add) {
-  std::uniform_int_distribution<int> wide(0, 2);
-  Shape<dim> begin, end, padded_shape;
-  for (int d = 0; d < dim; ++d) {
-    std::uniform_int_distribution<index_t> width(0, std::max<index_t>(1, shape[d] * wide(Rng())));
-    begin[d] = width(Rng());
-    end[d] = width(Rng());
-    padded_shape[d] = shape[d] + begin[d] + end[d];
-  }
+  Shape<dim> begin, end;
+  const Shape<dim> padded_shape = RandomBorders(shape, &begin, &end);
   INFO("unpad " << PadModeName(mode) << " source " << shape << " begin " << begin << " end " << end << " dtype "
                 << DataType<DType>::name() << (add ? " +=" : " ="));
   auto gh = Uniform<dim, DType>(padded_shape);
