@@ -70,6 +70,11 @@ BorderPads<dim> PoolBorderPads(const PoolingParam& p, const PoolGeometry& g) {
     after[i] = std::max<index_t>(0, (g.out[i] - 1) * g.s[i] + (g.k[i] - 1) * g.d[i] + 1 - g.in[i] - g.p[i]);
   return MakeBorderPads<dim>(p.layout == Layout::kNHWC ? dim - 1 - g.nd : dim - g.nd, g.nd, g.p, after);
 }
+// The border to pad, any = false when the border is not data (PoolBorderIsData) or nothing is padded.
+template <int dim>
+BorderPads<dim> PoolBorder(const PoolingParam& p, const PoolGeometry& g) {
+  return PoolBorderIsData(p) ? PoolBorderPads<dim>(p, g) : BorderPads<dim>();
+}
 inline PoolingParam PoolWithoutPadding(const PoolingParam& p) {
   PoolingParam q = WithoutPadding(p);
   q.pooling_convention = PoolingConvention::kValid;
@@ -92,6 +97,7 @@ void PoolingForward(const PoolingParam& p, const Tensor<Device, dim, DType>& dat
            " for data shape ", data.shape_);
   if (!DecodeReq(req, "Pooling forward").active || want.Size() == 0) return;
   if (PoolBorderIsData(p)) detail::BorderValue<DType>("Pooling", p.pad_value.value_or(0.0));  // with or without padding
+  const detail::BorderPads<dim> border = detail::PoolBorder<dim>(p, g);
   if (p.layout == Layout::kNHWC) {
     // Moved channels first into the workspace (x, then y), pooled there, moved back into out.
     Stream<Device>* s = out.stream_;
@@ -109,10 +115,9 @@ void PoolingForward(const PoolingParam& p, const Tensor<Device, dim, DType>& dat
   }
   if constexpr (dim != 4) {  // the rank-4 views run the kernels (detail::PoolVolumes)
     PoolingForward(detail::VolumesParam(p, g), detail::PoolVolumes(data, g.nd), req, detail::PoolVolumes(out, g.nd));
-  } else if (PoolBorderIsData(p) && detail::PoolBorderPads<dim>(p, g).any) {
+  } else if (border.any) {
     // A border that is data, on the rank-4 view only: one instance of pad per dtype.
-    const auto padded = detail::PadBorder("Pooling", data, detail::PoolBorderPads<dim>(p, g), p.pad_mode,
-                                          p.pad_value.value_or(0.0), out.stream_);
+    const auto padded = detail::PadBorder("Pooling", data, border, p.pad_mode, p.pad_value.value_or(0.0), out.stream_);
     PoolingForward(detail::PoolWithoutPadding(p), padded.view(), req, out);
   } else if (g.is_max) {
     Assign(out, req, expr::pool<red::maximum>(data, g));
@@ -158,11 +163,12 @@ void PoolingBackward(const PoolingParam& p, const Tensor<Device, dim, DType>& ou
     if (!store.add) dx = DType(0);
     return;
   }
+  const detail::BorderPads<dim> border = detail::PoolBorder<dim>(p, g);
   if (PoolBorderIsData(p)) {
     detail::BorderValue<DType>("Pooling", p.pad_value.value_or(0.0));
     // A window holding an element twice (itself and a copy of it in the border) would pass it the
     // gradient once per copy: max pooling's rule sends it to every element equal to the maximum.
-    TE_CHECK(!g.is_max || p.pad_mode == PadMode::kConstant || !detail::PoolBorderPads<dim>(p, g).any,
+    TE_CHECK(!g.is_max || p.pad_mode == PadMode::kConstant || !border.any,
              "Pooling backward: max pooling with pad_mode ", PadModeName(p.pad_mode),
              " has no gradient here (a window can hold an element and its copy in the border); the forward ",
              "takes it, and pad_mode constant has one");
@@ -191,16 +197,15 @@ void PoolingBackward(const PoolingParam& p, const Tensor<Device, dim, DType>& ou
     using detail::PoolVolumes;
     PoolingBackward(detail::VolumesParam(p, g), PoolVolumes(out_grad, g.nd), PoolVolumes(data, g.nd),
                     PoolVolumes(out, g.nd), req, PoolVolumes(in_grad, g.nd));
-  } else if (PoolBorderIsData(p) && detail::PoolBorderPads<dim>(p, g).any) {
+  } else if (border.any) {
     // The padded copy's gradient, summed back onto the data; on the rank-4 view only.
-    const detail::BorderPads<dim> pads = detail::PoolBorderPads<dim>(p, g);
     Stream<Device>* s = in_grad.stream_;
-    const auto padded = detail::PadBorder("Pooling", data, pads, p.pad_mode, p.pad_value.value_or(0.0), s);
+    const auto padded = detail::PadBorder("Pooling", data, border, p.pad_mode, p.pad_value.value_or(0.0), s);
     TensorContainer<Device, dim, DType> padded_grad;
     padded_grad.set_stream(s);
     padded_grad.Resize(padded.shape_);
     PoolingBackward(detail::PoolWithoutPadding(p), out_grad, padded.view(), out, kWriteTo, padded_grad.view());
-    detail::UnpadInto(in_grad, req, padded_grad.view(), pads, p.pad_mode, s);
+    detail::UnpadInto(in_grad, req, padded_grad.view(), border, p.pad_mode, s);
   } else if (g.is_max) {
     Assign(in_grad, req, expr::unpool<red::maximum>(data, out, out_grad, g));
   } else if constexpr (std::is_integral<DType>::value) {

@@ -234,14 +234,18 @@ struct UnpadExp : public Exp<UnpadExp<E>, typename E::value_type, type::kChainer
     PadMode mode_;
     TE_XINLINE DType Eval(index_t y, index_t x) const {
       using A = accum_t<DType>;
-      // The readers of each padded row dimension (slot d - first_), then of the last.
+      // The readers of each padded row dimension, then of the last. The loops over d run over every row
+      // dimension and skip those before first_, so that unrolled they index readers by a constant and nvcc
+      // keeps it in registers (indexed from first_ it went to local memory).
       PadReaders readers[static_cast<size_t>(kRowDims)];
       index_t rest = y, total = 1;
-      for (int d = kDim - 2; d >= first_; --d) {
+      TE_UNROLL
+      for (int d = kDim - 2; d >= 0; --d) {
+        if (d < first_) continue;
         index_t r;
         rest = out_extent_[d].DivMod(rest, &r);
-        readers[d - first_] = FindPadReaders(r, in_extent_[d], begin_[d], padded_extent_[d], mode_);
-        total *= readers[d - first_].Total();
+        readers[d] = FindPadReaders(r, in_extent_[d], begin_[d], padded_extent_[d], mode_);
+        total *= readers[d].Total();
       }
       const PadReaders cols = FindPadReaders(x, out_width_, begin_x_, padded_width_, mode_);
       index_t base = rest;  // the unpadded leading row index, scaled by the padded extents below
@@ -249,11 +253,13 @@ struct UnpadExp : public Exp<UnpadExp<E>, typename E::value_type, type::kChainer
       A acc = A(0);
       for (index_t k = 0; k < total; ++k) {  // every combination of one reader per padded row dimension
         index_t row = 0, pick = k;
-        for (int d = first_; d <= kDim - 2; ++d) {
-          const index_t n = readers[d - first_].Total();
+        TE_UNROLL
+        for (int d = 0; d <= kDim - 2; ++d) {
+          if (d < first_) continue;
+          const index_t n = readers[d].Total();
           const index_t j = pick % n;
           pick /= n;
-          row = row * padded_extent_[d] + readers[d - first_].At(j);
+          row = row * padded_extent_[d] + readers[d].At(j);
         }
         row += base;
         for (index_t j = 0; j < cols.Total(); ++j) red::sum::Reduce(acc, A(grad_.Eval(row, cols.At(j))));
