@@ -50,8 +50,10 @@ ln -s "$source" "$work/meson-consumer/subprojects/tensorexpr"
 gpu=false
 command -v nvcc >/dev/null && gpu=true
 # --force-fallback-for: the subproject, not the temporary install that PKG_CONFIG_PATH shows above.
+# Unoptimised: this checks that the subproject resolves and links, and -O0 builds its operator library in
+# 41 s instead of 142 s (2-core machine).
 meson setup "$work/meson-consumer/build" "$work/meson-consumer" -Dgpu=$gpu \
-  --force-fallback-for=tensorexpr,tensorexpr-cuda \
+  --force-fallback-for=tensorexpr,tensorexpr-cuda -Doptimization=0 -Dtensorexpr:optimization=0 \
   -Dtensorexpr:cuda=$([ $gpu = true ] && echo enabled || echo disabled) >"$work/meson-setup.log" ||
   { cat "$work/meson-setup.log"; exit 1; }
 ninja -C "$work/meson-consumer/build" app >/dev/null
