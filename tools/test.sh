@@ -23,6 +23,7 @@ fi
 targets=""
 [ -n "${ONLY_CPU_SUITE:-}" ] && targets="tests/tensorexpr_tests"
 ninja -C "$builddir" $targets || { echo "0 passed, 1 failed"; exit 1; }
+echo "== built in ${SECONDS} s"
 
 passed=0 failed=0 skipped=0
 log=$(mktemp)
