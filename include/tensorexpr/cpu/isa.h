@@ -9,8 +9,9 @@
 #include <atomic>
 
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__) && defined(__SSE2__)
-// The function is compiled for AVX2 whatever the build's -m flags; call it only when ActiveIsa() says so.
-#define TE_TARGET_AVX2 __attribute__((target("avx2")))
+// The function is compiled for AVX2 and FMA (every AVX2 processor has both) whatever the build's -m flags;
+// call it only when ActiveIsa() says so.
+#define TE_TARGET_AVX2 __attribute__((target("avx2,fma")))
 #define TE_HAVE_AVX2_DISPATCH 1
 #else
 #define TE_HAVE_AVX2_DISPATCH 0
@@ -20,14 +21,14 @@ namespace tensorexpr {
 namespace cpu_isa {
 
 // In increasing order: each includes the ones before it.
-enum class Isa : int { kBaseline = 0, kAvx2 = 1 };
+enum class Isa : int { kBaseline = 0, kAvx2 = 1 };  // kAvx2: AVX2 with FMA
 
 // The best the processor runs, checked once.
 inline Isa DetectedIsa() {
 #if TE_HAVE_AVX2_DISPATCH
   static const Isa isa = [] {
     __builtin_cpu_init();  // (needed only before static constructors have run; harmless after)
-    return __builtin_cpu_supports("avx2") ? Isa::kAvx2 : Isa::kBaseline;
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? Isa::kAvx2 : Isa::kBaseline;
   }();
   return isa;
 #else
