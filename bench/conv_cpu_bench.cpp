@@ -12,10 +12,12 @@
 //
 // Usage: conv_cpu_bench [--threads 16[,2...]] [--n 8] [--reps 10] [--warmup 2] [--workspace-mb 1024]
 //                       [--split] [--no-peer] [--layers 0,3] [--layer C:H:K:R:stride:pad ...] [--stat median|min]
+//                       [--algorithm NAME]
 //   --threads  a thread count, or a comma list run one after the other (default: tensorexpr's default)
 //   --layers   time only these layers (indices into the list above); totals sum the layers timed
 //   --layer    time this layer instead of the list (repeatable), e.g. the Fashion-MNIST trainer's conv2
 //              with --n 64: --layer 32:14:64:5:1:2
+//   --algorithm  force this convolution algorithm for ours (ConvolutionParam::algorithm), e.g. cpu_direct
 //   --split    also time the data and the weight gradient apart (ours only; to see where backward goes)
 // Run from the repository root or from bench/ (or set TE_CPU_PEER_SCRIPT to the peer script).
 // Machine-readable lines: one per layer timed, and the last one per thread count:
@@ -182,8 +184,12 @@ struct Checker {
 
 // Times one layer, forward and backward (data + weight), fp32, no bias; then checks samples of what the
 // last timed calls wrote. Returns false when the check fails.
+// --algorithm: ours runs this convolution algorithm ("" : the library's choice).
+std::string g_algorithm;
+
 bool TimeLayer(const Layer& L, index_t n, double workspace_mb, int warmup, int reps, bool split, Timing* t) {
-  const ops::ConvolutionParam p = LayerParam(L, workspace_mb);
+  ops::ConvolutionParam p = LayerParam(L, workspace_mb);
+  p.algorithm = g_algorithm;
   const Shape<4> xshape = Shape4(n, L.C, L.H, L.H);
   const ops::ConvShapes shapes = ops::InferConvShapes(p, {n, L.C, L.H, L.H});
   const Shape<4> yshape = Shape4(shapes.out[0], shapes.out[1], shapes.out[2], shapes.out[3]);
@@ -408,10 +414,11 @@ int main(int argc, char** argv) {
     else if (a == "--layers" && i + 1 < argc) layers_arg = argv[++i];
     else if (a == "--layer" && i + 1 < argc) layer_specs.push_back(argv[++i]);
     else if (a == "--stat" && i + 1 < argc) stat_arg = argv[++i];
+    else if (a == "--algorithm" && i + 1 < argc) g_algorithm = argv[++i];
     else {
       std::fprintf(stderr,
                    "usage: %s [--threads 16[,2...]] [--n 8] [--reps 10] [--warmup 2] [--workspace-mb 1024] [--split] "
-                   "[--no-peer] [--layers 0,3] [--layer C:H:K:R:stride:pad ...] [--stat median|min]\n",
+                   "[--no-peer] [--layers 0,3] [--layer C:H:K:R:stride:pad ...] [--stat median|min] [--algorithm NAME]\n",
                    argv[0]);
       return 2;
     }

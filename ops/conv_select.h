@@ -15,6 +15,9 @@
 #include "conv_im2col_gemm.h"
 #include "conv_pointwise_gemm.h"
 #include "cpu/conv_per_image.h"
+#if !defined(__CUDACC__)  // CPU code only (GCC vectors and target pragmas); nvcc instantiates the GPU registry
+#include "cpu/conv_direct.h"
+#endif
 #if defined(__CUDACC__) && defined(TE_HAVE_CUTLASS)
 #include "conv_cutlass.h"
 #endif
@@ -31,7 +34,12 @@ ConvRegistry<Device, DType>& ConvRegistry<Device, DType>::Get() {
 template <typename Device, typename DType>
 ConvRegistry<Device, DType>::ConvRegistry() {
   algorithms_.emplace_back(new ConvPointwiseGemm<Device, DType>());
-  if constexpr (std::is_same<Device, cpu>::value) algorithms_.emplace_back(new ConvCpuPerImage<DType>());
+  if constexpr (std::is_same<Device, cpu>::value) {
+#if !defined(__CUDACC__)
+    algorithms_.emplace_back(new ConvCpuDirect<DType>());
+#endif
+    algorithms_.emplace_back(new ConvCpuPerImage<DType>());
+  }
 #if defined(__CUDACC__) && defined(TE_HAVE_CUTLASS)
   if constexpr (std::is_same<Device, gpu>::value && !std::is_same<DType, double>::value)
     algorithms_.emplace_back(new ConvCutlassImplicitGemm<DType>());

@@ -409,7 +409,7 @@ TEST_CASE("convolution on the CPU matches the reference under any thread count",
       MakeCase({3, 4, 13, 13}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 8, 1, true),
       MakeCase({5, 6, 12, 11}, {3, 3}, {1, 2}, {1, 1}, {1, 1}, 12, 2, true),
       MakeCase({2, 16, 9, 9}, {1, 1}, {}, {}, {}, 24, 1, true),  // pointwise: gemm on the input
-      MakeCase({8, 4, 12, 10}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 6, 1, true),
+      MakeCase({8, 5, 12, 10}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 6, 1, true),
       MakeCase({8, 6, 11, 9}, {5, 3}, {2, 1}, {2, 0}, {1, 2}, 9, 3, false),  // groups, no bias
   };
   cases[4].padded_rows = true;
@@ -449,6 +449,56 @@ TEST_CASE("convolution on the CPU per image in 1-D, 3-D and double", "[cpu][conv
     RunCase<cpu, double, 3, 3>(stream, c1, ReqPattern(r));
     RunCase<cpu, double, 5, 5>(stream, c3, ReqPattern(r));
   }
+  SetNumThreads(before);
+}
+
+// cpu_direct, forced: rows wider than a register tile with a tail, filter blocks with a partial last one,
+// one filter, dilation along x, groups, 1-D to 3-D; under both instruction sets and several thread counts.
+// The weight gradient is summed in fixed chunks, so it is the same to the bit under any thread count.
+TEST_CASE("convolution cpu_direct: tiles, tails, filter blocks, both instruction sets, any thread count",
+          "[cpu][conv][algorithm]") {
+  Stream<cpu>* stream = nullptr;
+  const int before = GetNumThreads();
+  std::vector<Case> cases = {
+      MakeCase({2, 1, 9, 70}, {3, 5}, {1, 1}, {1, 2}, {1, 2}, 13, 1, true),          // 6 + 6 + 1 filters
+      MakeCase({1, 2, 5, 6, 37}, {3, 3, 3}, {1, 1, 1}, {1, 0, 2}, {1, 2, 1}, 3, 1, false),
+      MakeCase({3, 4, 50}, {7}, {1}, {3}, {1}, 8, 2, true),                           // groups of 2 channels
+      MakeCase({2, 3, 8, 33}, {5, 5}, {1, 1}, {2, 2}, {1, 1}, 1, 1, true),              // one filter
+      MakeCase({1, 1, 4, 4, 300}, {2, 2, 7}, {1, 1, 1}, {0, 1, 3}, {1, 1, 1}, 5, 1, true),
+  };
+  using Isa = cpu_isa::Isa;
+  for (Case& c : cases) c.param.algorithm = "cpu_direct";
+  for (Isa isa : {Isa::kAvx2, Isa::kBaseline}) {
+    const cpu_isa::ScopedIsaLimit limit(isa);
+    for (int n : {1, 2, 5}) {
+      SetNumThreads(n);
+      INFO(n << " threads, isa " << static_cast<int>(isa));
+      for (size_t i = 0; i < cases.size(); ++i)
+        for (size_t r = 0; r < 3; ++r) {
+          if (cases[i].data.size() == 5) RunCase<cpu, float, 5, 5>(stream, cases[i], ReqPattern(i + r));
+          if (cases[i].data.size() == 4) RunCase<cpu, double, 4, 4>(stream, cases[i], ReqPattern(i + r));
+          if (cases[i].data.size() == 3) RunCase<cpu, float, 3, 3>(stream, cases[i], ReqPattern(i + r));
+        }
+    }
+  }
+  // The weight gradient, bit for bit, under 1 and 3 threads.
+  ConvolutionParam p = cases[0].param;
+  const Shape<4> xs = Shape4(2, 1, 9, 70);
+  const auto shapes = ops::InferConvShapes(p, cases[0].data);
+  TensorContainer<cpu, 4, float> x(xs), dy(ToShape<4>(shapes.out)), w(ToShape<4>(shapes.weight)), dx(xs);
+  TensorContainer<cpu, 1, float> db(Shape1(13));
+  FillRandom(x.view());
+  FillRandom(dy.view());
+  FillRandom(w.view());
+  std::vector<std::vector<float>> grads;
+  for (int n : {1, 3}) {
+    SetNumThreads(n);
+    TensorContainer<cpu, 4, float> dw(ToShape<4>(shapes.weight));
+    ops::ConvolutionBackward(p, dy.view(), x.view(), w.view(), kNullOp, dx.view(), kWriteTo, dw.view(), kWriteTo,
+                             db.view());
+    grads.emplace_back(dw.dptr_, dw.dptr_ + dw.shape_.Size());
+  }
+  CHECK(grads[0] == grads[1]);
   SetNumThreads(before);
 }
 #endif
@@ -766,6 +816,7 @@ TE_DEVICE_TEST_CASE("workspace grows when needed and is reused", "[conv][workspa
   p.kernel = {3, 3};
   p.pad = {1, 1};
   p.num_filter = 2;
+  p.algorithm = "im2col_gemm";  // the algorithm whose need ConvolutionWorkspaceBytes reports (3 channels: not cpu_direct)
   ops::ReleaseWorkspace<Device>(stream);
   const size_t need = ops::ConvolutionWorkspaceBytes(p, {2, 3, 40, 40}, sizeof(float));
   CHECK(need == size_t(2 * 27 * 1600 * 4));
