@@ -453,7 +453,9 @@ TEST_CASE("convolution on the CPU per image in 1-D, 3-D and double", "[cpu][conv
 }
 
 // cpu_direct, forced: rows wider than a register tile with a tail, filter blocks with a partial last one,
-// one filter, dilation along x, groups, 1-D to 3-D; under both instruction sets and several thread counts.
+// one filter, dilation along x, groups, 1-D to 3-D; the stacked form (fewer than 4 output channels: the
+// one-filter forward, the data gradients of 1 and 2 channels, with dilation along y and a partial last
+// block of rows); under both instruction sets and several thread counts.
 // The weight gradient is summed in fixed chunks, so it is the same to the bit under any thread count.
 TEST_CASE("convolution cpu_direct: tiles, tails, filter blocks, both instruction sets, any thread count",
           "[cpu][conv][algorithm]") {

@@ -75,18 +75,20 @@ index_t DirectPanelWidth(const DirectPass<DType>& p, index_t tile_width) {
   return (p.out[2] + tile_width - 1) / tile_width * tile_width + (p.taps[2] - 1) * p.dilate[2];
 }
 
-// Row `row` = (n, g, z, y) of the output: copies the input rows it reads into panel (PanelRows() rows of
-// `width`), zeros where the taps reach outside the input. Returns the input image and group's offset.
+// The input rows read for output row (ng, z, y) = (image n's group g, z, y): for each (ci, tz) the rows_y
+// rows at input y = y + origin + j * step_y (j < rows_y), each `width` wide from input x = origin, with
+// zeros where they leave the input. The plain form reads the taps' rows (taps_y, dilate_y); the stacked
+// form every row a block of output rows reads (StackSpan, 1).
 template <typename DType>
-inline void FillDirectPanel(const DirectPass<DType>& p, const DType* input, index_t row, index_t width, DType* panel) {
-  const index_t y = row % p.out[1], z = row / p.out[1] % p.out[0], ng = row / (p.out[1] * p.out[0]);
+inline void FillDirectPanel(const DirectPass<DType>& p, const DType* input, index_t ng, index_t z, index_t y,
+                            index_t rows_y, index_t step_y, index_t width, DType* panel) {
   const DType* image = input + ng * p.Ci * p.InSize();  // (n, g) is image n's group g: channels g * Ci...
   const index_t x_first = p.origin[2];                   // the input x of panel column 0
   const index_t lo = std::max<index_t>(0, -x_first), hi = std::min<index_t>(width, p.in[2] - x_first);
   for (index_t ci = 0; ci < p.Ci; ++ci)
     for (index_t tz = 0; tz < p.taps[0]; ++tz)
-      for (index_t ty = 0; ty < p.taps[1]; ++ty, panel += width) {
-        const index_t iz = z + p.origin[0] + tz * p.dilate[0], iy = y + p.origin[1] + ty * p.dilate[1];
+      for (index_t j = 0; j < rows_y; ++j, panel += width) {
+        const index_t iz = z + p.origin[0] + tz * p.dilate[0], iy = y + p.origin[1] + j * step_y;
         if (iz < 0 || iz >= p.in[0] || iy < 0 || iy >= p.in[1] || lo >= hi) {
           std::fill(panel, panel + width, DType(0));
           continue;
@@ -97,6 +99,18 @@ inline void FillDirectPanel(const DirectPass<DType>& p, const DType* input, inde
         std::fill(panel + hi, panel + width, DType(0));
       }
 }
+
+// The stacked form, for passes with fewer than 4 output channels (DirectStacks): too few filters to share
+// a loaded vector, so kStackRows neighbouring output rows share it instead, each with its own taps. A
+// block of them reads StackSpan input rows per (ci, tz); the weight of input row j for output row r of
+// the block is tap (j - r) / dilate_y, zero where that is no tap (packed that way: no branches).
+constexpr int kStackRows = 4, kStackVectors = 3;
+template <typename DType>
+bool DirectStacks(const DirectPass<DType>& p) { return p.Co < 4 && p.out[1] >= kStackRows; }
+template <typename DType>
+index_t DirectStackSpan(const DirectPass<DType>& p) { return kStackRows + (p.taps[1] - 1) * p.dilate[1]; }
+template <typename DType>
+index_t DirectStackBlocks(const DirectPass<DType>& p) { return (p.out[1] + kStackRows - 1) / kStackRows; }
 
 // The weight gradient's register block: filters times taps along x (3 x 4 accumulators, the 3 dy vectors
 // and a panel vector: 16 registers).
@@ -167,25 +181,51 @@ index_t DirectTileFilters(index_t filters) {
   return k;
 }
 
+// The work items of pass p: output rows, or blocks of kStackRows of them when it stacks.
+template <typename DType>
+index_t DirectItems(const DirectPass<DType>& p) {
+  return DirectStacks(p) ? p.N * p.G * p.out[0] * DirectStackBlocks(p) : p.Rows();
+}
 // Elements of the packed filters and of one chunk's panel.
 template <typename DType>
 index_t DirectPackedElems(const DirectPass<DType>& p) {
+  if (DirectStacks(p)) return p.G * p.Co * p.Ci * p.taps[0] * DirectStackSpan(p) * p.taps[2] * kStackRows;
   const index_t KB = DirectTileFilters<DType>(p.Co), blocks = (p.Co + KB - 1) / KB;
   return p.G * blocks * p.PanelRows() * p.taps[2] * KB;
 }
 template <typename DType>
 index_t DirectPanelElems(const DirectPass<DType>& p) {
+  if (DirectStacks(p)) {
+    const index_t width = DirectPanelWidth(p, direct_baseline::Tile<DType, kStackRows, kStackVectors>::kWidth);
+    return p.Ci * p.taps[0] * DirectStackSpan(p) * width;
+  }
   return p.PanelRows() * DirectPanelWidth(p, DirectTileWidth<DType>(p.Co));
 }
-inline index_t DirectChunks(index_t rows) { return std::min(rows, kDirectChunks); }
-// Chunk c's rows [first, next chunk's first): an even deal.
-inline index_t DirectChunkFirst(index_t c, index_t chunks, index_t rows) {
-  return c * (rows / chunks) + std::min(c, rows % chunks);
+inline index_t DirectChunks(index_t items) { return std::min(items, kDirectChunks); }
+// Chunk c's items [first, next chunk's first): an even deal.
+inline index_t DirectChunkFirst(index_t c, index_t chunks, index_t items) {
+  return c * (items / chunks) + std::min(c, items % chunks);
 }
 
-// Packs filter(g, co, ci, tz, ty, tx) into the tile order (zeros past Co in the last block).
+// Packs filter(g, co, ci, tz, ty, tx) into the tile order: plain, blocks of KB filters (zeros past Co in
+// the last); stacked, per filter the weight of each (span row j, output row r of the block) pair.
 template <typename DType, typename Filter>
 void PackDirectFilters(const DirectPass<DType>& p, Filter filter, DType* packed) {
+  if (DirectStacks(p)) {
+    const index_t span = DirectStackSpan(p), dy = p.dilate[1];
+    for (index_t g = 0; g < p.G; ++g)
+      for (index_t co = 0; co < p.Co; ++co)
+        for (index_t ci = 0; ci < p.Ci; ++ci)
+          for (index_t tz = 0; tz < p.taps[0]; ++tz)
+            for (index_t j = 0; j < span; ++j)
+              for (index_t tx = 0; tx < p.taps[2]; ++tx)
+                for (index_t r = 0; r < kStackRows; ++r, ++packed) {
+                  const index_t d = j - r;  // output row r reads span row j through tap d / dilate_y
+                  const bool tap = d >= 0 && d % dy == 0 && d / dy < p.taps[1];
+                  *packed = tap ? filter(g, co, ci, tz, d / dy, tx) : DType(0);
+                }
+    return;
+  }
   const index_t KB = DirectTileFilters<DType>(p.Co), blocks = (p.Co + KB - 1) / KB;
   for (index_t g = 0; g < p.G; ++g)
     for (index_t b = 0; b < blocks; ++b)
@@ -203,21 +243,26 @@ void PackDirectFilters(const DirectPass<DType>& p, Filter filter, DType* packed)
 template <typename DType>
 void RunDirectPass(const DirectPass<DType>& p, const DType* input, const DType* packed, DType* output, bool add,
                    DType* panels) {
-  const index_t rows = p.Rows(), chunks = DirectChunks(rows), panel_elems = DirectPanelElems(p);
-  const cpu_isa::Isa isa = cpu_isa::ActiveIsa();
-  const index_t cost = p.Co * p.PanelRows() * p.taps[2] * p.out[2] * 2;
-  WithDirectTile(p.Co, [&](auto kb, auto xv) {
-    auto rows_fn = &direct_baseline::Rows<DType, kb.value, xv.value>;
-#if TE_HAVE_AVX2_DISPATCH
-    if (isa >= cpu_isa::Isa::kAvx2) rows_fn = &direct_avx2::Rows<DType, kb.value, xv.value>;
-#endif
-    (void)isa;
-    ParallelFor(chunks, cost * (rows / chunks + 1), [&](index_t begin, index_t end) {
+  const index_t items = DirectItems(p), chunks = DirectChunks(items), panel_elems = DirectPanelElems(p);
+  const index_t cost = p.Co * p.PanelRows() * p.taps[2] * p.out[2] * 2 * (DirectStacks(p) ? kStackRows : 1);
+  const bool avx2 = cpu_isa::ActiveIsa() >= cpu_isa::Isa::kAvx2;
+  auto run = [&](auto rows_fn) {
+    ParallelFor(chunks, cost * (items / chunks + 1), [&](index_t begin, index_t end) {
       for (index_t c = begin; c < end; ++c)
-        rows_fn(p, input, packed, output, add, DirectChunkFirst(c, chunks, rows), DirectChunkFirst(c + 1, chunks, rows),
-                panels + c * panel_elems);
+        rows_fn(p, input, packed, output, add, DirectChunkFirst(c, chunks, items),
+                DirectChunkFirst(c + 1, chunks, items), panels + c * panel_elems);
     });
+  };
+#if TE_HAVE_AVX2_DISPATCH
+  if (DirectStacks(p)) return run(avx2 ? &direct_avx2::StackedRows<DType> : &direct_baseline::StackedRows<DType>);
+  WithDirectTile(p.Co, [&](auto kb, auto xv) {
+    run(avx2 ? &direct_avx2::Rows<DType, kb.value, xv.value> : &direct_baseline::Rows<DType, kb.value, xv.value>);
   });
+#else
+  (void)avx2;
+  if (DirectStacks(p)) return run(&direct_baseline::StackedRows<DType>);
+  WithDirectTile(p.Co, [&](auto kb, auto xv) { run(&direct_baseline::Rows<DType, kb.value, xv.value>); });
+#endif
 }
 
 // The forward pass of geometry g (stride 1): filters = output channels.
@@ -254,11 +299,11 @@ DirectLayout DirectWorkspace(const ConvGeometry& g, const ConvStores& st) {
   const DirectPass<DType> fwd = DirectForwardPass<DType>(g), bwd = DirectDataGradPass<DType>(g);
   if (st.out.active) {
     l.packed = std::max(l.packed, DirectPackedElems(fwd));
-    l.panels = std::max(l.panels, DirectChunks(fwd.Rows()) * DirectPanelElems(fwd));
+    l.panels = std::max(l.panels, DirectChunks(DirectItems(fwd)) * DirectPanelElems(fwd));
   }
   if (st.data_grad.active) {
     l.packed = std::max(l.packed, DirectPackedElems(bwd));
-    l.panels = std::max(l.panels, DirectChunks(bwd.Rows()) * DirectPanelElems(bwd));
+    l.panels = std::max(l.panels, DirectChunks(DirectItems(bwd)) * DirectPanelElems(bwd));
   }
   if (st.weight_grad.active) {
     const index_t chunks = DirectChunks(fwd.Rows());
