@@ -265,25 +265,17 @@ void RunDirectPass(const DirectPass<DType>& p, const DType* input, const DType* 
 #endif
 }
 
-// The forward pass of geometry g (stride 1): filters = output channels.
+// The correlation that computes `pass` of geometry g (stride 1): the forward, filters = output channels;
+// or the data gradient, the output gradient correlated with the transposed, flipped filters.
 template <typename DType>
-DirectPass<DType> DirectForwardPass(const ConvGeometry& g) {
+DirectPass<DType> MakeDirectPass(const ConvGeometry& g, ConvPass pass) {
+  const bool data_grad = pass == ConvPass::kBackwardData;
   DirectPass<DType> p;
-  p.N = g.N, p.G = g.G, p.Ci = g.Cg(), p.Co = g.Kg();
+  p.N = g.N, p.G = g.G, p.Ci = data_grad ? g.Kg() : g.Cg(), p.Co = data_grad ? g.Cg() : g.Kg();
   for (int i = 0; i < 3; ++i) {
-    p.in[i] = g.in[i], p.out[i] = g.out[i], p.taps[i] = g.kernel[i], p.dilate[i] = g.dilate[i];
-    p.origin[i] = -g.pad[i];
-  }
-  return p;
-}
-// The data gradient's pass: the output gradient correlated with the transposed, flipped filters.
-template <typename DType>
-DirectPass<DType> DirectDataGradPass(const ConvGeometry& g) {
-  DirectPass<DType> p;
-  p.N = g.N, p.G = g.G, p.Ci = g.Kg(), p.Co = g.Cg();
-  for (int i = 0; i < 3; ++i) {
-    p.in[i] = g.out[i], p.out[i] = g.in[i], p.taps[i] = g.kernel[i], p.dilate[i] = g.dilate[i];
-    p.origin[i] = g.pad[i] - (g.kernel[i] - 1) * g.dilate[i];
+    p.in[i] = data_grad ? g.out[i] : g.in[i], p.out[i] = data_grad ? g.in[i] : g.out[i];
+    p.taps[i] = g.kernel[i], p.dilate[i] = g.dilate[i];
+    p.origin[i] = data_grad ? g.pad[i] - (g.kernel[i] - 1) * g.dilate[i] : -g.pad[i];
   }
   return p;
 }
@@ -296,7 +288,8 @@ struct DirectLayout {
 template <typename DType>
 DirectLayout DirectWorkspace(const ConvGeometry& g, const ConvStores& st) {
   DirectLayout l;
-  const DirectPass<DType> fwd = DirectForwardPass<DType>(g), bwd = DirectDataGradPass<DType>(g);
+  const DirectPass<DType> fwd = MakeDirectPass<DType>(g, ConvPass::kForward),
+                          bwd = MakeDirectPass<DType>(g, ConvPass::kBackwardData);
   if (st.out.active) {
     l.packed = std::max(l.packed, DirectPackedElems(fwd));
     l.panels = std::max(l.panels, DirectChunks(DirectItems(fwd)) * DirectPanelElems(fwd));
@@ -364,14 +357,14 @@ class ConvCpuDirect : public ConvAlgorithm<cpu, DType> {
         return t.weight[((k * Cg + c) * g.kernel[0] + tz) * g.kernel[1] * g.kernel[2] + ty * g.kernel[2] + tx];
       };
       if (st.out.active) {
-        const detail::DirectPass<DType> p = detail::DirectForwardPass<DType>(g);
+        const detail::DirectPass<DType> p = detail::MakeDirectPass<DType>(g, ConvPass::kForward);
         detail::PackDirectFilters(p, [&](index_t gr, index_t co, index_t ci, index_t tz, index_t ty, index_t tx) {
           return weight(gr * Kg + co, ci, tz, ty, tx);
         }, packed);
         detail::RunDirectPass(p, t.data, packed, t.out, st.out.add, panels);
       }
       if (st.data_grad.active) {
-        const detail::DirectPass<DType> p = detail::DirectDataGradPass<DType>(g);
+        const detail::DirectPass<DType> p = detail::MakeDirectPass<DType>(g, ConvPass::kBackwardData);
         detail::PackDirectFilters(p, [&](index_t gr, index_t co, index_t ci, index_t tz, index_t ty, index_t tx) {
           return weight(gr * Kg + ci, co, g.kernel[0] - 1 - tz, g.kernel[1] - 1 - ty, g.kernel[2] - 1 - tx);
         }, packed);
@@ -384,7 +377,7 @@ class ConvCpuDirect : public ConvAlgorithm<cpu, DType> {
  private:
   static void WeightGrad(const ConvGeometry& g, const ConvTensors<DType>& t, ReqStore store, DType* panels,
                          DType* partials, index_t T) {
-    const detail::DirectPass<DType> p = detail::DirectForwardPass<DType>(g);
+    const detail::DirectPass<DType> p = detail::MakeDirectPass<DType>(g, ConvPass::kForward);
     const index_t rows = p.Rows(), chunks = detail::DirectChunks(rows), size = g.K * g.Cg() * T;
     const detail::DirectWeightGradScratch<DType> scratch(p);
     auto rows_fn = &detail::direct_baseline::WeightGradRows<DType>;
