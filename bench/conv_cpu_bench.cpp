@@ -11,12 +11,13 @@
 // checked against a float64 direct convolution, so that a wrong result cannot pass as a fast one.
 //
 // Usage: conv_cpu_bench [--threads 16[,2...]] [--n 8] [--reps 10] [--warmup 2] [--workspace-mb 1024]
-//                       [--split] [--no-peer] [--layers 0,3] [--layer C:H:K:R:stride:pad ...] [--stat median|min]
+//                       [--split] [--no-peer] [--layers 0,3] [--layer C:H:K:R:stride:pad[:D] ...] [--stat median|min]
 //                       [--algorithm NAME]
 //   --threads  a thread count, or a comma list run one after the other (default: tensorexpr's default)
 //   --layers   time only these layers (indices into the list above); totals sum the layers timed
 //   --layer    time this layer instead of the list (repeatable), e.g. the Fashion-MNIST trainer's conv2
-//              with --n 64: --layer 32:14:64:5:1:2
+//              with --n 64: --layer 32:14:64:5:1:2; a seventh field D > 0 makes it a D x H x H volume with
+//              an R x R x R kernel (F.conv3d for the peer), e.g. the 3-D imaging case --n 1 --layer 1:256:8:7:1:0:256
 //   --algorithm  force this convolution algorithm for ours (ConvolutionParam::algorithm), e.g. cpu_direct
 //   --split    also time the data and the weight gradient apart (ours only; to see where backward goes)
 // Run from the repository root or from bench/ (or set TE_CPU_PEER_SCRIPT to the peer script).
@@ -45,9 +46,34 @@ namespace {
 using namespace tensorexpr;
 using namespace conv_layers;
 
+// A layer of this bench: conv_layers' square 2-D layer, or with depth D > 0 a D x H x H volume convolved
+// with an R x R x R kernel (stride and padding the same along every axis).
+struct CpuLayer : Layer {
+  index_t D = 0;
+  CpuLayer(const Layer& l, index_t depth = 0) : Layer(l), D(depth) {}
+  index_t Depth() const { return D > 0 ? D : 1; }      // 1 for a 2-D layer
+  index_t KernelDepth() const { return D > 0 ? R : 1; }
+  std::vector<index_t> DataShape(index_t n) const {
+    return D > 0 ? std::vector<index_t>{n, C, D, H, H} : std::vector<index_t>{n, C, H, H};
+  }
+  ops::ConvolutionParam Param(double workspace_mb) const {
+    ops::ConvolutionParam p = LayerParam(*this, workspace_mb);
+    if (D > 0) p.kernel = {R, R, R}, p.stride = {stride, stride, stride}, p.pad = {pad, pad, pad};
+    return p;
+  }
+  // C:H:K:R:stride:pad[:D], as --layer and the peer's --layers take it.
+  std::string Spec() const {
+    char buf[128];
+    std::snprintf(buf, sizeof(buf), "%lld:%lld:%lld:%lld:%lld:%lld", (long long)C, (long long)H, (long long)K,
+                  (long long)R, (long long)stride, (long long)pad);
+    return D > 0 ? std::string(buf) + ":" + std::to_string(D) : std::string(buf);
+  }
+};
+
 // The subset of bench/resnet50_layers.txt that peers-h200.md measured on the CPU; --layer replaces it.
-std::vector<Layer> kLayers = {
-    {64, 56, 64, 3, 1, 1}, {256, 56, 64, 1, 1, 0}, {128, 28, 128, 3, 1, 1}, {256, 14, 256, 3, 1, 1}, {512, 7, 512, 3, 1, 1}};
+std::vector<CpuLayer> kLayers = {
+    Layer{64, 56, 64, 3, 1, 1}, Layer{256, 56, 64, 1, 1, 0}, Layer{128, 28, 128, 3, 1, 1}, Layer{256, 14, 256, 3, 1, 1},
+    Layer{512, 7, 512, 3, 1, 1}};
 
 struct Timing {
   double fwd_ms = -1, bwd_ms = -1;
@@ -100,8 +126,8 @@ double TimedMs(int warmup, int reps, const std::function<void()>& f) {
 // Each sampled value must be within 1e-4 of the sum of the magnitudes of its terms (fp32 accumulation over
 // a few thousand terms stays far inside that; a missing channel, tap or image does not).
 struct Checker {
-  const Layer& L;
-  index_t N, OH;
+  const CpuLayer& L;
+  index_t N, OD, OH;  // OD: the output's depth (1 for a 2-D layer)
   const float *x, *w, *y, *dy, *dx, *dw;
   uint64_t state = 88172645463325252ull;
   int bad = 0;
@@ -113,9 +139,15 @@ struct Checker {
     state ^= state << 17;
     return static_cast<index_t>(state % static_cast<uint64_t>(n));
   }
-  index_t X(index_t n, index_t c, index_t h, index_t v) const { return ((n * L.C + c) * L.H + h) * L.H + v; }
-  index_t Y(index_t n, index_t k, index_t h, index_t v) const { return ((n * L.K + k) * OH + h) * OH + v; }
-  index_t Wt(index_t k, index_t c, index_t r, index_t s) const { return ((k * L.C + c) * L.R + r) * L.R + s; }
+  // Element offsets; d is the depth (0 in a 2-D layer), rd the kernel's depth tap.
+  index_t X(index_t n, index_t c, index_t d, index_t h, index_t v) const {
+    return (((n * L.C + c) * L.Depth() + d) * L.H + h) * L.H + v;
+  }
+  index_t Y(index_t n, index_t k, index_t d, index_t h, index_t v) const { return (((n * L.K + k) * OD + d) * OH + h) * OH + v; }
+  index_t Wt(index_t k, index_t c, index_t rd, index_t r, index_t s) const {
+    return (((k * L.C + c) * L.KernelDepth() + rd) * L.R + r) * L.R + s;
+  }
+  bool Inside(index_t d, index_t h, index_t v) const { return d >= 0 && d < L.Depth() && h >= 0 && h < L.H && v >= 0 && v < L.H; }
 
   void Compare(const char* what, index_t index, double got, double ref, double mag) {
     const double err = std::fabs(got - ref), scale = mag + 1e-30;
@@ -128,43 +160,50 @@ struct Checker {
     }
   }
   // The output element and, at the same time, a check that the sample reaches the padded border.
-  void CheckForward(index_t n, index_t k, index_t oh, index_t ow) {
+  // In a 2-D layer the depth loops run once, at d = 0 with depth padding 0.
+  index_t DepthPad() const { return L.D > 0 ? L.pad : 0; }
+  void CheckForward(index_t n, index_t k, index_t od, index_t oh, index_t ow) {
     double ref = 0, mag = 0;
     for (index_t c = 0; c < L.C; ++c)
-      for (index_t r = 0; r < L.R; ++r)
-        for (index_t s = 0; s < L.R; ++s) {
-          const index_t ih = oh * L.stride - L.pad + r, iw = ow * L.stride - L.pad + s;
-          if (ih < 0 || ih >= L.H || iw < 0 || iw >= L.H) continue;
-          const double t = double(x[X(n, c, ih, iw)]) * w[Wt(k, c, r, s)];
-          ref += t, mag += std::fabs(t);
-        }
-    Compare("y", Y(n, k, oh, ow), y[Y(n, k, oh, ow)], ref, mag);
+      for (index_t rd = 0; rd < L.KernelDepth(); ++rd)
+        for (index_t r = 0; r < L.R; ++r)
+          for (index_t s = 0; s < L.R; ++s) {
+            const index_t id = od * L.stride - DepthPad() + rd, ih = oh * L.stride - L.pad + r,
+                          iw = ow * L.stride - L.pad + s;
+            if (!Inside(id, ih, iw)) continue;
+            const double t = double(x[X(n, c, id, ih, iw)]) * w[Wt(k, c, rd, r, s)];
+            ref += t, mag += std::fabs(t);
+          }
+    Compare("y", Y(n, k, od, oh, ow), y[Y(n, k, od, oh, ow)], ref, mag);
   }
-  void CheckData(index_t n, index_t c, index_t ih, index_t iw) {
+  void CheckData(index_t n, index_t c, index_t id, index_t ih, index_t iw) {
     double ref = 0, mag = 0;
     for (index_t k = 0; k < L.K; ++k)
-      for (index_t r = 0; r < L.R; ++r)
-        for (index_t s = 0; s < L.R; ++s) {
-          const index_t hn = ih + L.pad - r, wn = iw + L.pad - s;
-          if (hn < 0 || wn < 0 || hn % L.stride || wn % L.stride) continue;
-          const index_t oh = hn / L.stride, ow = wn / L.stride;
-          if (oh >= OH || ow >= OH) continue;
-          const double t = double(dy[Y(n, k, oh, ow)]) * w[Wt(k, c, r, s)];
-          ref += t, mag += std::fabs(t);
-        }
-    Compare("dx", X(n, c, ih, iw), dx[X(n, c, ih, iw)], ref, mag);
+      for (index_t rd = 0; rd < L.KernelDepth(); ++rd)
+        for (index_t r = 0; r < L.R; ++r)
+          for (index_t s = 0; s < L.R; ++s) {
+            const index_t dn = id + DepthPad() - rd, hn = ih + L.pad - r, wn = iw + L.pad - s;
+            if (dn < 0 || hn < 0 || wn < 0 || dn % L.stride || hn % L.stride || wn % L.stride) continue;
+            const index_t od = dn / L.stride, oh = hn / L.stride, ow = wn / L.stride;
+            if (od >= OD || oh >= OH || ow >= OH) continue;
+            const double t = double(dy[Y(n, k, od, oh, ow)]) * w[Wt(k, c, rd, r, s)];
+            ref += t, mag += std::fabs(t);
+          }
+    Compare("dx", X(n, c, id, ih, iw), dx[X(n, c, id, ih, iw)], ref, mag);
   }
-  void CheckWeight(index_t k, index_t c, index_t r, index_t s) {
+  void CheckWeight(index_t k, index_t c, index_t rd, index_t r, index_t s) {
     double ref = 0, mag = 0;
     for (index_t n = 0; n < N; ++n)
-      for (index_t oh = 0; oh < OH; ++oh)
-        for (index_t ow = 0; ow < OH; ++ow) {
-          const index_t ih = oh * L.stride - L.pad + r, iw = ow * L.stride - L.pad + s;
-          if (ih < 0 || ih >= L.H || iw < 0 || iw >= L.H) continue;
-          const double t = double(dy[Y(n, k, oh, ow)]) * x[X(n, c, ih, iw)];
-          ref += t, mag += std::fabs(t);
-        }
-    Compare("dW", Wt(k, c, r, s), dw[Wt(k, c, r, s)], ref, mag);
+      for (index_t od = 0; od < OD; ++od)
+        for (index_t oh = 0; oh < OH; ++oh)
+          for (index_t ow = 0; ow < OH; ++ow) {
+            const index_t id = od * L.stride - DepthPad() + rd, ih = oh * L.stride - L.pad + r,
+                          iw = ow * L.stride - L.pad + s;
+            if (!Inside(id, ih, iw)) continue;
+            const double t = double(dy[Y(n, k, od, oh, ow)]) * x[X(n, c, id, ih, iw)];
+            ref += t, mag += std::fabs(t);
+          }
+    Compare("dW", Wt(k, c, rd, r, s), dw[Wt(k, c, rd, r, s)], ref, mag);
   }
   // Random samples plus the corners (first / last image, channel and pixel), where padding and chunk edges bite.
   void Run(int samples) {
@@ -172,12 +211,15 @@ struct Checker {
       const bool edge = i < 2;
       const index_t n = edge ? i * (N - 1) : Rand(N), k = edge ? i * (L.K - 1) : Rand(L.K),
                     c = edge ? i * (L.C - 1) : Rand(L.C);
-      const index_t oh = edge ? i * (OH - 1) : Rand(OH), ow = edge ? i * (OH - 1) : Rand(OH);
-      const index_t ih = edge ? i * (L.H - 1) : Rand(L.H), iw = edge ? i * (L.H - 1) : Rand(L.H);
-      const index_t r = edge ? i * (L.R - 1) : Rand(L.R), s = edge ? i * (L.R - 1) : Rand(L.R);
-      CheckForward(n, k, oh, ow);
-      CheckData(n, c, ih, iw);
-      CheckWeight(k, c, r, s);
+      const index_t od = edge ? i * (OD - 1) : Rand(OD), oh = edge ? i * (OH - 1) : Rand(OH),
+                    ow = edge ? i * (OH - 1) : Rand(OH);
+      const index_t id = edge ? i * (L.Depth() - 1) : Rand(L.Depth()), ih = edge ? i * (L.H - 1) : Rand(L.H),
+                    iw = edge ? i * (L.H - 1) : Rand(L.H);
+      const index_t rd = edge ? i * (L.KernelDepth() - 1) : Rand(L.KernelDepth()), r = edge ? i * (L.R - 1) : Rand(L.R),
+                    s = edge ? i * (L.R - 1) : Rand(L.R);
+      CheckForward(n, k, od, oh, ow);
+      CheckData(n, c, id, ih, iw);
+      CheckWeight(k, c, rd, r, s);
     }
   }
 };
@@ -187,14 +229,22 @@ struct Checker {
 // --algorithm: ours runs this convolution algorithm ("" : the library's choice).
 std::string g_algorithm;
 
-bool TimeLayer(const Layer& L, index_t n, double workspace_mb, int warmup, int reps, bool split, Timing* t) {
-  ops::ConvolutionParam p = LayerParam(L, workspace_mb);
+template <int dim>
+Shape<dim> ShapeOf(const std::vector<index_t>& v) {
+  Shape<dim> s;
+  for (int i = 0; i < dim; ++i) s[i] = v[size_t(i)];
+  return s;
+}
+
+// dim: 4 for a 2-D layer, 5 for a volume.
+template <int dim>
+bool TimeLayerDim(const CpuLayer& L, index_t n, double workspace_mb, int warmup, int reps, bool split, Timing* t) {
+  ops::ConvolutionParam p = L.Param(workspace_mb);
   p.algorithm = g_algorithm;
-  const Shape<4> xshape = Shape4(n, L.C, L.H, L.H);
-  const ops::ConvShapes shapes = ops::InferConvShapes(p, {n, L.C, L.H, L.H});
-  const Shape<4> yshape = Shape4(shapes.out[0], shapes.out[1], shapes.out[2], shapes.out[3]);
-  const Shape<4> wshape = Shape4(shapes.weight[0], shapes.weight[1], shapes.weight[2], shapes.weight[3]);
-  TensorContainer<cpu, 4, float> x(xshape), dx(xshape), y(yshape), dy(yshape), w(wshape), dw(wshape);
+  const ops::ConvShapes shapes = ops::InferConvShapes(p, L.DataShape(n));
+  const Shape<dim> xshape = ShapeOf<dim>(L.DataShape(n)), yshape = ShapeOf<dim>(shapes.out),
+                   wshape = ShapeOf<dim>(shapes.weight);
+  TensorContainer<cpu, dim, float> x(xshape), dx(xshape), y(yshape), dy(yshape), w(wshape), dw(wshape);
   TensorContainer<cpu, 1, float> b;  // unused: no_bias
   FillHash(x.view(), 1u), FillHash(w.view(), 2u), FillHash(dy.view(), 3u);
   FillNaN(y.view()), FillNaN(dx.view()), FillNaN(dw.view());
@@ -213,7 +263,7 @@ bool TimeLayer(const Layer& L, index_t n, double workspace_mb, int warmup, int r
   t->bwd_ms = TimedMs(warmup, reps, [&] {
     ops::ConvolutionBackward(p, dy.view(), x.view(), w.view(), kWriteTo, dx.view(), kWriteTo, dw.view(), kNullOp, b.view());
   });
-  Checker check{L, n, yshape[2], x.dptr_, w.dptr_, y.dptr_, dy.dptr_, dx.dptr_, dw.dptr_};
+  Checker check{L, n, dim == 5 ? yshape[2] : 1, yshape[dim - 1], x.dptr_, w.dptr_, y.dptr_, dy.dptr_, dx.dptr_, dw.dptr_};
   check.Run(24);
   if (check.bad) {
     std::printf("  check FAILED: %d of 72 sampled outputs differ from the float64 reference\n", check.bad);
@@ -223,6 +273,10 @@ bool TimeLayer(const Layer& L, index_t n, double workspace_mb, int warmup, int r
               check.worst);
   return true;
 }
+bool TimeLayer(const CpuLayer& L, index_t n, double workspace_mb, int warmup, int reps, bool split, Timing* t) {
+  return L.D > 0 ? TimeLayerDim<5>(L, n, workspace_mb, warmup, reps, split, t)
+                 : TimeLayerDim<4>(L, n, workspace_mb, warmup, reps, split, t);
+}
 
 // Runs the peer script at one thread count on the layers timed; returns its timings (by position in that
 // list) and total.
@@ -231,16 +285,10 @@ struct PeerResult {
   Timing total;
   bool ok = false;
 };
-// The layers as the peer's --layers takes them: C:H:K:R:stride:pad, comma-separated.
+// The layers as the peer's --layers takes them: C:H:K:R:stride:pad[:D], comma-separated.
 std::string LayerSpec(const std::vector<int>& layers) {
   std::string s;
-  for (const int i : layers) {
-    const Layer& L = kLayers[i];
-    char buf[128];
-    std::snprintf(buf, sizeof(buf), "%s%lld:%lld:%lld:%lld:%lld:%lld", s.empty() ? "" : ",", (long long)L.C,
-                  (long long)L.H, (long long)L.K, (long long)L.R, (long long)L.stride, (long long)L.pad);
-    s += buf;
-  }
+  for (const int i : layers) s += (s.empty() ? "" : ",") + kLayers[i].Spec();
   return s;
 }
 PeerResult RunPeer(const std::string& script, const std::vector<int>& layers, int threads, index_t n, int warmup,
@@ -308,13 +356,14 @@ bool RunAtThreads(int threads, const std::vector<int>& layers, index_t n, double
     TimeLayer(kLayers[layers.front()], n, workspace_mb, warmup, 1, split, &untimed);
   }
   for (const int i : layers) {
-    const Layer& L = kLayers[i];
-    const ops::ConvCost cost = ops::InferConvCost(LayerParam(L, workspace_mb), {n, L.C, L.H, L.H}, 4);
+    const CpuLayer& L = kLayers[i];
+    const ops::ConvCost cost = ops::InferConvCost(L.Param(workspace_mb), L.DataShape(n), 4);
     fwd_gflop.push_back(cost.forward_flops / 1e9);
     bwd_gflop.push_back((cost.backward_data_flops + cost.backward_weight_flops) / 1e9);
     Timing t;
-    std::printf("ours layer %d  C %4lld H %3lld K %4lld R %lld s %lld p %lld\n", i, (long long)L.C, (long long)L.H,
-                (long long)L.K, (long long)L.R, (long long)L.stride, (long long)L.pad);
+    std::printf("ours layer %d  C %4lld H %3lld K %4lld R %lld s %lld p %lld%s\n", i, (long long)L.C, (long long)L.H,
+                (long long)L.K, (long long)L.R, (long long)L.stride, (long long)L.pad,
+                L.D > 0 ? (" D " + std::to_string(L.D)).c_str() : "");
     std::fflush(stdout);
     ok = TimeLayer(L, n, workspace_mb, warmup, reps, split, &t) && ok;
     std::printf("  fwd %9.3f ms (%s GFLOP/s)  bwd %9.3f ms (%s GFLOP/s)", t.fwd_ms, Gflops(fwd_gflop.back(), t.fwd_ms).c_str(),
@@ -337,10 +386,11 @@ bool RunAtThreads(int threads, const std::vector<int>& layers, index_t n, double
   double fwd_total = 0, bwd_total = 0;
   for (size_t k = 0; k < layers.size(); ++k) {
     const int i = layers[k];
-    const Layer& L = kLayers[i];
+    const CpuLayer& L = kLayers[i];
     char name[64];
-    std::snprintf(name, sizeof(name), "%d: %lld %lld %lld %lld %lld %lld", i, (long long)L.C, (long long)L.H,
-                  (long long)L.K, (long long)L.R, (long long)L.stride, (long long)L.pad);
+    std::snprintf(name, sizeof(name), "%d: %lld %lld %lld %lld %lld %lld%s", i, (long long)L.C, (long long)L.H,
+                  (long long)L.K, (long long)L.R, (long long)L.stride, (long long)L.pad,
+                  L.D > 0 ? (" D" + std::to_string(L.D)).c_str() : "");
     const Timing pt = peer.ok ? peer.layers[int(k)] : Timing();
     std::printf("%-36s %s %s %s %s   %s %s %s %s\n", name, Ms(ours[k].fwd_ms).c_str(), Ms(pt.fwd_ms).c_str(),
                 Ratio(ours[k].fwd_ms, pt.fwd_ms).c_str(), Gflops(fwd_gflop[k], ours[k].fwd_ms).c_str(),
@@ -367,14 +417,15 @@ bool RunAtThreads(int threads, const std::vector<int>& layers, index_t n, double
 }
 
 // A comma list of integers in [lo, hi], for the option `flag`.
-// C:H:K:R:stride:pad, the peer's form of a layer (LayerSpec).
-Layer ParseLayer(const std::string& spec) {
-  long long v[6];
+// C:H:K:R:stride:pad[:D], the peer's form of a layer (CpuLayer::Spec).
+CpuLayer ParseLayer(const std::string& spec) {
+  long long v[7] = {0, 0, 0, 0, 0, 0, 0};
   char tail;
-  TE_CHECK(std::sscanf(spec.c_str(), "%lld:%lld:%lld:%lld:%lld:%lld%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
-                       &tail) == 6 && v[0] > 0 && v[1] > 0 && v[2] > 0 && v[3] > 0 && v[4] > 0 && v[5] >= 0,
-           "--layer ", spec, ": expected C:H:K:R:stride:pad, positive (pad >= 0)");
-  return Layer{v[0], v[1], v[2], v[3], v[4], v[5]};
+  const int got = std::sscanf(spec.c_str(), "%lld:%lld:%lld:%lld:%lld:%lld:%lld%c", &v[0], &v[1], &v[2], &v[3], &v[4],
+                              &v[5], &v[6], &tail);
+  TE_CHECK((got == 6 || got == 7) && v[0] > 0 && v[1] > 0 && v[2] > 0 && v[3] > 0 && v[4] > 0 && v[5] >= 0 && v[6] >= 0,
+           "--layer ", spec, ": expected C:H:K:R:stride:pad[:D], positive (pad >= 0, D >= 0)");
+  return CpuLayer(Layer{v[0], v[1], v[2], v[3], v[4], v[5]}, v[6]);
 }
 
 std::vector<int> ParseList(const std::string& flag, const std::string& s, int lo, int hi) {
@@ -418,7 +469,7 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "usage: %s [--threads 16[,2...]] [--n 8] [--reps 10] [--warmup 2] [--workspace-mb 1024] [--split] "
-                   "[--no-peer] [--layers 0,3] [--layer C:H:K:R:stride:pad ...] [--stat median|min] [--algorithm NAME]\n",
+                   "[--no-peer] [--layers 0,3] [--layer C:H:K:R:stride:pad[:D] ...] [--stat median|min] [--algorithm NAME]\n",
                    argv[0]);
       return 2;
     }

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Peer for bench/conv_cpu_bench.cpp: PyTorch convolution on the host CPU (oneDNN when PyTorch has it).
 
-Same layers (--layers C:H:K:R:stride:pad,... ; H=W, R=S), same batch (N=8), NCHW fp32 without bias, the same
+Same layers (--layers C:H:K:R:stride:pad[:D],... ; H=W, R=S; D > 0: a D x H x H volume, F.conv3d with an
+R x R x R kernel), same batch (N=8), NCHW fp32 without bias, the same
 thread count (torch.set_num_threads(--threads)) and the same timing method as ours: time.perf_counter around
 each call, median of --reps after --warmup. Forward is torch.nn.functional.conv2d; backward is the data and
 weight gradients together (aten.convolution_backward with output_mask [True, True, False], what autograd
@@ -23,12 +24,13 @@ DEFAULT_LAYERS = "64:56:64:3:1:1,256:56:64:1:1:0,128:28:128:3:1:1,256:14:256:3:1
 
 
 def parse_layers(spec):
+    """C:H:K:R:stride:pad[:D] items; D (depth) makes a D x H x H volume with an R x R x R kernel (0: 2-D)."""
     layers = []
     for item in spec.split(","):
         values = [int(v) for v in item.split(":")]
-        if len(values) != 6:
-            raise ValueError(f"layer {item!r} is not C:H:K:R:stride:pad")
-        layers.append(tuple(values))
+        if len(values) not in (6, 7):
+            raise ValueError(f"layer {item!r} is not C:H:K:R:stride:pad[:D]")
+        layers.append(tuple(values) + ((0,) if len(values) == 6 else ()))
     return layers
 
 
@@ -44,18 +46,20 @@ def median_ms(fn, warmup, reps):
 
 
 def backward_fn(torch, x, w, dy, stride, pad):
-    """Data + weight gradients in one call, as autograd would make it."""
+    """Data + weight gradients in one call, as autograd would make it (2-D or 3-D, from x's rank)."""
+    nd = x.dim() - 2
     op = getattr(torch.ops.aten, "convolution_backward", None)
     if op is not None:
-        return lambda: op(dy, x, w, None, [stride] * 2, [pad] * 2, [1, 1], False, [0, 0], 1, [True, True, False])
+        return lambda: op(dy, x, w, None, [stride] * nd, [pad] * nd, [1] * nd, False, [0] * nd, 1, [True, True, False])
     grad = torch.nn.grad
-    return lambda: (grad.conv2d_input(x.shape, w, dy, stride, pad), grad.conv2d_weight(x, w.shape, dy, stride, pad))
+    data, weight = (grad.conv3d_input, grad.conv3d_weight) if nd == 3 else (grad.conv2d_input, grad.conv2d_weight)
+    return lambda: (data(x.shape, w, dy, stride, pad), weight(x, w.shape, dy, stride, pad))
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, required=True, help="torch.set_num_threads")
-    parser.add_argument("--layers", default=DEFAULT_LAYERS, help="C:H:K:R:stride:pad,...")
+    parser.add_argument("--layers", default=DEFAULT_LAYERS, help="C:H:K:R:stride:pad[:D],...")
     parser.add_argument("--n", type=int, default=8, help="batch")
     parser.add_argument("--reps", type=int, default=10, help="timed repetitions")
     parser.add_argument("--warmup", type=int, default=2, help="untimed repetitions first")
@@ -75,12 +79,13 @@ def main():
 
     gen = torch.Generator().manual_seed(0)
     total_f = total_b = 0.0
-    for i, (c, h, k, r, s, p) in enumerate(parse_layers(args.layers)):
-        x = torch.rand(args.n, c, h, h, generator=gen) * 2 - 1
-        w = torch.rand(k, c, r, r, generator=gen) * 2 - 1
-        y = F.conv2d(x, w, None, s, p)
+    for i, (c, h, k, r, s, p, d) in enumerate(parse_layers(args.layers)):
+        depth, kdepth, conv = ((d,), (r,), F.conv3d) if d else ((), (), F.conv2d)
+        x = torch.rand(args.n, c, *depth, h, h, generator=gen) * 2 - 1
+        w = torch.rand(k, c, *kdepth, r, r, generator=gen) * 2 - 1
+        y = conv(x, w, None, s, p)
         dy = torch.rand(y.shape, generator=gen) * 2 - 1
-        fwd = median_ms(lambda: F.conv2d(x, w, None, s, p), args.warmup, args.reps)
+        fwd = median_ms(lambda: conv(x, w, None, s, p), args.warmup, args.reps)
         bwd = median_ms(backward_fn(torch, x, w, dy, s, p), args.warmup, args.reps)
         total_f += fwd
         total_b += bwd
