@@ -24,6 +24,14 @@ for std in c++17 c++20; do
   "$work/app_$std"
   echo "pkg-config consumer ($std): ok"
 done
+# The template implementation compiles from the installed tree: every <tensorexpr/ops/impl/...> header in one
+# translation unit, so a file they include that the install leaves out fails here (CUTLASS's glue needs nvcc).
+for h in "$root"/include/tensorexpr/ops/impl/*.h; do
+  [ "$(basename "$h")" = conv_cutlass.h ] || echo "#include <tensorexpr/ops/impl/$(basename "$h")>"
+done >"$work/impl.cpp"
+# shellcheck disable=SC2046
+g++ -std=c++17 -fsyntax-only "$work/impl.cpp" $(pkg-config --cflags tensorexpr)
+echo "installed implementation headers ($(grep -c include "$work/impl.cpp")): ok"
 # The one name 'tensorexpr' carries the operator library; 'tensorexpr-ops' is the same by its older name.
 [ "$(pkg-config --libs tensorexpr)" = "$(pkg-config --libs tensorexpr-ops)" ]
 if command -v cmake >/dev/null; then
