@@ -467,6 +467,10 @@ TEST_CASE("convolution cpu_direct: tiles, tails, filter blocks, both instruction
       MakeCase({3, 4, 50}, {7}, {1}, {3}, {1}, 8, 2, true),                           // groups of 2 channels
       MakeCase({2, 3, 8, 33}, {5, 5}, {1, 1}, {2, 2}, {1, 1}, 1, 1, true),              // one filter
       MakeCase({1, 1, 4, 4, 300}, {2, 2, 7}, {1, 1, 1}, {0, 1, 3}, {1, 1, 1}, 5, 1, true),
+      // More work items than the 64 chunks (chunks of several rows, an uneven deal, a panel reused).
+      MakeCase({3, 2, 90, 20}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 5, 1, true),
+      // Padding past the kernel's reach and the input's width (the data gradient's origin is positive).
+      MakeCase({2, 1, 6, 5}, {3, 3}, {1, 1}, {4, 6}, {1, 1}, 3, 1, false),
   };
   using Isa = cpu_isa::Isa;
   for (Case& c : cases) c.param.algorithm = "cpu_direct";
@@ -478,17 +482,18 @@ TEST_CASE("convolution cpu_direct: tiles, tails, filter blocks, both instruction
       for (size_t i = 0; i < cases.size(); ++i)
         for (size_t r = 0; r < 3; ++r) {
           if (cases[i].data.size() == 5) RunCase<cpu, float, 5, 5>(stream, cases[i], ReqPattern(i + r));
-          if (cases[i].data.size() == 4) RunCase<cpu, double, 4, 4>(stream, cases[i], ReqPattern(i + r));
+          if (cases[i].data.size() == 4 && i % 2 == 0) RunCase<cpu, double, 4, 4>(stream, cases[i], ReqPattern(i + r));
+          if (cases[i].data.size() == 4 && i % 2 == 1) RunCase<cpu, float, 4, 4>(stream, cases[i], ReqPattern(i + r));
           if (cases[i].data.size() == 3) RunCase<cpu, float, 3, 3>(stream, cases[i], ReqPattern(i + r));
         }
     }
   }
-  // The weight gradient, bit for bit, under 1 and 3 threads.
-  ConvolutionParam p = cases[0].param;
-  const Shape<4> xs = Shape4(2, 1, 9, 70);
-  const auto shapes = ops::InferConvShapes(p, cases[0].data);
+  // The weight gradient, bit for bit, under 1 and 3 threads (270 rows in 64 chunks).
+  ConvolutionParam p = cases[5].param;
+  const Shape<4> xs = ToShape<4>(cases[5].data);
+  const auto shapes = ops::InferConvShapes(p, cases[5].data);
   TensorContainer<cpu, 4, float> x(xs), dy(ToShape<4>(shapes.out)), w(ToShape<4>(shapes.weight)), dx(xs);
-  TensorContainer<cpu, 1, float> db(Shape1(13));
+  TensorContainer<cpu, 1, float> db(Shape1(5));
   FillRandom(x.view());
   FillRandom(dy.view());
   FillRandom(w.view());
@@ -502,6 +507,100 @@ TEST_CASE("convolution cpu_direct: tiles, tails, filter blocks, both instruction
   }
   CHECK(grads[0] == grads[1]);
   SetNumThreads(before);
+}
+
+// A dilation near 2^62 (the output still 100 wide) would wrap cpu_direct's panel sizes: it refuses, and the
+// convolution runs on another algorithm.
+TEST_CASE("convolution cpu_direct refuses sizes that would overflow", "[cpu][conv][algorithm][hostile]") {
+  ConvolutionParam p;
+  const index_t d = (index_t(1) << 62) - 182;
+  p.kernel = {2};
+  p.dilate = {d};
+  p.pad = {d / 2};
+  p.pad_end = {d / 2 + 99};
+  p.num_filter = 1;
+  p.no_bias = true;
+  const std::vector<index_t> dshape = {1, 4, 1};
+  const ops::ConvGeometry g = ops::MakeConvGeometry(p, dshape);
+  REQUIRE(g.out[2] == 100);
+  const ops::ConvProblem pr = ops::MakeConvProblem<cpu, float>(g, nullptr, true, p.workspace);
+  const auto* direct = ops::ConvRegistry<cpu, float>::Get().Find("cpu_direct");
+  REQUIRE(direct != nullptr);
+  CHECK_FALSE(direct->CanImplement(pr, ops::ConvPass::kForward).ok);
+  CHECK_FALSE(direct->Recommended(pr, ops::ConvPass::kForward));
+  TensorContainer<cpu, 3, float> x(Shape3(1, 4, 1), 1.0f), w(Shape3(1, 4, 2), 1.0f), y(Shape3(1, 1, 100), -1.0f);
+  TensorContainer<cpu, 1, float> b;
+  ops::ConvolutionForward(p, x.view(), w.view(), b.view(), kWriteTo, y.view());
+  for (index_t i = 0; i < 100; ++i) CHECK(y.dptr_[i] == 0.0f);  // every window reads only padding
+}
+
+// An infinite input reaches only the outputs whose window holds it, as in im2col_gemm: cpu_direct's stacked
+// rows (fewer than 4 output channels) skip the rows a window does not read instead of multiplying them by
+// zero, and its weight gradient reads no input past the row. The heuristic picks cpu_direct here, within
+// ConvolutionWorkspaceBytes for the backward's passes together.
+TEST_CASE("convolution cpu_direct: an infinite input stays in its windows; the heuristic's choice and workspace",
+          "[cpu][conv][algorithm][nan]") {
+  Stream<cpu>* stream = nullptr;
+  ConvolutionParam p;
+  p.kernel = {3, 3};
+  p.num_filter = 1;
+  p.no_bias = true;
+  const std::vector<index_t> dshape = {1, 1, 70, 69};  // rows of 67 outputs: whole vectors and a tail
+  const auto shapes = ops::InferConvShapes(p, dshape);
+  TensorContainer<cpu, 4, float> x(ToShape<4>(dshape)), w(ToShape<4>(shapes.weight)), dy(ToShape<4>(shapes.out));
+  TensorContainer<cpu, 1, float> b;
+  FillRandom(x.view());
+  FillRandom(w.view());
+  FillRandom(dy.view());
+  x[0][0][40][68] = std::numeric_limits<float>::infinity();  // the last column: only the weight gradient's tail reads it past the row
+  x[0][0][5][3] = std::numeric_limits<float>::infinity();
+  dy[0][0][30][10] = std::numeric_limits<float>::infinity();
+  auto run = [&](const std::string& algorithm, TensorContainer<cpu, 4, float>* y, TensorContainer<cpu, 4, float>* dx,
+                 TensorContainer<cpu, 4, float>* dw) {
+    ConvolutionParam q = p;
+    q.algorithm = algorithm;
+    y->Resize(ToShape<4>(shapes.out)), dx->Resize(x.shape_), dw->Resize(w.shape_);
+    ops::ConvolutionForward(q, x.view(), w.view(), b.view(), kWriteTo, y->view());
+    ops::ConvolutionBackward(q, dy.view(), x.view(), w.view(), kWriteTo, dx->view(), kWriteTo, dw->view(), kNullOp,
+                             b.view());
+  };
+  TensorContainer<cpu, 4, float> y1, dx1, dw1, y2, dx2, dw2;
+  run("cpu_direct", &y1, &dx1, &dw1);
+  run("im2col_gemm", &y2, &dx2, &dw2);
+  auto same_pattern = [](const TensorContainer<cpu, 4, float>& a, const TensorContainer<cpu, 4, float>& r,
+                         const char* what) {
+    INFO(what);
+    int infinite = 0;
+    for (index_t i = 0; i < a.shape_.Size(); ++i) {
+      REQUIRE(std::isfinite(a.dptr_[i]) == std::isfinite(r.dptr_[i]));
+      if (std::isfinite(r.dptr_[i])) {
+        CHECK(a.dptr_[i] == Approx(r.dptr_[i]).epsilon(1e-4).margin(1e-4));
+      } else {
+        ++infinite;
+      }
+    }
+    return infinite;
+  };
+  CHECK(same_pattern(y1, y2, "forward") == 3 + 9);  // (40, 68) is in 3 windows, (5, 3) in 9
+  CHECK(same_pattern(dx1, dx2, "data gradient") == 9);
+  // The weight gradient with the last column's infinity alone: only the 3 taps of the kernel's last column read it.
+  FillRandom(dy.view());
+  x[0][0][5][3] = 0.5f;
+  run("cpu_direct", &y1, &dx1, &dw1);
+  run("im2col_gemm", &y2, &dx2, &dw2);
+  CHECK(same_pattern(dw1, dw2, "weight gradient") == 3);
+  // Chosen by the heuristic for every pass, within the bound the operator reports.
+  std::vector<std::string> log;
+  ops::SetConvLog([&](const std::string& line) { log.push_back(line); });
+  ops::ReleaseConvCaches<cpu>();
+  TensorContainer<cpu, 4, float> y3(ToShape<4>(shapes.out)), dx3(x.shape_), dw3(w.shape_);
+  ops::ConvolutionForward(p, x.view(), w.view(), b.view(), kWriteTo, y3.view());
+  ops::ConvolutionBackward(p, dy.view(), x.view(), w.view(), kWriteTo, dx3.view(), kWriteTo, dw3.view(), kNullOp,
+                           b.view());
+  ops::SetConvLog(nullptr);
+  REQUIRE(log.size() == 3);
+  for (const std::string& line : log) CHECK(line.find("-> cpu_direct (heuristic)") != std::string::npos);
+  CHECK(ops::WorkspaceBytesHeld<cpu>(stream) <= ops::ConvolutionWorkspaceBytes(p, dshape, sizeof(float)));
 }
 #endif
 
@@ -818,7 +917,8 @@ TE_DEVICE_TEST_CASE("workspace grows when needed and is reused", "[conv][workspa
   p.kernel = {3, 3};
   p.pad = {1, 1};
   p.num_filter = 2;
-  p.algorithm = "im2col_gemm";  // the algorithm whose need ConvolutionWorkspaceBytes reports (3 channels: not cpu_direct)
+  p.algorithm = "im2col_gemm";  // the algorithm whose need ConvolutionWorkspaceBytes reports (with 3 channels the
+                                // heuristic would pick cpu_direct, which needs less)
   ops::ReleaseWorkspace<Device>(stream);
   const size_t need = ops::ConvolutionWorkspaceBytes(p, {2, 3, 40, 40}, sizeof(float));
   CHECK(need == size_t(2 * 27 * 1600 * 4));

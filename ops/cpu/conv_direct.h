@@ -25,7 +25,9 @@
 // per group (Recommended says when).
 #pragma once
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 #include <tensorexpr/tensorexpr.h>
 #include <tensorexpr/cpu/isa.h>
@@ -105,8 +107,14 @@ inline void FillDirectPanel(const DirectPass<DType>& p, const DType* input, inde
 // block of them reads StackSpan input rows per (ci, tz); the weight of input row j for output row r of
 // the block is tap (j - r) / dilate_y, zero where that is no tap (packed that way: no branches).
 constexpr int kStackRows = 4, kStackVectors = 3;
+// The stacked form's longest span of input rows (its row masks are an array of this size).
+constexpr index_t kMaxStackSpan = 64;
 template <typename DType>
-bool DirectStacks(const DirectPass<DType>& p) { return p.Co < 4 && p.out[1] >= kStackRows; }
+index_t DirectStackSpan(const DirectPass<DType>& p);
+template <typename DType>
+bool DirectStacks(const DirectPass<DType>& p) {
+  return p.Co < 4 && p.out[1] >= kStackRows && DirectStackSpan(p) <= kMaxStackSpan;
+}
 template <typename DType>
 index_t DirectStackSpan(const DirectPass<DType>& p) { return kStackRows + (p.taps[1] - 1) * p.dilate[1]; }
 template <typename DType>
@@ -244,6 +252,7 @@ template <typename DType>
 void RunDirectPass(const DirectPass<DType>& p, const DType* input, const DType* packed, DType* output, bool add,
                    DType* panels) {
   const index_t items = DirectItems(p), chunks = DirectChunks(items), panel_elems = DirectPanelElems(p);
+  if (items == 0) return;  // an empty output
   const index_t cost = p.Co * p.PanelRows() * p.taps[2] * p.out[2] * 2 * (DirectStacks(p) ? kStackRows : 1);
   const bool avx2 = cpu_isa::ActiveIsa() >= cpu_isa::Isa::kAvx2;
   auto run = [&](auto rows_fn) {
@@ -280,11 +289,30 @@ DirectPass<DType> MakeDirectPass(const ConvGeometry& g, ConvPass pass) {
   return p;
 }
 
+// Whether every size DirectWorkspace and the kernels compute stays far inside index_t (a hostile dilation
+// or padding could wrap them): the same sizes bounded in double.
+inline bool DirectSizesFit(const ConvGeometry& g) {
+  double widest = 0, taps = 1;
+  for (int i = 0; i < 3; ++i) {
+    const double reach = double(g.kernel[i] + 3) * double(g.dilate[i]);  // taps rounded up to whole tap blocks
+    widest = std::max(widest, double(std::max(g.in[i], g.out[i])) + 96 + reach);
+    taps *= double(g.kernel[i] + 3);
+  }
+  const double rows = double(std::max(g.C, g.K)) * taps * 16;  // panel rows, stacked spans included
+  return widest * rows * double(kDirectChunks) + double(g.K) * double(g.C) * taps * 16 * double(kDirectChunks) <
+         std::ldexp(1.0, 52);
+}
+
 // What one Run needs: packed filters, then a panel per chunk, then (weight gradient) a partial per chunk.
 struct DirectLayout {
   index_t packed = 0, panels = 0, partials = 0;
   index_t Total() const { return packed + panels + partials; }
 };
+inline const ConvStores kDirectAllPasses = [] {
+  ConvStores st;
+  st.out = st.data_grad = st.weight_grad = ReqStore{true, false};
+  return st;
+}();
 template <typename DType>
 DirectLayout DirectWorkspace(const ConvGeometry& g, const ConvStores& st) {
   DirectLayout l;
@@ -319,6 +347,7 @@ class ConvCpuDirect : public ConvAlgorithm<cpu, DType> {
     if (!pr.data_contiguous) return ConvSupport::No("it reads dense rows only (the input has padded rows)");
     for (int i = 0; i < 3; ++i)
       if (g.stride[i] != 1) return ConvSupport::No("it runs stride 1 only");
+    if (!detail::DirectSizesFit(g)) return ConvSupport::No("its panels of input rows would not fit in memory");
     return ConvSupport::Yes();
   }
   // Few input channels (im2col's forward GEMM is that shallow) and no more workspace than im2col_gemm's
@@ -329,9 +358,10 @@ class ConvCpuDirect : public ConvAlgorithm<cpu, DType> {
   bool Recommended(const ConvProblem& pr, ConvPass pass) const override {
     if constexpr (kConvDirectDType<DType>) {
       const ConvGeometry& g = pr.geom;
+      // Every pass counted: passes that choose the same algorithm run in one call, on one workspace.
       const index_t chunked = PlanIm2Col(g, sizeof(DType), pr.workspace_limit).col_elems;
-      if (g.Cg() > kDirectMaxChannels ||
-          detail::DirectWorkspace<DType>(g, ConvStores::Only(pass, ReqStore{true, false})).Total() > chunked)
+      if (g.Cg() > kDirectMaxChannels || !detail::DirectSizesFit(g) ||
+          detail::DirectWorkspace<DType>(g, detail::kDirectAllPasses).Total() > chunked)
         return false;
       if (pass == ConvPass::kForward) return true;
       return std::min(g.in[2], g.out[2]) >= kDirectMinBackwardWidth &&
@@ -340,8 +370,10 @@ class ConvCpuDirect : public ConvAlgorithm<cpu, DType> {
     return false;
   }
   size_t WorkspaceBytes(const ConvProblem& pr, const ConvStores& st) const override {
-    if constexpr (kConvDirectDType<DType>)
+    if constexpr (kConvDirectDType<DType>) {
+      if (!detail::DirectSizesFit(pr.geom)) return std::numeric_limits<size_t>::max();
       return static_cast<size_t>(detail::DirectWorkspace<DType>(pr.geom, st).Total()) * sizeof(DType);
+    }
     return 0;
   }
   void Run(const ConvProblem& pr, const ConvTensors<DType>& t, const ConvStores& st, void* workspace,
@@ -380,6 +412,10 @@ class ConvCpuDirect : public ConvAlgorithm<cpu, DType> {
     const detail::DirectPass<DType> p = detail::MakeDirectPass<DType>(g, ConvPass::kForward);
     const index_t rows = p.Rows(), chunks = detail::DirectChunks(rows), size = g.K * g.Cg() * T;
     const detail::DirectWeightGradScratch<DType> scratch(p);
+    if (rows == 0) {  // no output rows: nothing to sum, the gradient is zero
+      if (!store.add) std::fill(t.weight_grad, t.weight_grad + size, DType(0));
+      return;
+    }
     auto rows_fn = &detail::direct_baseline::WeightGradRows<DType>;
 #if TE_HAVE_AVX2_DISPATCH
     if (cpu_isa::ActiveIsa() >= cpu_isa::Isa::kAvx2) rows_fn = &detail::direct_avx2::WeightGradRows<DType>;
