@@ -420,10 +420,11 @@ bool RunAtThreads(int threads, const std::vector<int>& layers, index_t n, double
 // C:H:K:R:stride:pad[:D], the peer's form of a layer (CpuLayer::Spec).
 CpuLayer ParseLayer(const std::string& spec) {
   long long v[7] = {0, 0, 0, 0, 0, 0, 0};
-  char tail;
-  const int got = std::sscanf(spec.c_str(), "%lld:%lld:%lld:%lld:%lld:%lld:%lld%c", &v[0], &v[1], &v[2], &v[3], &v[4],
-                              &v[5], &v[6], &tail);
-  TE_CHECK((got == 6 || got == 7) && v[0] > 0 && v[1] > 0 && v[2] > 0 && v[3] > 0 && v[4] > 0 && v[5] >= 0 && v[6] >= 0,
+  int used6 = -1, used7 = -1;  // characters read by the 6- and the 7-field forms (-1: that form did not match)
+  std::sscanf(spec.c_str(), "%lld:%lld:%lld:%lld:%lld:%lld%n:%lld%n", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &used6,
+              &v[6], &used7);
+  const int whole = int(spec.size());
+  TE_CHECK((used7 == whole || (used6 == whole && used7 < 0)) && v[0] > 0 && v[1] > 0 && v[2] > 0 && v[3] > 0 && v[4] > 0 && v[5] >= 0 && v[6] >= 0,
            "--layer ", spec, ": expected C:H:K:R:stride:pad[:D], positive (pad >= 0, D >= 0)");
   return CpuLayer(Layer{v[0], v[1], v[2], v[3], v[4], v[5]}, v[6]);
 }
