@@ -534,6 +534,26 @@ TEST_CASE("convolution cpu_direct refuses sizes that would overflow", "[cpu][con
   for (index_t i = 0; i < 100; ++i) CHECK(y.dptr_[i] == 0.0f);  // every window reads only padding
 }
 
+// An input of height 0 with padding: the output has rows, the data gradient none (an empty pass).
+TEST_CASE("convolution cpu_direct with an empty input extent", "[cpu][conv][algorithm][hostile]") {
+  for (const std::string algorithm : {"", "cpu_direct"}) {
+    INFO("algorithm '" << algorithm << "'");
+    ConvolutionParam p;
+    p.kernel = {3, 3};
+    p.pad = {2, 2};
+    p.num_filter = 8;
+    p.no_bias = true;
+    p.algorithm = algorithm;
+    TensorContainer<cpu, 4, float> x(Shape4(1, 1, 0, 64)), dx(Shape4(1, 1, 0, 64)), w(Shape4(8, 1, 3, 3), 1.0f);
+    TensorContainer<cpu, 4, float> y(Shape4(1, 8, 2, 66), -1.0f), dy(Shape4(1, 8, 2, 66), 1.0f), dw(Shape4(8, 1, 3, 3), -1.0f);
+    TensorContainer<cpu, 1, float> b;
+    ops::ConvolutionForward(p, x.view(), w.view(), b.view(), kWriteTo, y.view());
+    ops::ConvolutionBackward(p, dy.view(), x.view(), w.view(), kWriteTo, dx.view(), kWriteTo, dw.view(), kNullOp, b.view());
+    for (index_t i = 0; i < y.shape_.Size(); ++i) CHECK(y.dptr_[i] == 0.0f);
+    for (index_t i = 0; i < dw.shape_.Size(); ++i) CHECK(dw.dptr_[i] == 0.0f);
+  }
+}
+
 // An infinite input reaches only the outputs whose window holds it, as in im2col_gemm: cpu_direct's stacked
 // rows (fewer than 4 output channels) skip the rows a window does not read instead of multiplying them by
 // zero, and its weight gradient reads no input past the row. The heuristic picks cpu_direct here, within
