@@ -18,6 +18,9 @@
 #if !defined(__CUDACC__)  // CPU code only (GCC vectors and target pragmas); nvcc instantiates the GPU registry
 #include "cpu/conv_direct.h"
 #endif
+#if defined(__CUDACC__)
+#include "cuda/conv_direct.h"
+#endif
 #if defined(__CUDACC__) && defined(TE_HAVE_CUTLASS)
 #include "conv_cutlass.h"
 #endif
@@ -40,6 +43,10 @@ ConvRegistry<Device, DType>::ConvRegistry() {
 #endif
     algorithms_.emplace_back(new ConvCpuPerImage<DType>());
   }
+#if defined(__CUDACC__)
+  if constexpr (std::is_same<Device, gpu>::value && gpu_direct::kDType<DType>)
+    algorithms_.emplace_back(new ConvGpuDirect<DType>());
+#endif
 #if defined(__CUDACC__) && defined(TE_HAVE_CUTLASS)
   if constexpr (std::is_same<Device, gpu>::value && !std::is_same<DType, double>::value)
     algorithms_.emplace_back(new ConvCutlassImplicitGemm<DType>());

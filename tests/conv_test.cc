@@ -330,6 +330,24 @@ int RunGrid(Stream<Device>* stream, size_t seed_offset, const std::string& algor
   return ran;
 }
 
+// Whether a is finite exactly where the reference r is, and close to it there (relative 1e-4, and
+// `margin`); returns how many elements are not finite.
+template <int dim>
+int SameFinitePattern(const TensorContainer<cpu, dim, float>& a, const TensorContainer<cpu, dim, float>& r,
+                      const char* what, double margin) {
+  INFO(what);
+  int infinite = 0;
+  for (index_t i = 0; i < a.shape_.Size(); ++i) {
+    REQUIRE(std::isfinite(a.dptr_[i]) == std::isfinite(r.dptr_[i]));
+    if (std::isfinite(r.dptr_[i])) {
+      CHECK(a.dptr_[i] == Approx(r.dptr_[i]).epsilon(1e-4).margin(margin));
+    } else {
+      ++infinite;
+    }
+  }
+  return infinite;
+}
+
 }  // namespace
 
 TE_DEVICE_TEST_CASE("convolution float matches the float64 reference over the grid", "[conv]") {
@@ -346,13 +364,13 @@ TE_DEVICE_TEST_CASE("every convolution algorithm matches the float64 reference w
                     "[conv][algorithm]") {
   for (const std::string& name : ops::ListConvAlgorithms<Device, float>()) {
     INFO("algorithm " << name);
-    if (ops::ConvRegistry<Device, double>::Get().Find(name) == nullptr) {
-      // Tensor-core kernels only (no double, aligned channels-last problems): tests/gpu/conv_cutlass_test.cu.
-      CHECK(name == "cutlass_implicit_gemm");
-      continue;
-    }
+    // Tensor-core kernels only (no double, aligned channels-last problems): tests/gpu/conv_cutlass_test.cu.
+    if (name == "cutlass_implicit_gemm") continue;
     CHECK(RunGrid<Device, float>(stream, 1, name) > 0);
-    CHECK(RunGrid<Device, double>(stream, 4, name) > 0);
+    if (ops::ConvRegistry<Device, double>::Get().Find(name) != nullptr)
+      CHECK(RunGrid<Device, double>(stream, 4, name) > 0);
+    else
+      CHECK(name == "gpu_direct");  // float, half and bf16 only
     for (const Case& base : {Grid2D()[0], Grid2D()[5], Grid2D()[11]}) {
       Case c = base;
       c.param.algorithm = name;
@@ -584,19 +602,7 @@ TEST_CASE("convolution cpu_direct: an infinite input stays in its windows; the h
   run("cpu_direct", &y1, &dx1, &dw1);
   run("im2col_gemm", &y2, &dx2, &dw2);
   auto same_pattern = [](const TensorContainer<cpu, 4, float>& a, const TensorContainer<cpu, 4, float>& r,
-                         const char* what) {
-    INFO(what);
-    int infinite = 0;
-    for (index_t i = 0; i < a.shape_.Size(); ++i) {
-      REQUIRE(std::isfinite(a.dptr_[i]) == std::isfinite(r.dptr_[i]));
-      if (std::isfinite(r.dptr_[i])) {
-        CHECK(a.dptr_[i] == Approx(r.dptr_[i]).epsilon(1e-4).margin(1e-4));
-      } else {
-        ++infinite;
-      }
-    }
-    return infinite;
-  };
+                         const char* what) { return SameFinitePattern(a, r, what, 1e-4); };
   CHECK(same_pattern(y1, y2, "forward") == 3 + 9);  // (40, 68) is in 3 windows, (5, 3) in 9
   CHECK(same_pattern(dx1, dx2, "data gradient") == 9);
   // The weight gradient with the last column's infinity alone: only the 3 taps of the kernel's last column read it.
@@ -617,6 +623,95 @@ TEST_CASE("convolution cpu_direct: an infinite input stays in its windows; the h
   REQUIRE(log.size() == 3);
   for (const std::string& line : log) CHECK(line.find("-> cpu_direct (heuristic)") != std::string::npos);
   CHECK(ops::WorkspaceBytesHeld<cpu>(stream) <= ops::ConvolutionWorkspaceBytes(p, dshape, sizeof(float)));
+}
+#endif
+
+#if defined(__CUDACC__)
+// gpu_direct, forced: filter blocks of 8, 4, 2 and 1 with a partial last one, taps along x of 1 to 7,
+// tiles along x and y with tails, dilation along x (phases) and y, padding past the kernel's reach (the
+// data gradient's origin is positive), groups, 1-D to 3-D (the 7x7x7 of the imaging study), and more
+// weight-gradient tiles than its 1024 chunks (an uneven deal); float, half and bf16.
+TEST_CASE("convolution gpu_direct: filter blocks, tiles, tails, phases, 1-D to 3-D", "[gpu][conv][algorithm]") {
+  if (!HaveGPU()) {
+    WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");
+    return;
+  }
+  Stream<gpu>* stream = nullptr;
+  std::vector<Case> cases = {
+      MakeCase({2, 1, 37, 150}, {3, 5}, {1, 1}, {1, 2}, {1, 2}, 13, 1, true),           // 8 + 5 filters, 2 phases
+      MakeCase({1, 1, 9, 20, 70}, {7, 7, 7}, {1, 1, 1}, {3, 3, 3}, {1, 1, 1}, 8, 1, false),
+      MakeCase({2, 4, 50}, {7}, {1}, {3}, {1}, 8, 2, true),                               // groups of 2 channels
+      MakeCase({2, 3, 8, 33}, {5, 1}, {1, 1}, {2, 0}, {1, 1}, 2, 1, true),                // one tap along x
+      MakeCase({1, 2, 20, 90}, {3, 3}, {1, 1}, {2, 3}, {2, 3}, 3, 1, true),               // 3 phases, dilated rows
+      MakeCase({2, 1, 6, 5}, {3, 3}, {1, 1}, {4, 6}, {1, 1}, 3, 1, false),                // padding past the input
+      MakeCase({1100, 1, 10}, {5}, {1}, {2}, {1}, 3, 1, true),                            // 1100 tiles, 1024 chunks
+      MakeCase({2, 2, 5, 6, 37}, {3, 3, 3}, {1, 1, 1}, {1, 0, 2}, {1, 2, 1}, 5, 1, false),
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    Case& c = cases[i];
+    c.param.algorithm = "gpu_direct";
+    for (size_t r = 0; r < 3; ++r) {
+      if (c.data.size() == 3) RunCase<gpu, float, 3, 3>(stream, c, ReqPattern(i + r));
+      if (c.data.size() == 4) RunCase<gpu, float, 4, 4>(stream, c, ReqPattern(i + r));
+      if (c.data.size() == 5) RunCase<gpu, float, 5, 5>(stream, c, ReqPattern(i + r));
+    }
+    if (c.data.size() == 4) {
+      RunCase<gpu, half_t, 4, 4>(stream, c, ReqPattern(i + 1));
+      RunCase<gpu, bf16_t, 4, 4>(stream, c, ReqPattern(i + 2));
+    }
+  }
+}
+
+// The one-channel volume of the imaging study, small: the heuristic takes gpu_direct for every pass; its
+// weight gradient is summed in a fixed order (the same bits on every run); an infinite input reaches only
+// the outputs whose window holds it, as with im2col_gemm.
+TEST_CASE("convolution gpu_direct: the heuristic's choice, a deterministic weight gradient, infinities",
+          "[gpu][conv][algorithm][nan]") {
+  if (!HaveGPU()) {
+    WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");
+    return;
+  }
+  ConvolutionParam p;
+  p.kernel = {7, 7, 7};
+  p.num_filter = 8;
+  p.no_bias = true;
+  const std::vector<index_t> dshape = {2, 1, 12, 30, 75};
+  const auto shapes = ops::InferConvShapes(p, dshape);
+  TensorContainer<cpu, 5, float> xh(ToShape<5>(dshape)), wh(ToShape<5>(shapes.weight)), dyh(ToShape<5>(shapes.out));
+  FillRandom(xh.view());
+  FillRandom(wh.view());
+  FillRandom(dyh.view());
+  xh[1][0][6][20][74] = std::numeric_limits<float>::infinity();  // the row's last column
+  TensorContainer<gpu, 5, float> x(xh.shape_), w(wh.shape_), dy(dyh.shape_);
+  Copy(x.view(), xh.view()), Copy(w.view(), wh.view()), Copy(dy.view(), dyh.view());
+  TensorContainer<gpu, 1, float> b;
+  struct Result {
+    TensorContainer<cpu, 5, float> y, dx, dw;
+  };
+  auto run = [&](const std::string& algorithm) {
+    ConvolutionParam q = p;
+    q.algorithm = algorithm;
+    TensorContainer<gpu, 5, float> y(ToShape<5>(shapes.out)), dx(x.shape_), dw(w.shape_);
+    ops::ConvolutionForward(q, x.view(), w.view(), b.view(), kWriteTo, y.view());
+    ops::ConvolutionBackward(q, dy.view(), x.view(), w.view(), kWriteTo, dx.view(), kWriteTo, dw.view(), kNullOp,
+                             b.view());
+    return Result{ToHost(y.view()), ToHost(dx.view()), ToHost(dw.view())};
+  };
+  std::vector<std::string> log;
+  ops::SetConvLog([&](const std::string& line) { log.push_back(line); });
+  ops::ReleaseConvCaches<gpu>();
+  const Result chosen = run(""), again = run(""), reference = run("im2col_gemm");
+  ops::SetConvLog(nullptr);
+  REQUIRE(log.size() >= 3);
+  for (size_t i = 0; i < 3; ++i) CHECK(log[i].find("-> gpu_direct (heuristic)") != std::string::npos);
+  auto same_pattern = [](const TensorContainer<cpu, 5, float>& a, const TensorContainer<cpu, 5, float>& r,
+                         const char* what) { return SameFinitePattern(a, r, what, 1e-3); };
+  // (z, y, x) = (6, 20, 74) is in 6 x 7 x 1 windows of the 6 x 24 x 69 output (x = 74 only in the last).
+  CHECK(same_pattern(chosen.y, reference.y, "forward") == 8 * 6 * 7);
+  CHECK(same_pattern(chosen.dx, reference.dx, "data gradient") == 0);
+  // Read by the taps (tz >= 1, any ty, tx = 6) of every filter.
+  CHECK(same_pattern(chosen.dw, reference.dw, "weight gradient") == 8 * 6 * 7);
+  for (index_t i = 0; i < chosen.dw.shape_.Size(); ++i) CHECK(chosen.dw.dptr_[i] == again.dw.dptr_[i]);
 }
 #endif
 

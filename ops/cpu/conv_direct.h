@@ -3,11 +3,8 @@
 // im2col + GEMM is the wrong shape: the GEMM is only as tall as the filter count and the column matrix is
 // kernel-area times the input.
 //
-// Every pass is one correlation: output channel co, position o (per dimension) sums
-//   filter(co, ci, t) * input(ci, o + origin + t * dilate)
-// over the input channels ci and the taps t, positions outside the input reading zero. The forward is
-// that with origin = -pad; the data gradient is it again over the output gradient with the filters
-// transposed and flipped (origin = pad - (taps - 1) * dilate).
+// Every pass is one correlation (ops/conv_direct_pass.h): the forward, and the data gradient as the
+// output gradient correlated with the transposed, flipped filters.
 //
 // Work is one output row (image, group, z, y) at a time. The input rows that row reads, one per
 // (ci, tz, ty), are copied into a panel with their padding as zeros, so the inner loop has no bounds to
@@ -32,6 +29,7 @@
 #include <tensorexpr/tensorexpr.h>
 #include <tensorexpr/cpu/isa.h>
 #include <tensorexpr/ops/conv_algorithm.h>
+#include "../conv_direct_pass.h"
 #include "../conv_im2col_gemm.h"
 
 namespace tensorexpr {
@@ -59,21 +57,8 @@ struct DirectVector<double> {
   typedef double type __attribute__((vector_size(32)));
 };
 
-// One correlation pass over the rows of a (N, G * Co, out...) output from a (N, G * Ci, in...) input.
-template <typename DType>
-struct DirectPass {
-  index_t N = 0, G = 1, Ci = 0, Co = 0;
-  index_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, taps[3] = {1, 1, 1}, dilate[3] = {1, 1, 1}, origin[3] = {0, 0, 0};
-
-  index_t Rows() const { return N * G * out[0] * out[1]; }  // output rows (image, group, z, y)
-  index_t PanelRows() const { return Ci * taps[0] * taps[1]; }  // one per (ci, tz, ty)
-  index_t InSize() const { return in[0] * in[1] * in[2]; }
-  index_t OutSize() const { return out[0] * out[1] * out[2]; }
-};
-
 // The width of a panel row: out[2] rounded up to whole tiles, plus the reach of the taps.
-template <typename DType>
-index_t DirectPanelWidth(const DirectPass<DType>& p, index_t tile_width) {
+inline index_t DirectPanelWidth(const DirectPass& p, index_t tile_width) {
   return (p.out[2] + tile_width - 1) / tile_width * tile_width + (p.taps[2] - 1) * p.dilate[2];
 }
 
@@ -82,7 +67,7 @@ index_t DirectPanelWidth(const DirectPass<DType>& p, index_t tile_width) {
 // zeros where they leave the input. The plain form reads the taps' rows (taps_y, dilate_y); the stacked
 // form every row a block of output rows reads (StackSpan, 1).
 template <typename DType>
-inline void FillDirectPanel(const DirectPass<DType>& p, const DType* input, index_t ng, index_t z, index_t y,
+inline void FillDirectPanel(const DirectPass& p, const DType* input, index_t ng, index_t z, index_t y,
                             index_t rows_y, index_t step_y, index_t width, DType* panel) {
   const DType* image = input + ng * p.Ci * p.InSize();  // (n, g) is image n's group g: channels g * Ci...
   const index_t x_first = p.origin[2];                   // the input x of panel column 0
@@ -109,24 +94,19 @@ inline void FillDirectPanel(const DirectPass<DType>& p, const DType* input, inde
 constexpr int kStackRows = 4, kStackVectors = 3;
 // The stacked form's longest span of input rows (its row masks are an array of this size).
 constexpr index_t kMaxStackSpan = 64;
-template <typename DType>
-index_t DirectStackSpan(const DirectPass<DType>& p);
-template <typename DType>
-bool DirectStacks(const DirectPass<DType>& p) {
+inline index_t DirectStackSpan(const DirectPass& p);
+inline bool DirectStacks(const DirectPass& p) {
   return p.Co < 4 && p.out[1] >= kStackRows && DirectStackSpan(p) <= kMaxStackSpan;
 }
-template <typename DType>
-index_t DirectStackSpan(const DirectPass<DType>& p) { return kStackRows + (p.taps[1] - 1) * p.dilate[1]; }
-template <typename DType>
-index_t DirectStackBlocks(const DirectPass<DType>& p) { return (p.out[1] + kStackRows - 1) / kStackRows; }
+inline index_t DirectStackSpan(const DirectPass& p) { return kStackRows + (p.taps[1] - 1) * p.dilate[1]; }
+inline index_t DirectStackBlocks(const DirectPass& p) { return (p.out[1] + kStackRows - 1) / kStackRows; }
 
 // The weight gradient's register block: filters times taps along x (3 x 4 accumulators, the 3 dy vectors
 // and a panel vector: 16 registers).
 constexpr int kWeightGradFilters = 3, kWeightGradTaps = 4;
 // The weight gradient's panel rows: out[2] rounded up to whole vectors, plus the reach of the taps rounded
 // up to whole blocks of kWeightGradTaps.
-template <typename DType>
-index_t DirectWeightGradPanelWidth(const DirectPass<DType>& p, index_t lanes) {
+inline index_t DirectWeightGradPanelWidth(const DirectPass& p, index_t lanes) {
   const index_t tap_blocks = (p.taps[2] + kWeightGradTaps - 1) / kWeightGradTaps;
   return (p.out[2] + lanes - 1) / lanes * lanes + (tap_blocks * kWeightGradTaps - 1) * p.dilate[2];
 }
@@ -134,7 +114,7 @@ index_t DirectWeightGradPanelWidth(const DirectPass<DType>& p, index_t lanes) {
 template <typename DType>
 struct DirectWeightGradScratch {
   index_t panel = 0, total = 0;
-  explicit DirectWeightGradScratch(const DirectPass<DType>& p) {
+  explicit DirectWeightGradScratch(const DirectPass& p) {
     const index_t lanes = 32 / index_t(sizeof(DType));
     panel = p.PanelRows() * DirectWeightGradPanelWidth(p, lanes);
     total = panel + kWeightGradFilters * ((p.out[2] + lanes - 1) / lanes * lanes);
@@ -190,19 +170,18 @@ index_t DirectTileFilters(index_t filters) {
 }
 
 // The work items of pass p: output rows, or blocks of kStackRows of them when it stacks.
-template <typename DType>
-index_t DirectItems(const DirectPass<DType>& p) {
+inline index_t DirectItems(const DirectPass& p) {
   return DirectStacks(p) ? p.N * p.G * p.out[0] * DirectStackBlocks(p) : p.Rows();
 }
 // Elements of the packed filters and of one chunk's panel.
 template <typename DType>
-index_t DirectPackedElems(const DirectPass<DType>& p) {
+index_t DirectPackedElems(const DirectPass& p) {
   if (DirectStacks(p)) return p.G * p.Co * p.Ci * p.taps[0] * DirectStackSpan(p) * p.taps[2] * kStackRows;
   const index_t KB = DirectTileFilters<DType>(p.Co), blocks = (p.Co + KB - 1) / KB;
   return p.G * blocks * p.PanelRows() * p.taps[2] * KB;
 }
 template <typename DType>
-index_t DirectPanelElems(const DirectPass<DType>& p) {
+index_t DirectPanelElems(const DirectPass& p) {
   if (DirectStacks(p)) {
     const index_t width = DirectPanelWidth(p, direct_baseline::Tile<DType, kStackRows, kStackVectors>::kWidth);
     return p.Ci * p.taps[0] * DirectStackSpan(p) * width;
@@ -218,7 +197,7 @@ inline index_t DirectChunkFirst(index_t c, index_t chunks, index_t items) {
 // Packs filter(g, co, ci, tz, ty, tx) into the tile order: plain, blocks of KB filters (zeros past Co in
 // the last); stacked, per filter the weight of each (span row j, output row r of the block) pair.
 template <typename DType, typename Filter>
-void PackDirectFilters(const DirectPass<DType>& p, Filter filter, DType* packed) {
+void PackDirectFilters(const DirectPass& p, Filter filter, DType* packed) {
   if (DirectStacks(p)) {
     const index_t span = DirectStackSpan(p), dy = p.dilate[1];
     for (index_t g = 0; g < p.G; ++g)
@@ -249,9 +228,9 @@ void PackDirectFilters(const DirectPass<DType>& p, Filter filter, DType* packed)
 
 // Runs pass p: output (req: add or store) from input, filters packed; workspace holds one panel per chunk.
 template <typename DType>
-void RunDirectPass(const DirectPass<DType>& p, const DType* input, const DType* packed, DType* output, bool add,
+void RunDirectPass(const DirectPass& p, const DType* input, const DType* packed, DType* output, bool add,
                    DType* panels) {
-  const index_t items = DirectItems(p), chunks = DirectChunks(items), panel_elems = DirectPanelElems(p);
+  const index_t items = DirectItems(p), chunks = DirectChunks(items), panel_elems = DirectPanelElems<DType>(p);
   if (items == 0) return;  // an empty output
   const index_t cost = p.Co * p.PanelRows() * p.taps[2] * p.out[2] * 2 * (DirectStacks(p) ? kStackRows : 1);
   const bool avx2 = cpu_isa::ActiveIsa() >= cpu_isa::Isa::kAvx2;
@@ -272,21 +251,6 @@ void RunDirectPass(const DirectPass<DType>& p, const DType* input, const DType* 
   if (DirectStacks(p)) return run(&direct_baseline::StackedRows<DType>);
   WithDirectTile(p.Co, [&](auto kb, auto xv) { run(&direct_baseline::Rows<DType, kb.value, xv.value>); });
 #endif
-}
-
-// The correlation that computes `pass` of geometry g (stride 1): the forward, filters = output channels;
-// or the data gradient, the output gradient correlated with the transposed, flipped filters.
-template <typename DType>
-DirectPass<DType> MakeDirectPass(const ConvGeometry& g, ConvPass pass) {
-  const bool data_grad = pass == ConvPass::kBackwardData;
-  DirectPass<DType> p;
-  p.N = g.N, p.G = g.G, p.Ci = data_grad ? g.Kg() : g.Cg(), p.Co = data_grad ? g.Cg() : g.Kg();
-  for (int i = 0; i < 3; ++i) {
-    p.in[i] = data_grad ? g.out[i] : g.in[i], p.out[i] = data_grad ? g.in[i] : g.out[i];
-    p.taps[i] = g.kernel[i], p.dilate[i] = g.dilate[i];
-    p.origin[i] = data_grad ? g.pad[i] - (g.kernel[i] - 1) * g.dilate[i] : -g.pad[i];
-  }
-  return p;
 }
 
 // Whether every size DirectWorkspace and the kernels compute stays far inside index_t (a hostile dilation
@@ -316,15 +280,15 @@ inline const ConvStores kDirectAllPasses = [] {
 template <typename DType>
 DirectLayout DirectWorkspace(const ConvGeometry& g, const ConvStores& st) {
   DirectLayout l;
-  const DirectPass<DType> fwd = MakeDirectPass<DType>(g, ConvPass::kForward),
-                          bwd = MakeDirectPass<DType>(g, ConvPass::kBackwardData);
+  const DirectPass fwd = MakeDirectPass(g, ConvPass::kForward),
+                          bwd = MakeDirectPass(g, ConvPass::kBackwardData);
   if (st.out.active) {
-    l.packed = std::max(l.packed, DirectPackedElems(fwd));
-    l.panels = std::max(l.panels, DirectChunks(DirectItems(fwd)) * DirectPanelElems(fwd));
+    l.packed = std::max(l.packed, DirectPackedElems<DType>(fwd));
+    l.panels = std::max(l.panels, DirectChunks(DirectItems(fwd)) * DirectPanelElems<DType>(fwd));
   }
   if (st.data_grad.active) {
-    l.packed = std::max(l.packed, DirectPackedElems(bwd));
-    l.panels = std::max(l.panels, DirectChunks(DirectItems(bwd)) * DirectPanelElems(bwd));
+    l.packed = std::max(l.packed, DirectPackedElems<DType>(bwd));
+    l.panels = std::max(l.panels, DirectChunks(DirectItems(bwd)) * DirectPanelElems<DType>(bwd));
   }
   if (st.weight_grad.active) {
     const index_t chunks = DirectChunks(fwd.Rows());
@@ -389,14 +353,14 @@ class ConvCpuDirect : public ConvAlgorithm<cpu, DType> {
         return t.weight[((k * Cg + c) * g.kernel[0] + tz) * g.kernel[1] * g.kernel[2] + ty * g.kernel[2] + tx];
       };
       if (st.out.active) {
-        const detail::DirectPass<DType> p = detail::MakeDirectPass<DType>(g, ConvPass::kForward);
+        const detail::DirectPass p = detail::MakeDirectPass(g, ConvPass::kForward);
         detail::PackDirectFilters(p, [&](index_t gr, index_t co, index_t ci, index_t tz, index_t ty, index_t tx) {
           return weight(gr * Kg + co, ci, tz, ty, tx);
         }, packed);
         detail::RunDirectPass(p, t.data, packed, t.out, st.out.add, panels);
       }
       if (st.data_grad.active) {
-        const detail::DirectPass<DType> p = detail::MakeDirectPass<DType>(g, ConvPass::kBackwardData);
+        const detail::DirectPass p = detail::MakeDirectPass(g, ConvPass::kBackwardData);
         detail::PackDirectFilters(p, [&](index_t gr, index_t co, index_t ci, index_t tz, index_t ty, index_t tx) {
           return weight(gr * Kg + ci, co, g.kernel[0] - 1 - tz, g.kernel[1] - 1 - ty, g.kernel[2] - 1 - tx);
         }, packed);
@@ -409,7 +373,7 @@ class ConvCpuDirect : public ConvAlgorithm<cpu, DType> {
  private:
   static void WeightGrad(const ConvGeometry& g, const ConvTensors<DType>& t, ReqStore store, DType* panels,
                          DType* partials, index_t T) {
-    const detail::DirectPass<DType> p = detail::MakeDirectPass<DType>(g, ConvPass::kForward);
+    const detail::DirectPass p = detail::MakeDirectPass(g, ConvPass::kForward);
     const index_t rows = p.Rows(), chunks = detail::DirectChunks(rows), size = g.K * g.Cg() * T;
     const detail::DirectWeightGradScratch<DType> scratch(p);
     if (rows == 0) {  // no output rows: nothing to sum, the gradient is zero

@@ -27,8 +27,8 @@ namespace tensorexpr {
 namespace ops {
 
 // Bytes of workspace Forward / Backward take under param's cap with the built-in algorithms chosen by the
-// heuristic: im2col_gemm's column buffer (cpu_per_image and cpu_direct never take more, all passes of a
-// call together; pointwise_gemm none). An
+// heuristic: im2col_gemm's column buffer (cpu_per_image, cpu_direct and gpu_direct never take more, all
+// passes of a call together; pointwise_gemm none). An
 // algorithm forced by name or registered by the user may take up to the cap. A border other than zeros
 // (pad_mode, pad_value) takes a padded copy of the data besides, and backward one of its gradient.
 size_t ConvolutionWorkspaceBytes(const ConvolutionParam& p, const std::vector<index_t>& data_shape,
