@@ -11,6 +11,9 @@
 //   nchw   data (N,C,H,W), weight (K,C,R,S), out (N,K,P,Q) (the default)
 //   nhwc   data (N,H,W,C), weight (K,R,S,C), out (N,P,Q,K); the peer's tensors are torch.channels_last,
 //          which is how cuDNN runs NHWC.
+// --volume runs the imaging study's sweep instead: a 1x1xS^3 input (S = --size, 256) convolved with 1, 2, 4,
+// 8, 16 and 32 filters of 7x7x7 (--filters), no padding, forward and backward, each forward's GFLOP/s and
+// its share of the FP32 FMA peak that a pure-FMA kernel reaches in the same run, beside cuDNN's.
 // --epilogue times the forward with its bias and relu instead of forward and backward: ours fused into the
 // convolution (<tensorexpr/ops/conv_epilogue.h>: relu(conv + broadcast(bias))) against cuDNN's convolution
 // followed by PyTorch's bias add and relu, and, in the second pair of columns, each side's convolution
@@ -24,6 +27,7 @@
 // Usage: conv_bench [--dtype fp32|tf32|fp16|bf16] [--layout nchw|nhwc] [--n 32] [--reps 20]
 //                   [--workspace-mb 2048] [--layers path] [--no-3d] [--no-peer] [--epilogue] [--svg path]
 //                   [--csv path]
+//        conv_bench --volume [--filters 1,2,4,8,16,32] [--size 256] [--dtype ...] [--reps 5] [--svg path]
 // Run from the repository root or from bench/ (or set TE_PEER_SCRIPT / TE_CONV_LAYERS to the files).
 // TE_LOG=conv still prints the whole selection log to stderr.
 #include <algorithm>
@@ -99,7 +103,9 @@ struct Options {
   index_t n = 32;
   int reps = 20;
   double workspace_mb = 2048;
-  bool do3d = true, do_peer = true, epilogue = false;
+  bool do3d = true, do_peer = true, epilogue = false, volume = false;
+  std::vector<index_t> filters = {1, 2, 4, 8, 16, 32};  // --volume: the sweep's filter counts
+  index_t size = 256;                                  // --volume: the input's extent
   Precision precision = Precision::kFp32;
   ops::Layout layout = ops::Layout::kNCHW;
   std::string layers_path, svg_path, csv_path;
@@ -110,12 +116,32 @@ void PrintUsage(FILE* to, const char* argv0) {
                "usage: %s [--dtype fp32|tf32|fp16|bf16] [--layout nchw|nhwc] [--n 32] [--reps 20]\n"
                "          [--workspace-mb 2048] [--layers path] [--no-3d] [--no-peer] [--epilogue] [--svg path]\n"
                "          [--csv path]\n"
+               "       %s --volume [--filters 1,2,4,8,16,32] [--size 256] [--dtype ...] [--reps 5] [--svg path]\n"
                "  --dtype      fp32: float, TF32 off (default); tf32: float on TF32 tensor cores; fp16, bf16\n"
                "  --layout     nchw (default) or nhwc (channels last; the peer uses torch.channels_last)\n"
                "  --epilogue   conv + bias + relu (ours fused) and the convolution alone, instead of forward and backward\n"
                "  --svg path   a bar chart of the per-layer ratios (ours / peer), forward and backward\n"
-               "  --csv path   the per-layer table: times, ratios and the algorithms chosen\n",
-               argv0);
+               "  --csv path   the per-layer table: times, ratios and the algorithms chosen\n"
+               "  --volume     the imaging sweep: 1 x size^3 input, each filter count of --filters 7x7x7 filters,\n"
+               "               GFLOP/s and share of the measured FP32 FMA peak\n",
+               argv0, argv0);
+}
+
+// "1,2,4" as positive counts; false for anything else.
+bool ParseCounts(const std::string& s, std::vector<index_t>* counts) {
+  std::vector<index_t> v;
+  size_t at = 0;
+  while (at <= s.size()) {
+    const size_t end = std::min(s.find(',', at), s.size());
+    const std::string item = s.substr(at, end - at);
+    char* stop = nullptr;
+    const long long n = std::strtoll(item.c_str(), &stop, 10);
+    if (item.empty() || *stop != '\0' || n <= 0 || n > (1 << 20)) return false;
+    v.push_back(n);
+    at = end + 1;
+  }
+  *counts = v;
+  return !v.empty();
 }
 
 // Fills `o` from the command line; returns -1 to go on, otherwise the exit status (help, or a bad flag).
@@ -134,6 +160,9 @@ int ParseArgs(int argc, char** argv, Options* o) {
     else if (a == "--no-3d") o->do3d = false;
     else if (a == "--no-peer") o->do_peer = false;
     else if (a == "--epilogue") o->epilogue = true, o->do3d = false;
+    else if (a == "--volume") o->volume = true;
+    else if (a == "--filters" && has_value && ParseCounts(argv[i + 1], &o->filters)) ++i;
+    else if (a == "--size" && has_value && std::atoll(argv[i + 1]) >= 7) o->size = std::atoll(argv[++i]);
     else if (a == "--help" || a == "-h") {
       PrintUsage(stdout, argv[0]);
       return 0;
@@ -376,18 +405,84 @@ OursResult MeasureOursIn(const Options& o, const std::vector<Layer>& layers) {
   }
 }
 
-// Runs the peer script; returns its per-layer timings (by index), total and 3-D lines.
+// ---- --volume: the imaging study's sweep -------------------------------------------------------------
+
+// 16 independent multiply-add chains per thread, `iters` rounds: the FP32 FMA peak (no memory traffic).
+// m and c come from the host, so the compiler cannot fold the chains; the store keeps them alive.
+__global__ void FmaPeakKernel(float* sink, int iters, float m, float c) {
+  float a[16];
+#pragma unroll
+  for (int i = 0; i < 16; ++i) a[i] = threadIdx.x * 1e-3f + i;
+  for (int it = 0; it < iters; ++it)
+#pragma unroll
+    for (int i = 0; i < 16; ++i) a[i] = fmaf(a[i], m, c);
+  float s = 0;
+#pragma unroll
+  for (int i = 0; i < 16; ++i) s += a[i];
+  if (s == 1234.5f) sink[blockIdx.x] = s;
+}
+
+// The measured FP32 FMA peak in GFLOP/s (2 flops per multiply-add), median of 5 runs.
+double MeasureFmaPeakGflops() {
+  cudaDeviceProp prop;
+  TE_CUDA_CHECK(cudaGetDeviceProperties(&prop, cuda::CurrentDevice()));
+  const int threads = 256, blocks = prop.multiProcessorCount * 8, iters = 1 << 14;
+  TensorContainer<gpu, 1, float> sink(Shape1(blocks));
+  const double ms = MedianMs(nullptr, 2, 5, [&] {
+    FmaPeakKernel<<<blocks, threads>>>(sink.dptr_, iters, 0.999f, 1e-4f);
+    TE_CUDA_CHECK_LAUNCH("FmaPeakKernel");
+  });
+  return 2.0 * 16 * iters * double(threads) * blocks / ms / 1e6;
+}
+
+ops::ConvolutionParam VolumeParam(const Options& o, index_t filters) {
+  ops::ConvolutionParam p = Conv3dParam(o);
+  p.num_filter = filters;
+  return p;
+}
+
+// Our side of the sweep, one filter count at a time; forward GFLOP per count into gflop.
+template <typename DType>
+std::vector<Timing> MeasureVolume(const Options& o, std::vector<ChosenAlgorithms>* chosen, std::vector<double>* gflop) {
+  std::vector<Timing> r;
+  Stream<gpu>* stream = NewStream<gpu>(true);
+  const Shape<5> xshape = DataShape<5>(o.layout, 1, 1, o.size);
+  for (index_t k : o.filters) {
+    const ops::ConvolutionParam p = VolumeParam(o, k);
+    ChosenAlgorithms c;
+    Timing t;
+    {
+      ChoiceRecorder recorder(&c);
+      t = TimeConv<DType>(stream, p, xshape, 1, o.reps);
+    }
+    const double g = ops::InferConvCost(p, Dims(xshape), sizeof(DType)).forward_flops / 1e9;
+    std::printf("ours %2lld filters: fwd %9.3f ms (%7.1f GFLOP/s)  bwd %9.3f ms\n", (long long)k, t.fwd_ms,
+                g / t.fwd_ms * 1e3, t.bwd_ms);
+    std::fflush(stdout);
+    r.push_back(t), chosen->push_back(c), gflop->push_back(g);
+    ops::ReleaseWorkspace<gpu>(stream);
+  }
+  stream->Wait();
+  DeleteStream(stream);
+  return r;
+}
+
+// Runs the peer script; returns its per-layer timings (by index), total and 3-D lines, or with --volume
+// the sweep's timings by filter count.
 struct PeerResult {
-  std::map<int, Timing> layers;
+  std::map<int, Timing> layers, volume;
   Timing total, conv3d;
   bool ok = false;
 };
 PeerResult RunPeer(const std::string& script, const Options& o) {
   PeerResult r;
-  const std::string cmd = "python3 " + script + " --layers " + o.layers_path + " --n " + std::to_string(o.n) +
-                          " --reps " + std::to_string(o.reps) + " --dtype " + PrecisionFlag(o.precision) +
-                          " --layout " + LowerCase(ops::LayoutName(o.layout)) + (o.do3d ? "" : " --no-3d") +
-                          (o.epilogue ? " --epilogue" : "") + " 2>&1";
+  std::string filters;
+  for (index_t k : o.filters) filters += (filters.empty() ? "" : ",") + std::to_string(k);
+  const std::string what = o.volume ? " --volume-filters " + filters + " --volume-size " + std::to_string(o.size)
+                                    : " --layers " + o.layers_path + " --n " + std::to_string(o.n);
+  const std::string cmd = "python3 " + script + what + " --reps " + std::to_string(o.reps) + " --dtype " +
+                          PrecisionFlag(o.precision) + " --layout " + LowerCase(ops::LayoutName(o.layout)) +
+                          (o.do3d ? "" : " --no-3d") + (o.epilogue ? " --epilogue" : "") + " 2>&1";
   std::printf("peer: %s\n", cmd.c_str());
   std::fflush(stdout);
   FILE* p = popen(cmd.c_str(), "r");
@@ -406,6 +501,9 @@ PeerResult RunPeer(const std::string& script, const Options& o) {
       r.total = {f, b};
     } else if (std::sscanf(line, "peer_conv3d fwd_ms %lf bwd_ms %lf", &f, &b) == 2) {
       r.conv3d = {f, b};
+    } else if (std::sscanf(line, "peer_conv3d_volume %d fwd_ms %lf bwd_ms %lf", &idx, &f, &b) == 3) {
+      r.volume[idx] = {f, b};
+      r.ok = true;
     }
   }
   const int status = pclose(p);
@@ -548,6 +646,51 @@ bool WriteCsv(const std::string& path, const std::vector<ChartGroup>& groups, co
   return std::fclose(f) == 0;
 }
 
+// --volume: the sweep, ours and the peer's, as a table (and a chart with --svg).
+int RunVolume(const Options& o) {
+  cudaDeviceProp prop;
+  TE_CUDA_CHECK(cudaGetDeviceProperties(&prop, cuda::CurrentDevice()));
+  std::printf("conv_bench --volume: %s, %s, input 1x1x%lld^3, filters 7x7x7, no padding, %d reps (median)\n",
+              prop.name, PrecisionText(o.precision), (long long)o.size, o.reps);
+  const double peak = MeasureFmaPeakGflops();
+  std::printf("FP32 FMA peak, measured (a pure multiply-add kernel): %.0f GFLOP/s on %d SMs\n", peak,
+              prop.multiProcessorCount);
+  std::vector<ChosenAlgorithms> chosen;
+  std::vector<double> gflop;
+  std::vector<Timing> ours;
+  switch (o.precision) {
+    case Precision::kFp16: ours = MeasureVolume<half_t>(o, &chosen, &gflop); break;
+    case Precision::kBf16: ours = MeasureVolume<bf16_t>(o, &chosen, &gflop); break;
+    default: ours = MeasureVolume<float>(o, &chosen, &gflop);
+  }
+  PeerResult peer;
+  if (o.do_peer) peer = RunPeer(FindFile("TE_PEER_SCRIPT", "conv_peer.py"), o);
+  if (o.do_peer && !peer.ok) std::printf("peer not measured (see its output above)\n");
+
+  std::printf("\n%-8s %10s %8s %6s %10s %8s %6s %6s   %10s %10s %6s   %s\n", "filters", "fwd ours", "GFLOP/s", "peak",
+              "cuDNN", "GFLOP/s", "peak", "ratio", "bwd ours", "cuDNN", "ratio", "algorithm: forward / data-grad / weight-grad");
+  std::vector<ChartGroup> groups;
+  for (size_t i = 0; i < o.filters.size(); ++i) {
+    const int k = int(o.filters[i]);
+    const Timing pt = peer.volume.count(k) ? peer.volume[k] : Timing();
+    auto rate = [&](double ms) { return ms > 0 ? gflop[i] / ms * 1e3 : 0.0; };
+    std::printf("%-8d %s %8.0f %5.1f%% %s %8.0f %5.1f%% %s   %s %s %s   %s\n", k, Ms(ours[i].fwd_ms).c_str(),
+                rate(ours[i].fwd_ms), 100 * rate(ours[i].fwd_ms) / peak, Ms(pt.fwd_ms).c_str(), rate(pt.fwd_ms),
+                100 * rate(pt.fwd_ms) / peak, Ratio(ours[i].fwd_ms, pt.fwd_ms).c_str(), Ms(ours[i].bwd_ms).c_str(),
+                Ms(pt.bwd_ms).c_str(), Ratio(ours[i].bwd_ms, pt.bwd_ms).c_str(), AlgorithmsText(chosen[i]).c_str());
+    std::printf("conv_volume filters %d fwd_ms %.6f bwd_ms %.6f peer_fwd_ms %.6f peer_bwd_ms %.6f fwd_peak_share %.4f\n",
+                k, ours[i].fwd_ms, ours[i].bwd_ms, pt.fwd_ms, pt.bwd_ms, rate(ours[i].fwd_ms) / peak);
+    groups.push_back({std::to_string(k) + (k == 1 ? " filter" : " filters"), ours[i], pt});
+  }
+  std::printf("ratio = our time / cuDNN's time (below 1: ours is faster); peak = share of the measured FP32 FMA peak\n");
+  if (!o.svg_path.empty()) {
+    const std::string title = std::string("conv_bench --volume: ours / cuDNN, ") + PrecisionFlag(o.precision) + ", 1x1x" +
+                              std::to_string(o.size) + "^3, 7x7x7 filters, " + prop.name;
+    std::printf(WriteRatioSvg(o.svg_path, title, groups, false) ? "wrote %s\n" : "could not write %s\n", o.svg_path.c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -556,6 +699,7 @@ int main(int argc, char** argv) {
   const int parsed = ParseArgs(argc, argv, &o);
   if (parsed >= 0) return parsed;
   try {
+    if (o.volume) return RunVolume(o);
     const std::vector<Layer> layers = ReadLayers(o.layers_path);
     cudaDeviceProp prop;
     TE_CUDA_CHECK(cudaGetDeviceProperties(&prop, cuda::CurrentDevice()));

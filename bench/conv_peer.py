@@ -21,6 +21,8 @@ Prints machine-readable lines that conv_bench.cu parses:
     peer_conv_layer <index> <C> <H> <K> <R> <stride> <pad> fwd_ms <ms> bwd_ms <ms>
     peer_conv_total fwd_ms <sum> bwd_ms <sum>
     peer_conv3d fwd_ms <ms> bwd_ms <ms>   (or peer_conv3d_error <reason> when cuDNN refuses it)
+    peer_conv3d_volume <filters> fwd_ms <ms> bwd_ms <ms>   (--volume-filters: the imaging sweep only, a
+                   1x1xS^3 input, S = --volume-size, convolved with that many 7x7x7 filters, no padding)
 or one line `peer_conv_error <reason>` (exit status 2) when PyTorch or a GPU is missing.
 """
 import argparse
@@ -118,6 +120,9 @@ def main():
     parser.add_argument("--epilogue", action="store_true",
                         help="time conv + bias + relu, and the convolution alone, instead of forward and backward")
     parser.add_argument("--reps-3d", type=int, default=5)
+    parser.add_argument("--volume-filters", default="",
+                        help="comma-separated filter counts: the imaging sweep instead of the layers")
+    parser.add_argument("--volume-size", type=int, default=256)
     args = parser.parse_args()
 
     try:
@@ -138,6 +143,16 @@ def main():
           f"{torch.cuda.get_device_name()} {str(dtype).replace('torch.', '')} tf32={'on' if tf32 else 'off'} "
           f"{args.layout} cudnn.benchmark=True{' epilogue' if args.epilogue else ''}")
 
+    if args.volume_filters:
+        s = args.volume_size
+        for k in (int(v) for v in args.volume_filters.split(",")):
+            try:
+                fwd, bwd = time_conv(torch, F, (1, 1, s, s, s), (k, 1, 7, 7, 7), 1, 0, dtype,
+                                     memory_format(torch, args.layout, 3), 2, args.reps)
+                print(f"peer_conv3d_volume {k} fwd_ms {fwd:.6f} bwd_ms {bwd:.6f}", flush=True)
+            except RuntimeError as err:
+                print(f"peer_conv3d_volume_error {k} {str(err).splitlines()[0]}", flush=True)
+        return 0
     fmt2d = memory_format(torch, args.layout, 2)
     total_f = total_b = 0.0
     for i, (c, h, k, r, s, p) in enumerate(read_layers(args.layers)):
