@@ -22,6 +22,7 @@ if lang == "cu":
     lines.append("#include <tensorexpr/cuda/tensorexpr_cuda.cuh>")
 lines.append("#include <tensorexpr/ops/convolution.h>")
 lines.append("#include <tensorexpr/ops/conv_epilogue.h>")
+lines.append("#include <tensorexpr/ops/conv_fixed.h>")
 lines.append("#include <tensorexpr/ops/softmax.h>")
 lines.append("#include <tensorexpr/ops/dropout.h>")
 lines += [

@@ -1,0 +1,1 @@
+#include "../conv_fixed_test.cc"
