@@ -14,6 +14,8 @@
 // --volume runs the imaging study's sweep instead: a 1x1xS^3 input (S = --size, 256) convolved with 1, 2, 4,
 // 8, 16 and 32 filters of 7x7x7 (--filters), no padding, forward and backward, each forward's GFLOP/s and
 // its share of the FP32 FMA peak that a pure-FMA kernel reaches in the same run, beside cuDNN's.
+// --u8 reads the input as uint8_t intensities (ConvolutionForwardFixed, float output; forward only),
+// against cuDNN in fp32.
 // --epilogue times the forward with its bias and relu instead of forward and backward: ours fused into the
 // convolution (<tensorexpr/ops/conv_epilogue.h>: relu(conv + broadcast(bias))) against cuDNN's convolution
 // followed by PyTorch's bias add and relu, and, in the second pair of columns, each side's convolution
@@ -26,8 +28,8 @@
 //
 // Usage: conv_bench [--dtype fp32|tf32|fp16|bf16] [--layout nchw|nhwc] [--n 32] [--reps 20]
 //                   [--workspace-mb 2048] [--layers path] [--no-3d] [--no-peer] [--epilogue] [--svg path]
-//                   [--csv path]
-//        conv_bench --volume [--filters 1,2,4,8,16,32] [--size 256] [--dtype ...] [--reps 5] [--svg path]
+//                   [--csv path] [--algorithm NAME]
+//        conv_bench --volume [--filters 1,2,4,8,16,32] [--size 256] [--dtype ...] [--u8] [--reps 5] [--svg path]
 // Run from the repository root or from bench/ (or set TE_PEER_SCRIPT / TE_CONV_LAYERS to the files).
 // TE_LOG=conv still prints the whole selection log to stderr.
 #include <algorithm>
@@ -43,6 +45,7 @@
 #include <sys/stat.h>
 #include <tensorexpr/cuda/tensorexpr_cuda.cuh>
 #include <tensorexpr/ops/conv_epilogue.h>
+#include <tensorexpr/ops/conv_fixed.h>
 #include <tensorexpr/ops/conv_select.h>
 #include <tensorexpr/ops/convolution.h>
 #include "conv_layers.h"
@@ -106,24 +109,28 @@ struct Options {
   bool do3d = true, do_peer = true, epilogue = false, volume = false;
   std::vector<index_t> filters = {1, 2, 4, 8, 16, 32};  // --volume: the sweep's filter counts
   index_t size = 256;                                  // --volume: the input's extent
+  bool u8 = false;                                     // --volume: uint8_t input
   Precision precision = Precision::kFp32;
   ops::Layout layout = ops::Layout::kNCHW;
   std::string layers_path, svg_path, csv_path;
+  std::string algorithm;  // --algorithm: forced on every layer ("" : the library's choice)
 };
 
 void PrintUsage(FILE* to, const char* argv0) {
   std::fprintf(to,
                "usage: %s [--dtype fp32|tf32|fp16|bf16] [--layout nchw|nhwc] [--n 32] [--reps 20]\n"
                "          [--workspace-mb 2048] [--layers path] [--no-3d] [--no-peer] [--epilogue] [--svg path]\n"
-               "          [--csv path]\n"
-               "       %s --volume [--filters 1,2,4,8,16,32] [--size 256] [--dtype ...] [--reps 5] [--svg path]\n"
+               "          [--csv path] [--algorithm NAME]\n"
+               "       %s --volume [--filters 1,2,4,8,16,32] [--size 256] [--dtype ...] [--u8] [--reps 5] [--svg path]\n"
                "  --dtype      fp32: float, TF32 off (default); tf32: float on TF32 tensor cores; fp16, bf16\n"
                "  --layout     nchw (default) or nhwc (channels last; the peer uses torch.channels_last)\n"
                "  --epilogue   conv + bias + relu (ours fused) and the convolution alone, instead of forward and backward\n"
                "  --svg path   a bar chart of the per-layer ratios (ours / peer), forward and backward\n"
                "  --csv path   the per-layer table: times, ratios and the algorithms chosen\n"
                "  --volume     the imaging sweep: 1 x size^3 input, each filter count of --filters 7x7x7 filters,\n"
-               "               GFLOP/s and share of the measured FP32 FMA peak\n",
+               "               GFLOP/s and share of the measured FP32 FMA peak\n"
+               "  --u8         (--volume) uint8_t input intensities, float output, forward only; the peer runs fp32\n"
+               "  --algorithm  force this convolution algorithm on every layer (layers and passes it cannot run: -)\n",
                argv0, argv0);
 }
 
@@ -161,6 +168,8 @@ int ParseArgs(int argc, char** argv, Options* o) {
     else if (a == "--no-peer") o->do_peer = false;
     else if (a == "--epilogue") o->epilogue = true, o->do3d = false;
     else if (a == "--volume") o->volume = true;
+    else if (a == "--u8") o->u8 = true;
+    else if (a == "--algorithm" && has_value) o->algorithm = argv[++i];
     else if (a == "--filters" && has_value && ParseCounts(argv[i + 1], &o->filters)) ++i;
     else if (a == "--size" && has_value && std::atoll(argv[i + 1]) >= 7) o->size = std::atoll(argv[++i]);
     else if (a == "--help" || a == "-h") {
@@ -273,9 +282,14 @@ Timing TimeConv(Stream<gpu>* stream, const ops::ConvolutionParam& p, const Shape
     }
   }
   t.fwd_ms = MedianMs(s, warmup, reps, [&] { ops::ConvolutionForward(p, x.view(), w.view(), b.view(), kWriteTo, y.view()); });
-  t.bwd_ms = MedianMs(s, warmup, reps, [&] {
-    ops::ConvolutionBackward(p, dy.view(), x.view(), w.view(), kWriteTo, dx.view(), kWriteTo, dw.view(), kNullOp, b.view());
-  });
+  try {
+    t.bwd_ms = MedianMs(s, warmup, reps, [&] {
+      ops::ConvolutionBackward(p, dy.view(), x.view(), w.view(), kWriteTo, dx.view(), kWriteTo, dw.view(), kNullOp, b.view());
+    });
+  } catch (const Error& e) {
+    if (p.algorithm.empty()) throw;
+    std::printf("  (backward not timed: %s)\n", e.what());  // a forced algorithm without every backward pass
+  }
   stream->Wait();
   return t;
 }
@@ -356,13 +370,20 @@ OursResult MeasureOurs(const Options& o, const std::vector<Layer>& layers) {
   stream->set_tf32(o.precision == Precision::kTf32);
   for (size_t i = 0; i < layers.size(); ++i) {
     const Layer& L = layers[i];
-    const ops::ConvolutionParam p = LayerParam(L, o.workspace_mb, o.layout);
+    ops::ConvolutionParam p = LayerParam(L, o.workspace_mb, o.layout);
+    p.algorithm = o.algorithm;
     const Shape<4> xshape = DataShape<4>(o.layout, o.n, L.C, L.H);
     ChosenAlgorithms chosen;
     Timing t;
-    {
+    try {
       ChoiceRecorder recorder(&chosen);
       t = TimeConv<DType>(stream, p, xshape, 3, o.reps, o.epilogue);
+    } catch (const Error& e) {
+      if (o.algorithm.empty()) throw;
+      std::printf("ours layer %2zu: %s\n", i, e.what());  // the forced algorithm cannot run this layer
+      r.layers.push_back(Timing());
+      r.chosen.push_back(chosen);
+      continue;
     }
     const double gflop = ops::InferConvCost(p, Dims(xshape), sizeof(DType)).forward_flops / 1e9;
     r.gflop_total += gflop;
@@ -441,6 +462,27 @@ ops::ConvolutionParam VolumeParam(const Options& o, index_t filters) {
   return p;
 }
 
+// The forward of p on uint8_t intensities (Q8.0) into float: fwd_ms only.
+Timing TimeConvU8(Stream<gpu>* stream, const ops::ConvolutionParam& p, const Shape<5>& xshape, int warmup, int reps) {
+  const ops::ConvShapes shapes = ops::InferConvShapes(p, Dims(xshape));
+  Shape<5> yshape, wshape;
+  for (int i = 0; i < 5; ++i) yshape[i] = shapes.out[i], wshape[i] = shapes.weight[i];
+  TensorContainer<gpu, 5, uint8_t> x;
+  TensorContainer<gpu, 5, float> w, y;
+  TensorContainer<gpu, 1, float> b;
+  for (auto* t : {&w, &y}) t->set_stream(stream);
+  x.set_stream(stream), b.set_stream(stream);
+  x.Resize(xshape), w.Resize(wshape), y.Resize(yshape);
+  FillHash(w.view(), 2u);
+  Assign(x.view().FlatTo2D(), kWriteTo, expr::scalar<uint8_t>(uint8_t(93)));
+  Timing t;
+  t.fwd_ms = MedianMs(stream->stream(), warmup, reps, [&] {
+    ops::ConvolutionForwardFixed(p, x.view(), ops::FixedPoint{0}, w.view(), b.view(), kWriteTo, y.view());
+  });
+  stream->Wait();
+  return t;
+}
+
 // Our side of the sweep, one filter count at a time; forward GFLOP per count into gflop.
 template <typename DType>
 std::vector<Timing> MeasureVolume(const Options& o, std::vector<ChosenAlgorithms>* chosen, std::vector<double>* gflop) {
@@ -453,7 +495,7 @@ std::vector<Timing> MeasureVolume(const Options& o, std::vector<ChosenAlgorithms
     Timing t;
     {
       ChoiceRecorder recorder(&c);
-      t = TimeConv<DType>(stream, p, xshape, 1, o.reps);
+      t = o.u8 ? TimeConvU8(stream, p, xshape, 1, o.reps) : TimeConv<DType>(stream, p, xshape, 1, o.reps);
     }
     const double g = ops::InferConvCost(p, Dims(xshape), sizeof(DType)).forward_flops / 1e9;
     std::printf("ours %2lld filters: fwd %9.3f ms (%7.1f GFLOP/s)  bwd %9.3f ms\n", (long long)k, t.fwd_ms,
@@ -650,8 +692,12 @@ bool WriteCsv(const std::string& path, const std::vector<ChartGroup>& groups, co
 int RunVolume(const Options& o) {
   cudaDeviceProp prop;
   TE_CUDA_CHECK(cudaGetDeviceProperties(&prop, cuda::CurrentDevice()));
-  std::printf("conv_bench --volume: %s, %s, input 1x1x%lld^3, filters 7x7x7, no padding, %d reps (median)\n",
-              prop.name, PrecisionText(o.precision), (long long)o.size, o.reps);
+  if (o.u8 && o.precision != Precision::kFp32) {
+    std::fprintf(stderr, "conv_bench: --u8 runs float filters and output (--dtype fp32)\n");
+    return 2;
+  }
+  std::printf("conv_bench --volume: %s, %s, input 1x1x%lld^3%s, filters 7x7x7, no padding, %d reps (median)\n",
+              prop.name, PrecisionText(o.precision), (long long)o.size, o.u8 ? " uint8" : "", o.reps);
   const double peak = MeasureFmaPeakGflops();
   std::printf("FP32 FMA peak, measured (a pure multiply-add kernel): %.0f GFLOP/s on %d SMs\n", peak,
               prop.multiProcessorCount);
@@ -677,7 +723,8 @@ int RunVolume(const Options& o) {
     std::printf("%-8d %s %8.0f %5.1f%% %s %8.0f %5.1f%% %s   %s %s %s   %s\n", k, Ms(ours[i].fwd_ms).c_str(),
                 rate(ours[i].fwd_ms), 100 * rate(ours[i].fwd_ms) / peak, Ms(pt.fwd_ms).c_str(), rate(pt.fwd_ms),
                 100 * rate(pt.fwd_ms) / peak, Ratio(ours[i].fwd_ms, pt.fwd_ms).c_str(), Ms(ours[i].bwd_ms).c_str(),
-                Ms(pt.bwd_ms).c_str(), Ratio(ours[i].bwd_ms, pt.bwd_ms).c_str(), AlgorithmsText(chosen[i]).c_str());
+                Ms(pt.bwd_ms).c_str(), Ratio(ours[i].bwd_ms, pt.bwd_ms).c_str(),
+                o.u8 ? chosen[i].forward.c_str() : AlgorithmsText(chosen[i]).c_str());
     std::printf("conv_volume filters %d fwd_ms %.6f bwd_ms %.6f peer_fwd_ms %.6f peer_bwd_ms %.6f fwd_peak_share %.4f\n",
                 k, ours[i].fwd_ms, ours[i].bwd_ms, pt.fwd_ms, pt.bwd_ms, rate(ours[i].fwd_ms) / peak);
     groups.push_back({std::to_string(k) + (k == 1 ? " filter" : " filters"), ours[i], pt});
@@ -718,18 +765,23 @@ int main(int argc, char** argv) {
                 o.epilogue ? "fused" : "fwd ours", "peer", "ratio", o.epilogue ? "conv ours" : "bwd ours", "peer", "ratio",
                 o.epilogue ? "algorithm: forward" : "algorithm: forward / data-grad / weight-grad");
     std::vector<ChartGroup> groups;
-    Timing sum;
-    sum.fwd_ms = sum.bwd_ms = 0;
+    // With --algorithm some layers or passes may not run: the totals are then over those that did, on
+    // both sides.
+    Timing sum, peer_sum;
+    sum.fwd_ms = sum.bwd_ms = peer_sum.fwd_ms = peer_sum.bwd_ms = 0;
+    bool partial = false;
     for (size_t i = 0; i < layers.size(); ++i) {
       const Timing pt = peer.layers.count(int(i)) ? peer.layers[int(i)] : Timing();
       PrintRow(LayerName(i, layers[i]), ours.layers[i], pt,
                o.epilogue ? ours.chosen[i].forward : AlgorithmsText(ours.chosen[i]));
       groups.push_back({LayerName(i, layers[i]), ours.layers[i], pt});
-      sum.fwd_ms += ours.layers[i].fwd_ms;
-      sum.bwd_ms += ours.layers[i].bwd_ms;
+      if (ours.layers[i].fwd_ms > 0) sum.fwd_ms += ours.layers[i].fwd_ms, peer_sum.fwd_ms += std::max(0.0, pt.fwd_ms);
+      if (ours.layers[i].bwd_ms > 0) sum.bwd_ms += ours.layers[i].bwd_ms, peer_sum.bwd_ms += std::max(0.0, pt.bwd_ms);
+      partial = partial || ours.layers[i].fwd_ms <= 0 || ours.layers[i].bwd_ms <= 0;
     }
-    PrintRow("total (sum of layers)", sum, peer.total, "");
-    groups.push_back({"total", sum, peer.total});
+    const Timing peer_total = !peer.ok ? Timing() : partial ? peer_sum : peer.total;
+    PrintRow(partial ? "total (the layers ours ran)" : "total (sum of layers)", sum, peer_total, "");
+    groups.push_back({"total", sum, peer_total});
     std::printf("  forward total %.1f GFLOP: ours %.1f TFLOP/s\n", ours.gflop_total, ours.gflop_total / sum.fwd_ms);
     std::vector<ChosenAlgorithms> chosen = ours.chosen;
     chosen.push_back(ChosenAlgorithms());  // the total's row
@@ -757,7 +809,7 @@ int main(int argc, char** argv) {
     if (!o.csv_path.empty())
       std::printf(WriteCsv(o.csv_path, groups, chosen) ? "wrote %s\n" : "could not write %s\n", o.csv_path.c_str());
     std::printf("conv_bench_total fwd_ms %.6f bwd_ms %.6f peer_fwd_ms %.6f peer_bwd_ms %.6f\n", sum.fwd_ms, sum.bwd_ms,
-                peer.total.fwd_ms, peer.total.bwd_ms);
+                peer_total.fwd_ms, peer_total.bwd_ms);
   } catch (const Error& e) {
     std::fprintf(stderr, "conv_bench: %s\n", e.what());
     return 1;

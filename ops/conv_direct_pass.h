@@ -15,16 +15,20 @@ namespace tensorexpr {
 namespace ops {
 namespace detail {
 
-// One correlation over the rows of a (N, G * Co, out...) output from a (N, G * Ci, in...) input.
+// One correlation over the rows of a (N, G * Co, out...) output from a (N, G * Ci, in...) input. Filter
+// (g, co, ci, tap t) is weight[filter_g * g + filter_co * co + filter_ci * ci + (flip ? Taps() - 1 - t : t)]
+// of the convolution's weight (G * K, C / G, kernel...).
 struct DirectPass {
   index_t N = 0, G = 1, Ci = 0, Co = 0;
   index_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, taps[3] = {1, 1, 1}, dilate[3] = {1, 1, 1}, origin[3] = {0, 0, 0};
+  index_t filter_g = 0, filter_co = 0, filter_ci = 0;
+  bool flip = false;  // the data gradient's filters, flipped in every dimension
 
-  index_t Rows() const { return N * G * out[0] * out[1]; }  // output rows (image, group, z, y)
-  index_t PanelRows() const { return Ci * taps[0] * taps[1]; }  // input rows per output row, one per (ci, tz, ty)
-  index_t InSize() const { return in[0] * in[1] * in[2]; }
-  index_t OutSize() const { return out[0] * out[1] * out[2]; }
-  index_t Taps() const { return taps[0] * taps[1] * taps[2]; }
+  TE_XINLINE index_t Rows() const { return N * G * out[0] * out[1]; }  // output rows (image, group, z, y)
+  TE_XINLINE index_t PanelRows() const { return Ci * taps[0] * taps[1]; }  // input rows per output row, one per (ci, tz, ty)
+  TE_XINLINE index_t InSize() const { return in[0] * in[1] * in[2]; }
+  TE_XINLINE index_t OutSize() const { return out[0] * out[1] * out[2]; }
+  TE_XINLINE index_t Taps() const { return taps[0] * taps[1] * taps[2]; }
 };
 
 // The correlation that computes `pass` of geometry g (stride 1): the forward, filters = output channels;
@@ -39,6 +43,11 @@ inline DirectPass MakeDirectPass(const ConvGeometry& g, ConvPass pass) {
     p.taps[i] = g.kernel[i], p.dilate[i] = g.dilate[i];
     p.origin[i] = data_grad ? g.pad[i] - (g.kernel[i] - 1) * g.dilate[i] : -g.pad[i];
   }
+  const index_t T = p.Taps();
+  p.filter_g = p.Co * p.Ci * T;
+  p.filter_co = data_grad ? T : p.Ci * T;  // forward: weight (g * Co + co, ci); data gradient: (g * Ci + ci, co)
+  p.filter_ci = data_grad ? p.Co * T : T;
+  p.flip = data_grad;
   return p;
 }
 

@@ -294,17 +294,22 @@ std::vector<Case> Grid3D() {
   return v;
 }
 
-// Whether the algorithm called `name` can implement every pass of case c (forcing it is an Error
-// otherwise, which tests/conv_select_test.cc checks).
+// Whether the algorithm called `name` is registered for DType and can implement `pass` of case c (forcing
+// it is an Error otherwise, which tests/conv_select_test.cc checks).
 template <typename Device, typename DType>
-bool Implements(const std::string& name, const Case& c, Stream<Device>* stream) {
+bool ImplementsPass(const std::string& name, const Case& c, Stream<Device>* stream, ops::ConvPass pass) {
   const auto* a = ops::ConvRegistry<Device, DType>::Get().Find(name);
-  REQUIRE(a != nullptr);
+  if (a == nullptr) return false;
   const bool last = c.param.layout == ops::Layout::kNHWC;
   const ops::ConvGeometry g = ops::MakeConvGeometry(c.param, last ? ChannelsLastShape(c.data, c.batched) : c.data);
   const ops::ConvProblem pr = ops::MakeConvProblem<Device, DType>(g, stream, !c.padded_rows, c.param.workspace);
+  return a->CanImplement(pr, pass).ok;
+}
+// ... every pass of case c.
+template <typename Device, typename DType>
+bool Implements(const std::string& name, const Case& c, Stream<Device>* stream) {
   for (ops::ConvPass pass : {ops::ConvPass::kForward, ops::ConvPass::kBackwardData, ops::ConvPass::kBackwardWeight})
-    if (!a->CanImplement(pr, pass).ok) return false;
+    if (!ImplementsPass<Device, DType>(name, c, stream, pass)) return false;
   return true;
 }
 
@@ -320,8 +325,15 @@ int RunGrid(Stream<Device>* stream, size_t seed_offset, const std::string& algor
     c.padded_rows = padded;
     c.param.algorithm = algorithm;
     c.param.layout = layout;
-    if (!algorithm.empty() && !Implements<Device, DType>(algorithm, c, stream)) return;
-    RunCase<Device, DType, d, d>(stream, c, ReqPattern(pattern));
+    Reqs reqs = ReqPattern(pattern);
+    if (!algorithm.empty()) {
+      // An algorithm without a weight gradient (Winograd's) runs the other passes, the weight's req kNullOp.
+      if (!ImplementsPass<Device, DType>(algorithm, c, stream, ops::ConvPass::kForward) ||
+          !ImplementsPass<Device, DType>(algorithm, c, stream, ops::ConvPass::kBackwardData))
+        return;
+      if (!ImplementsPass<Device, DType>(algorithm, c, stream, ops::ConvPass::kBackwardWeight)) reqs.weight = kNullOp;
+    }
+    RunCase<Device, DType, d, d>(stream, c, reqs);
     ++ran;
   };
   for (size_t i = 0; i < g2.size(); ++i) run(g2[i], i % 3 == 1, i + seed_offset, std::integral_constant<int, 4>());
@@ -714,6 +726,36 @@ TEST_CASE("convolution gpu_direct: the heuristic's choice, a deterministic weigh
   for (index_t i = 0; i < chosen.dw.shape_.Size(); ++i) CHECK(chosen.dw.dptr_[i] == again.dw.dptr_[i]);
 }
 #endif
+
+// Winograd, forced (forward and data gradient; the weight's req kNullOp): outputs that are not a whole
+// number of tiles, padding 0 to 2 (the data gradient's origin moves with it), groups, one-channel and
+// one-filter problems, and a workspace cap that leaves room for one image's tiles at a time; float and double.
+TE_DEVICE_TEST_CASE("convolution winograd_2x2 and winograd_4x4: tails, padding, groups, chunks", "[conv][algorithm][winograd]") {
+  std::vector<Case> cases = {
+      MakeCase({3, 5, 13, 11}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 7, 1, true),
+      MakeCase({2, 6, 9, 10}, {3, 3}, {1, 1}, {0, 2}, {1, 1}, 4, 2, false),
+      MakeCase({2, 1, 6, 17}, {3, 3}, {1, 1}, {2, 0}, {1, 1}, 1, 1, true),
+      MakeCase({4, 8, 7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 16, 1, true),
+  };
+  cases[3].param.workspace = 0.03;  // 30 KB: the 4 images in chunks of one
+  for (const char* name : {"winograd_2x2", "winograd_4x4"}) {
+    for (size_t i = 0; i < cases.size(); ++i) {
+      Case c = cases[i];
+      c.param.algorithm = name;
+      INFO("algorithm " << name << " case " << i);
+      for (size_t r = 0; r < 3; ++r) {
+        Reqs reqs = ReqPattern(i + r);
+        reqs.weight = kNullOp;
+        RunCase<Device, float, 4, 4>(stream, c, reqs);
+        RunCase<Device, double, 4, 4>(stream, c, reqs);
+      }
+    }
+  }
+  // The weight gradient is not among its passes: forcing it there says so.
+  Case c = cases[0];
+  c.param.algorithm = "winograd_4x4";
+  RequireError([&] { RunCase<Device, float, 4, 4>(stream, c, Reqs{}); }, {"winograd_4x4", "weight gradient"});
+}
 
 TE_DEVICE_TEST_CASE("convolution half and bf16 accumulate in float", "[conv]") {
   const std::vector<Case> cases = {

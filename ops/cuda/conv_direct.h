@@ -138,11 +138,8 @@ inline bool MakeCorrelation(const ConvGeometry& g, ConvPass pass, Correlation* c
   for (int i = 0; i < 3; ++i)
     r.in[i] = int(p.in[i]), r.out[i] = int(p.out[i]), r.taps[i] = int(p.taps[i]), r.dilate[i] = int(p.dilate[i]),
     r.origin[i] = int(p.origin[i]);
-  const int T = r.Taps();
-  r.filter_g = r.Co * r.Ci * T;
-  r.filter_co = data_grad ? T : r.Ci * T;  // forward: weight (g * Co + co, ci); data gradient: (g * Ci + ci, co)
-  r.filter_ci = data_grad ? r.Co * T : T;
-  r.flip = data_grad;
+  r.filter_g = int(p.filter_g), r.filter_co = int(p.filter_co), r.filter_ci = int(p.filter_ci);
+  r.flip = p.flip;
   return true;
 }
 
