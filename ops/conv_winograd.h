@@ -130,6 +130,20 @@ Plan MakePlan(const ConvGeometry& g, ConvPass pass, size_t elem_bytes, size_t li
   return l;
 }
 
+// Index e of a transform over (image in the chunk, group, channel, tile row, tile column); `tile` is its
+// column in V and M.
+struct TileItem {
+  index_t n, g, c, ty, tx, tile;
+};
+TE_XINLINE TileItem DecodeTile(const Plan& l, index_t channels, index_t e) {
+  TileItem t;
+  t.tx = e % l.tiles_x, t.ty = e / l.tiles_x % l.tiles_y;
+  const index_t rest = e / (l.tiles_x * l.tiles_y);
+  t.c = rest % channels, t.g = rest / channels % l.p.G, t.n = rest / (channels * l.p.G);
+  t.tile = (t.n * l.tiles_y + t.ty) * l.tiles_x + t.tx;
+  return t;
+}
+
 // U from the convolution's weight (flipped and transposed for the data gradient). One index per (g, co, ci).
 template <int m, typename DType>
 struct FilterTransformOp {
@@ -159,13 +173,9 @@ struct InputTransformOp {
   TE_XINLINE void operator()(index_t e) const {
     constexpr int A = Transform<m>::kA;
     const detail::DirectPass& p = l.p;
-    const index_t tx = e % l.tiles_x, ty = e / l.tiles_x % l.tiles_y;
-    index_t rest = e / (l.tiles_x * l.tiles_y);
-    const index_t ci = rest % p.Ci;
-    rest /= p.Ci;
-    const index_t g = rest % p.G, n = rest / p.G;
-    const DType* plane = input + (((first + n) * p.G + g) * p.Ci + ci) * p.InSize();
-    const index_t y0 = ty * m + p.origin[1], x0 = tx * m + p.origin[2];
+    const TileItem t = DecodeTile(l, p.Ci, e);
+    const DType* plane = input + (((first + t.n) * p.G + t.g) * p.Ci + t.c) * p.InSize();
+    const index_t y0 = t.ty * m + p.origin[1], x0 = t.tx * m + p.origin[2];
     DType d[A][A], out[A][A];
     for (int i = 0; i < A; ++i)
       for (int j = 0; j < A; ++j) {
@@ -173,9 +183,9 @@ struct InputTransformOp {
         d[i][j] = y >= 0 && y < p.in[1] && x >= 0 && x < p.in[2] ? plane[y * p.in[2] + x] : DType(0);
       }
     Separable(d, out, [](const DType* in, DType* r) { Transform<m>::Input(in, r); });
-    const index_t tiles = images * l.tiles_y * l.tiles_x, tile = (n * l.tiles_y + ty) * l.tiles_x + tx;
+    const index_t tiles = images * l.tiles_y * l.tiles_x;
     for (int i = 0; i < A; ++i)
-      for (int j = 0; j < A; ++j) v[((index_t(i * A + j) * p.G + g) * p.Ci + ci) * tiles + tile] = out[i][j];
+      for (int j = 0; j < A; ++j) v[((index_t(i * A + j) * p.G + t.g) * p.Ci + t.c) * tiles + t.tile] = out[i][j];
   }
 };
 
@@ -191,20 +201,16 @@ struct OutputTransformOp {
   TE_XINLINE void operator()(index_t e) const {
     constexpr int A = Transform<m>::kA;
     const detail::DirectPass& p = l.p;
-    const index_t tx = e % l.tiles_x, ty = e / l.tiles_x % l.tiles_y;
-    index_t rest = e / (l.tiles_x * l.tiles_y);
-    const index_t co = rest % p.Co;
-    rest /= p.Co;
-    const index_t g = rest % p.G, n = rest / p.G;
-    const index_t tiles = images * l.tiles_y * l.tiles_x, tile = (n * l.tiles_y + ty) * l.tiles_x + tx;
+    const TileItem t = DecodeTile(l, p.Co, e);
+    const index_t tiles = images * l.tiles_y * l.tiles_x;
     DType x[A][A], y[m][m];
     for (int i = 0; i < A; ++i)
-      for (int j = 0; j < A; ++j) x[i][j] = mm[((index_t(i * A + j) * p.G + g) * p.Co + co) * tiles + tile];
+      for (int j = 0; j < A; ++j) x[i][j] = mm[((index_t(i * A + j) * p.G + t.g) * p.Co + t.c) * tiles + t.tile];
     Separable(x, y, [](const DType* in, DType* r) { Transform<m>::Output(in, r); });
-    DType* plane = output + (((first + n) * p.G + g) * p.Co + co) * p.OutSize();
+    DType* plane = output + (((first + t.n) * p.G + t.g) * p.Co + t.c) * p.OutSize();
     for (int i = 0; i < m; ++i)
       for (int j = 0; j < m; ++j) {
-        const index_t oy = ty * m + i, ox = tx * m + j;
+        const index_t oy = t.ty * m + i, ox = t.tx * m + j;
         if (oy >= p.out[1] || ox >= p.out[2]) continue;
         DType* o = plane + oy * p.out[2] + ox;
         *o = add ? *o + y[i][j] : y[i][j];
