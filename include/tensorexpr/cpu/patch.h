@@ -112,7 +112,8 @@ void Im2ColRows(const PatchGeometry& g, const PatchChunk& ch, const Source& src,
         SaveZeros<Saver>(dst, jlo);
         if constexpr (std::is_pointer<decltype(line)>::value && std::is_same<Saver, sv::saveto>::value) {
           if (sx == 1) {
-            std::memcpy(dst + jlo, line + x0 + jlo, sizeof(DType) * static_cast<size_t>(jhi - jlo));
+            // The index first: line + x0 alone may point far outside the row (a hostile padding or dilation).
+            if (jhi > jlo) std::memcpy(dst + jlo, line + (x0 + jlo), sizeof(DType) * static_cast<size_t>(jhi - jlo));
           } else {
             for (index_t j = jlo; j < jhi; ++j) dst[j] = line[x0 + j * sx];
           }
