@@ -20,6 +20,7 @@
 // allows at once (at least one).
 #pragma once
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <type_traits>
 #include <tensorexpr/tensorexpr.h>
@@ -118,6 +119,17 @@ struct Plan {
   index_t ChunkElems(index_t n) const { return points * p.G * (p.Ci + p.Co) * n * tiles_y * tiles_x; }
   index_t WorkspaceElems() const { return FilterElems() + ChunkElems(images); }
 };
+
+// Whether every size a plan multiplies out stays far inside index_t (a hostile padding could wrap them):
+// the largest, one chunk of every image, bounded in double for either pass.
+template <int m>
+bool SizesFit(const ConvGeometry& g) {
+  const double A = Transform<m>::kA, limit = 1e17;
+  const double tiles = std::ceil(double(std::max(g.in[1], g.out[1])) / m) * std::ceil(double(std::max(g.in[2], g.out[2])) / m);
+  const double channels = double(g.G) * (double(g.Cg()) + double(g.Kg()));
+  return A * A * channels * double(g.N) * tiles < limit && A * A * double(g.K) * double(g.Cg()) < limit &&
+         double(g.N) * double(g.C) * double(g.in[1]) * double(g.in[2]) < limit;
+}
 
 template <int m>
 Plan MakePlan(const ConvGeometry& g, ConvPass pass, size_t elem_bytes, size_t limit_bytes) {
@@ -286,6 +298,7 @@ class ConvWinograd : public ConvAlgorithm<Device, DType> {
       if (g.stride[i] != 1) return ConvSupport::No("it runs stride 1 only");
       if (g.dilate[i] != 1) return ConvSupport::No("it runs undilated kernels only");
     }
+    if (!winograd::SizesFit<m>(g)) return ConvSupport::No("its tile counts would overflow its 64-bit indices");
     return ConvSupport::Yes();
   }
   // Not taken by the heuristic: a candidate for the tuner and for forcing by name.

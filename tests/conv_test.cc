@@ -766,6 +766,19 @@ TE_DEVICE_TEST_CASE("convolution winograd_2x2 and winograd_4x4: tails, padding, 
       }
     }
   }
+  // Its plan's sizes are bounded before they are multiplied out: a geometry of 2^28 x 2^28 outputs with 64
+  // channels each side (built by hand: the operator's own checks refuse such tensors earlier) is refused.
+  ops::ConvGeometry hg;
+  hg.N = 1, hg.C = 64, hg.K = 64, hg.G = 1;
+  hg.in[1] = hg.in[2] = hg.out[1] = hg.out[2] = index_t(1) << 28;
+  hg.kernel[1] = hg.kernel[2] = 3;
+  hg.pad[1] = hg.pad[2] = 1;
+  const ops::ConvProblem hp = ops::MakeConvProblem<Device, float>(hg, stream, true, 1024);
+  for (const char* name : {"winograd_2x2", "winograd_4x4"}) {
+    const ops::ConvSupport s = ops::ConvRegistry<Device, float>::Get().Find(name)->CanImplement(hp, ops::ConvPass::kForward);
+    CHECK_FALSE(s.ok);
+    CHECK(s.why.find("overflow") != std::string::npos);
+  }
   // The weight gradient is not among its passes: forcing it there says so.
   Case c = cases[0];
   c.param.algorithm = "winograd_4x4";
