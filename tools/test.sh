@@ -61,9 +61,11 @@ run_catch "cpu tests" "$builddir/tests/tensorexpr_tests" "[cpu]"
 if [ -z "${ONLY_CPU_SUITE:-}" ]; then
 run_catch "gpu tests" "$builddir/tests/gpu/tensorexpr_gpu_tests" "[gpu]"
 run_catch "trainer tests" "$builddir/tests/trainer_tests" "[cpu]"
+run_catch "distributed layer tests (host)" "$builddir/tests/dist/dist_tests" "[cpu]"
+run_catch "distributed layer tests (NCCL)" "$builddir/tests/gpu/nccl_tests" "[gpu]"
 
 # Every other registered Meson test (examples, compile-fail checks) counts as one test each.
-meson test -C "$builddir" --list --no-rebuild 2>/dev/null | grep -vxE 'cpu|gpu|trainer' >"$log.list" || true
+meson test -C "$builddir" --list --no-rebuild 2>/dev/null | grep -vxE 'cpu|gpu|trainer|dist|nccl' >"$log.list" || true
 while read -r t; do
   [ -n "$t" ] || continue
   if meson test -C "$builddir" --no-rebuild --print-errorlogs "$t" >"$log" 2>&1; then
