@@ -37,6 +37,7 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include "../examples/fashion_mnist/data_parallel.h"
 #include "../examples/fashion_mnist/options.h"
 #include "../examples/fashion_mnist/idx_dataset.h"
 #include "../examples/fashion_mnist/network.h"
@@ -216,6 +217,7 @@ TEST_CASE("ParseOptions: defaults", "[cpu][trainer]") {
   CHECK(o.cosine);
   CHECK(o.dropout == 0.5);
   CHECK(o.threads == 0);
+  CHECK(o.gpus == 1);
   CHECK_FALSE(o.batch_norm);
   CHECK_FALSE(o.augment);
   CHECK(o.seed == 42u);
@@ -225,8 +227,8 @@ TEST_CASE("ParseOptions: defaults", "[cpu][trainer]") {
   CHECK_FALSE(o.plot_given);  // so it goes beside the program, not into the working directory
   CHECK_FALSE(o.help);
   for (const char* flag : {"--data", "--device", "--dtype", "--epochs", "--limit", "--batch", "--lr", "--momentum", "--wd",
-                           "--warmup", "--schedule", "--dropout", "--bn", "--augment", "--threads", "--seed",
-                           "--log", "--plot", "--help"}) {
+                           "--warmup", "--schedule", "--dropout", "--bn", "--augment", "--threads", "--gpus",
+                           "--seed", "--log", "--plot", "--help"}) {
     INFO(flag);
     CHECK(std::string(Usage()).find(std::string("  ") + flag + " ") != std::string::npos);
   }
@@ -325,12 +327,14 @@ TEST_CASE("ParseOptions: errors are OptionsErrors naming the flag", "[cpu][train
   CHECK_THAT(ParseError({"-x"}), Contains("'-x'"));
   // A flag at the end without its value.
   for (const char* flag : {"--epochs", "--limit", "--batch", "--lr", "--momentum", "--wd", "--warmup", "--dropout",
-                           "--threads", "--seed", "--device", "--schedule", "--data", "--log", "--plot"}) {
+                           "--threads", "--gpus", "--seed", "--device", "--schedule", "--data", "--log", "--plot"}) {
     INFO(flag);
     CHECK_THAT(ParseError({flag}), Contains(std::string(flag) + " needs a value"));
   }
   // Non-integers, trailing junk, empty values.
   CHECK_THAT(ParseError({"--epochs", "three"}), Contains("--epochs wants an integer") && Contains("'three'"));
+  CHECK_THAT(ParseError({"--gpus", "0"}), Contains("--gpus wants an integer in [1, 64]") && Contains("'0'"));
+  CHECK_THAT(ParseError({"--gpus=65"}), Contains("--gpus") && Contains("'65'"));
   CHECK_THAT(ParseError({"--epochs=2.5"}), Contains("--epochs") && Contains("'2.5'"));
   CHECK_THAT(ParseError({"--batch", "64x"}), Contains("--batch") && Contains("'64x'"));
   CHECK_THAT(ParseError({"--epochs="}), Contains("--epochs") && Contains("''"));
@@ -813,7 +817,9 @@ TEST_CASE("ProgramDir and SettingsOf: default outputs beside the program, every 
   CHECK(value("batch") == "64");
   CHECK(value("dtype") == "fp32");
   CHECK(SettingsOf(Parse({"--dtype", "bf16"}))[0] == std::make_pair(std::string("dtype"), std::string("bf16")));
-  CHECK(settings.size() == 14);
+  CHECK(value("gpus") == "1");
+  CHECK(SettingsOf(Parse({"--gpus", "2"}))[13] == std::make_pair(std::string("gpus"), std::string("2")));
+  CHECK(settings.size() == 15);
 }
 
 TEST_CASE("FormatProgressLine fits any terminal width and never wraps", "[cpu][trainer]") {
@@ -1326,7 +1332,8 @@ TEST_CASE("Train<cpu>: two epochs on a tiny data set report one record each", "[
   std::vector<EpochRecord> records;
   {
     QuietStdout quiet;
-    Train<cpu>(o, d, 20, stream.s, [&](const EpochRecord& r) { records.push_back(r); });
+    NoSync one_process;
+    Train<cpu>(o, d, 20, stream.s, &one_process, [&](const EpochRecord& r) { records.push_back(r); });
   }
   REQUIRE(records.size() == 2);
   for (size_t i = 0; i < records.size(); ++i) {
@@ -1348,5 +1355,82 @@ TEST_CASE("Train<cpu>: two epochs on a tiny data set report one record each", "[
       sum += l;
     }
     CHECK(sum / 3 == Approx(r.train_loss).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("Shard: the ranks split every global batch into disjoint, near-equal shares", "[cpu][trainer]") {
+  for (const int ranks : {1, 2, 3, 4, 8}) {
+    for (const index_t images : {index_t{0}, index_t{1}, index_t{7}, index_t{64}, index_t{1000}, index_t{60000}}) {
+      for (const index_t batch : {index_t{1}, index_t{5}, index_t{64}}) {
+        INFO(ranks << " ranks, " << images << " images, batch " << batch);
+        Shard shard;
+        shard.ranks = ranks;
+        shard.images = images;
+        shard.batch = batch;
+        const index_t steps = shard.Steps();
+        std::vector<int> seen(static_cast<size_t>(images), 0);
+        for (index_t step = 0; step < steps; ++step) {
+          index_t smallest = images, largest = 0;
+          for (int r = 0; r < ranks; ++r) {
+            shard.rank = r;
+            const auto [b, e] = shard.Range(step);
+            REQUIRE(b < e);  // every rank trains on at least one image at every step
+            REQUIRE(e - b <= batch);
+            smallest = std::min(smallest, e - b);
+            largest = std::max(largest, e - b);
+            for (index_t i = b; i < e; ++i) ++seen[static_cast<size_t>(i)];
+          }
+          CHECK(largest - smallest <= 1);
+        }
+        // Each image at most once; all of them but a last global batch too small to share.
+        index_t trained = 0;
+        for (int n : seen) {
+          CHECK(n <= 1);
+          trained += n;
+        }
+        CHECK(trained == shard.ImagesPerEpoch());
+        CHECK(images - trained < ranks);
+        if (ranks == 1) CHECK(trained == images);
+      }
+    }
+  }
+}
+
+TEST_CASE("ConvNet<cpu>: the gradient hook sees every parameter once, last layer first, and two half batches "
+          "average to the whole batch's gradient", "[cpu][trainer]") {
+  CpuStream stream;
+  NetConfig cfg;
+  cfg.dropout = 0;  // the same function on every share of the batch
+  using Grads = std::vector<std::vector<float>>;
+  const auto gradients = [&](const Tensor<cpu, 4, float>& x, const Tensor<cpu, 1, int32_t>& labels) {
+    ConvNet<cpu> net(cfg, stream.s);
+    Grads seen;
+    net.set_gradient_hook([&](const Tensor<cpu, 1, float>& g) { seen.emplace_back(g.dptr_, g.dptr_ + g.size(0)); });
+    net.Forward(x, labels, true, kWriteTo);
+    net.Backward(labels);
+    return seen;
+  };
+  Batch b(8, 3);
+  const Grads whole = gradients(b.x.view(), b.labels.view());
+  std::vector<size_t> sizes;
+  size_t total = 0;
+  for (const auto& g : whole) {
+    sizes.push_back(g.size());
+    total += g.size();
+  }
+  // fc2 (weight, bias), fc1, conv2, conv1: the order the backward pass finishes them.
+  CHECK(sizes == std::vector<size_t>{10240, 10, 3211264, 1024, 51200, 64, 800, 32});
+  CHECK(total == static_cast<size_t>(ConvNet<cpu>(cfg, stream.s).NumParameters()));
+  const Grads first = gradients(b.x.Slice(0, 4), b.labels.Slice(0, 4));
+  const Grads second = gradients(b.x.Slice(4, 8), b.labels.Slice(4, 8));
+  for (size_t k = 0; k < whole.size(); ++k) {
+    INFO("parameter " << k);
+    double worst = 0, scale = 0;
+    for (size_t i = 0; i < whole[k].size(); ++i) {
+      const double mean = 0.5 * (static_cast<double>(first[k][i]) + second[k][i]);
+      worst = std::max(worst, std::abs(mean - whole[k][i]));
+      scale = std::max(scale, std::abs(static_cast<double>(whole[k][i])));
+    }
+    CHECK(worst <= 1e-4 * scale + 1e-7);
   }
 }

@@ -19,6 +19,7 @@
 // reallocates only when they must grow.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 #include <tensorexpr/tensorexpr.h>
@@ -48,6 +49,7 @@ struct NetConfig {
   bool batch_norm = false;
   double dropout = 0.5;
   uint64_t seed = 42;
+  uint64_t dropout_sequence = 0;  // Philox sequence of the dropout masks: one per rank, so ranks drop differently
 };
 
 // One learnable tensor: its place in the arenas (ParameterArenas); views give it its shape.
@@ -116,7 +118,7 @@ class ConvNet {
   static constexpr index_t kC1 = 32, kC2 = 64;
 
   ConvNet(const NetConfig& cfg, Stream<Device>* stream)
-      : cfg_(cfg), stream_(stream), dropout_rnd_(cfg.seed, 0, stream),
+      : cfg_(cfg), stream_(stream), dropout_rnd_(cfg.seed, cfg.dropout_sequence, stream),
         scaler_(LossScaler::For(std::is_same<DType, half_t>::value)) {
     conv1_.kernel = {5, 5};
     conv1_.num_filter = kC1;
@@ -244,6 +246,7 @@ class ConvNet {
                                   kWriteTo, d_hidden_.view(), kWriteTo, Grad(w_fc2_, Shape2(kClasses, kHidden)),
                                   kWriteTo, Grad(b_fc2_, Shape1(kClasses)));
     });
+    GradientsWritten({w_fc2_, b_fc2_});
     if (drop_.p > 0) {
       Timed("dropout", "bwd", [&] {
         ops::DropoutBackward(drop_, d_hidden_.view(), drop_mask_.view(), kWriteInplace, d_hidden_.view());
@@ -256,8 +259,19 @@ class ConvNet {
                                   kWriteTo, d_pool2_.view(), kWriteTo, Grad(w_fc1_, Shape2(kHidden, kC2 * 7 * 7)),
                                   kWriteTo, Grad(b_fc1_, Shape1(kHidden)));
     });
+    GradientsWritten({w_fc1_, b_fc1_});
     ConvBlockBackward(1, pool1_.view(), conv2_out_, act2_, pool2_, d_pool2_, &d_act2_, &d_conv2_out_, &d_pool1_);
     ConvBlockBackward(0, x_, conv1_out_, act1_, pool1_, d_pool1_, &d_act1_, &d_conv1_out_, nullptr);
+  }
+
+  // Called with each parameter's gradient (flat) as soon as Backward has written it, last layer first: a
+  // data-parallel trainer starts averaging it over the ranks while the earlier layers' backward runs.
+  void set_gradient_hook(std::function<void(const Tensor<Device, 1, DType>&)> hook) { gradient_hook_ = std::move(hook); }
+
+  // The fp32 master weights, all parameters in one tensor; after changing them, call WeightsChanged.
+  Tensor<Device, 1, float> MasterWeights() const { return arenas_.value.view(); }
+  void WeightsChanged() {
+    if constexpr (kMixed) value_lowp_ = expr::tcast<DType>(arenas_.value.view());
   }
 
   // One momentum-SGD step on every parameter (weight decay on the weights only, not biases / BN).
@@ -315,6 +329,11 @@ class ConvNet {
                         span(arenas_.value));
     }
     if constexpr (kMixed) value_lowp_ = expr::tcast<DType>(arenas_.value.view());
+  }
+
+  void GradientsWritten(std::initializer_list<Param> written) {
+    if (!gradient_hook_) return;
+    for (const Param i : written) gradient_hook_(Grad(i, Shape1(params_[i].size)));
   }
 
   // f(), timed as `layer` `phase` when profiling.
@@ -471,11 +490,17 @@ class ConvNet {
                                Grad(layer == 0 ? w_conv1_ : w_conv2_, ConvWeightShape(layer)),
                                cfg_.batch_norm ? kNullOp : kWriteTo, bias_grad);
     });
+    if (cfg_.batch_norm) {
+      GradientsWritten({layer == 0 ? w_conv1_ : w_conv2_, layer == 0 ? gamma1_ : gamma2_, layer == 0 ? beta1_ : beta2_});
+    } else {
+      GradientsWritten({layer == 0 ? w_conv1_ : w_conv2_, layer == 0 ? b_conv1_ : b_conv2_});
+    }
   }
 
   NetConfig cfg_;
   Stream<Device>* stream_;
   LayerProfile* profile_ = nullptr;
+  std::function<void(const Tensor<Device, 1, DType>&)> gradient_hook_;
   PhiloxRandom<Device> dropout_rnd_;  // counter-based: the same masks on both devices for one seed
   LossScaler scaler_;
   ops::ConvolutionParam conv1_, conv2_;

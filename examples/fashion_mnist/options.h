@@ -43,6 +43,7 @@ struct Options {
   bool cosine = true;         // after the warm-up, decay the learning rate to 0 along a half cosine
   double dropout = 0.5;       // probability of dropping an fc1 activation; 0 turns dropout off
   int threads = 0;            // 0: the OpenMP default
+  int gpus = 1;               // > 1: data parallel over this many GPUs, one process each (NCCL)
   bool batch_norm = false;
   bool augment = false;       // mirror a random half of the training images left to right each epoch
   bool profile = false;       // print the time per layer and phase after training
@@ -76,6 +77,9 @@ inline const char* Usage() {
          "  --bn             batch normalisation after each convolution\n"
          "  --augment        mirror a random half of the training images left to right, afresh each epoch\n"
          "  --threads N      CPU threads (default: all cores)\n"
+         "  --gpus N         data parallel on N GPUs of this machine: one process per GPU (this one is rank 0),\n"
+         "                   gradients averaged over NCCL; --batch is per GPU, so the global batch is N times\n"
+         "                   it (default 1; needs the CUDA build with NCCL)\n"
          "  --profile        after training, print the time each layer's forward and backward took\n"
          "  --seed N         random seed for initialisation, shuffling and dropout (default 42)\n"
          "  --log FILE       per-epoch log with the run's settings, JSON when FILE ends in .json, CSV\n"
@@ -176,6 +180,8 @@ inline Options ParseOptions(int argc, char** argv) {
       o.dropout = ParseReal(flag, next(), 0.0, 0.95);
     } else if (flag == "--threads") {
       o.threads = static_cast<int>(ParseInteger(flag, next(), 1, 4096));
+    } else if (flag == "--gpus") {
+      o.gpus = static_cast<int>(ParseInteger(flag, next(), 1, 64));
     } else if (flag == "--seed") {
       o.seed = static_cast<unsigned long long>(ParseInteger(flag, next(), 0, 1LL << 62));
     } else if (flag == "--data") {
@@ -242,6 +248,7 @@ inline std::vector<std::pair<std::string, std::string>> SettingsOf(const Options
           {"batch_norm", flag(o.batch_norm)},
           {"augment", flag(o.augment)},
           {"threads", o.threads > 0 ? std::to_string(o.threads) : "default"},
+          {"gpus", std::to_string(o.gpus)},
           {"seed", std::to_string(o.seed)}};
 }
 

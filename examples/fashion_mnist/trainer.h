@@ -16,6 +16,7 @@
 #include <random>
 #include <string>
 #include <vector>
+#include "data_parallel.h"
 #include "idx_dataset.h"
 #include "layer_profile.h"
 #include "network.h"
@@ -179,22 +180,31 @@ std::vector<double> BatchLosses(const Tensor<Device, 1, float>& sums, Stream<Dev
   return losses;
 }
 
-// Trains ConvNet<Device, DType> for o.epochs on the first `train_count` training images; calls on_epoch after
-// each epoch.
-template <typename Device, typename DType, typename OnEpoch>
-void TrainIn(const Options& o, const Dataset& data, int64_t train_count, Stream<Device>* s, OnEpoch on_epoch) {
+// Trains ConvNet<Device, DType> for o.epochs on the first `train_count` training images, as one rank of
+// `sync` (data_parallel.h: NoSync for one process); calls on_epoch after each epoch. Only the leader (rank 0)
+// draws progress and measures the test accuracy (the other ranks' records carry NaN).
+template <typename Device, typename DType, typename Sync, typename OnEpoch>
+void TrainIn(const Options& o, const Dataset& data, int64_t train_count, Stream<Device>* s, Sync* sync,
+             OnEpoch on_epoch) {
   using Clock = std::chrono::steady_clock;
   const PixelStats st = ComputePixelStats(data.train, train_count);
   NetConfig cfg;
   cfg.batch_norm = o.batch_norm;
   cfg.dropout = o.dropout;
   cfg.seed = o.seed;
+  cfg.dropout_sequence = static_cast<uint64_t>(sync->rank());
   ConvNet<Device, DType> net(cfg, s);
+  sync->BroadcastParameters(net.MasterWeights());
+  net.WeightsChanged();
+  if (sync->world_size() > 1)
+    net.set_gradient_hook([sync](const Tensor<Device, 1, DType>& grad) { sync->GradientReady(grad); });
+  const bool leader = sync->leader();
   LayerProfile profile;
   if (o.profile) net.set_profile(&profile);
-  std::printf("network: %lld parameters%s%s; pixels normalised with mean %.4f, std %.4f\n",
-              static_cast<long long>(net.NumParameters()), o.batch_norm ? ", batch norm" : "",
-              o.dropout > 0 ? ", dropout" : "", st.mean, st.std);
+  if (leader)
+    std::printf("network: %lld parameters%s%s; pixels normalised with mean %.4f, std %.4f\n",
+                static_cast<long long>(net.NumParameters()), o.batch_norm ? ", batch norm" : "",
+                o.dropout > 0 ? ", dropout" : "", st.mean, st.std);
 
   DeviceData<Device> train(train_count, s), test(data.test.count, s);
   std::vector<int64_t> test_order(static_cast<size_t>(data.test.count));
@@ -205,8 +215,12 @@ void TrainIn(const Options& o, const Dataset& data, int64_t train_count, Stream<
   std::vector<int64_t> order(static_cast<size_t>(train_count));
   std::iota(order.begin(), order.end(), 0);
   std::mt19937_64 shuffle_rng(o.seed);
-  const index_t batch = o.batch;
-  const index_t batches = (train_count + batch - 1) / batch;
+  Shard shard;
+  shard.rank = sync->rank();
+  shard.ranks = sync->world_size();
+  shard.images = train_count;
+  shard.batch = o.batch;
+  const index_t batches = shard.Steps();
   // The running loss sum after each minibatch of the epoch: copied on the device, read once per epoch.
   TensorContainer<Device, 1, float> loss_sums(Shape1(batches));
   loss_sums.set_stream(s);
@@ -218,35 +232,38 @@ void TrainIn(const Options& o, const Dataset& data, int64_t train_count, Stream<
     train.Upload(s);
     s->Wait();
     const auto start = Clock::now();
-    ProgressBar bar("epoch " + std::to_string(epoch) + "/" + std::to_string(o.epochs), train_count);
+    ProgressBar bar("epoch " + std::to_string(epoch) + "/" + std::to_string(o.epochs), shard.ImagesPerEpoch());
     net.LossTensor() = 0.0f;
     for (index_t bi = 0; bi < batches; ++bi) {
-      const index_t b = bi * batch, e = std::min<index_t>(train_count, b + batch);
+      const auto [b, e] = shard.Range(bi);
       const Tensor<Device, 1, int32_t> labels = train.Labels(b, e);
       net.Forward(train.Images(b, e), labels, true, kAddTo);
       net.Backward(labels);
+      sync->GradientsDone();  // the update waits for the gradients averaged over the ranks
       net.Update(LearningRate(o, step++, batches * o.epochs), o.momentum, o.weight_decay);
       Copy(loss_sums.Slice(bi, bi + 1), net.LossTensor(), s);
-      if (bar.Due(e)) {
+      const index_t done = std::min(shard.ImagesPerEpoch(), (bi + 1) * shard.GlobalBatch());
+      if (leader && bar.Due(done)) {
         const double loss = ReadScalar(net.LossTensor(), s) / static_cast<double>(bi + 1);
         CheckFinite(loss, epoch, bi + 1);
-        bar.Draw(e, loss);
+        bar.Draw(done, loss);
       }
     }
     EpochRecord r;
+    sync->AverageOverRanks(loss_sums.view());  // each rank summed its own shares' losses
     r.batch_losses = BatchLosses(loss_sums.view(), s);
     s->Wait();
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    bar.Finish();
+    if (leader) bar.Finish();
     for (size_t i = 0; i < r.batch_losses.size(); ++i) CheckFinite(r.batch_losses[i], epoch, static_cast<index_t>(i + 1));
     r.epoch = epoch;
     r.seconds = seconds;
-    r.images_per_second = seconds > 0 ? static_cast<double>(train_count) / seconds : 0;
+    r.images_per_second = seconds > 0 ? static_cast<double>(shard.ImagesPerEpoch()) / seconds : 0;
     r.train_loss = std::accumulate(r.batch_losses.begin(), r.batch_losses.end(), 0.0) / static_cast<double>(batches);
     r.loss_scale = net.Scaler().scale;
     r.skipped_steps = net.Scaler().skipped;
     net.set_profile(nullptr);  // the profile covers training only
-    r.test_accuracy = Evaluate(&net, test, data.test, s);
+    r.test_accuracy = leader ? Evaluate(&net, test, data.test, s) : std::nan("");
     if (o.profile) net.set_profile(&profile);
     on_epoch(r);
   }
@@ -255,17 +272,18 @@ void TrainIn(const Options& o, const Dataset& data, int64_t train_count, Stream<
 
 // Trains in the precision o.dtype asks for: fp32, or fp16 / bf16 mixed precision on the GPU (ParseOptions
 // and main refuse them on the CPU).
-template <typename Device, typename OnEpoch>
-void Train(const Options& o, const Dataset& data, int64_t train_count, Stream<Device>* s, OnEpoch on_epoch) {
+template <typename Device, typename Sync, typename OnEpoch>
+void Train(const Options& o, const Dataset& data, int64_t train_count, Stream<Device>* s, Sync* sync,
+           OnEpoch on_epoch) {
   if constexpr (std::is_same<Device, cpu>::value) {
     if (o.dtype != Precision::kFloat32)
       throw std::runtime_error(std::string("--dtype ") + PrecisionName(o.dtype) + " trains on the GPU only");
-    TrainIn<Device, float>(o, data, train_count, s, on_epoch);
+    TrainIn<Device, float>(o, data, train_count, s, sync, on_epoch);
   } else {
     switch (o.dtype) {
-      case Precision::kFloat32: TrainIn<Device, float>(o, data, train_count, s, on_epoch); break;
-      case Precision::kFloat16: TrainIn<Device, half_t>(o, data, train_count, s, on_epoch); break;
-      case Precision::kBFloat16: TrainIn<Device, bf16_t>(o, data, train_count, s, on_epoch); break;
+      case Precision::kFloat32: TrainIn<Device, float>(o, data, train_count, s, sync, on_epoch); break;
+      case Precision::kFloat16: TrainIn<Device, half_t>(o, data, train_count, s, sync, on_epoch); break;
+      case Precision::kBFloat16: TrainIn<Device, bf16_t>(o, data, train_count, s, sync, on_epoch); break;
     }
   }
 }
