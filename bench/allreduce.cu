@@ -26,6 +26,9 @@ using namespace tensorexpr;
 
 namespace {
 
+// Whether NCCL_RUNTIME_CONNECT came from the user (read before the communicator sets it).
+const bool runtime_connect_given_ = std::getenv("NCCL_RUNTIME_CONNECT") != nullptr;
+
 struct Options {
   int ranks = 0;  // 0: every GPU
   double min_mb = 1, max_mb = 1024;
@@ -126,7 +129,10 @@ std::string PeerScript() {
 std::map<size_t, double> RunPeer(int ranks, const std::vector<size_t>& sizes, const Options& o) {
   std::string list;
   for (size_t b : sizes) list += (list.empty() ? "" : ",") + std::to_string(b);
-  const std::string cmd = "NCCL_NVLS_ENABLE=0 python3 " + PeerScript() + " --ranks " + std::to_string(ranks) +
+  // The peer runs with NCCL's own defaults, but for NVLink multicast, which stays off: not with the
+  // NCCL_RUNTIME_CONNECT=0 that dist::Communicator set in this process (unless the user set it).
+  const std::string env = runtime_connect_given_ ? "" : "env -u NCCL_RUNTIME_CONNECT ";
+  const std::string cmd = env + "NCCL_NVLS_ENABLE=0 python3 " + PeerScript() + " --ranks " + std::to_string(ranks) +
                           " --bytes " + list + " --iters " + std::to_string(o.iters) + " --reps " +
                           std::to_string(o.reps) + " 2>&1";
   std::printf("peer: %s\n", cmd.c_str());

@@ -3,6 +3,8 @@
 
     extract_snippets.py README.md out.cc        every ```cpp block -> a [cpu][readme] test case
     extract_snippets.py README.md out.cu cu     every ```cu block  -> a [gpu][readme] test case
+    extract_snippets.py README.md out.cu cuda   every ```cuda block -> a [gpu][readme][nccl] test case (the
+                                                distributed layer's: built with NCCL, into nccl_tests)
 
 Blocks may use CHECK/REQUIRE. A block that starts with `// file scope` is pasted at namespace scope
 instead (for user functors and helpers)."""
@@ -18,8 +20,11 @@ lines = [
     "#include <catch2/catch.hpp>",
     "#include <tensorexpr/tensorexpr.h>",
 ]
-if lang == "cu":
+if lang in ("cu", "cuda"):
     lines.append("#include <tensorexpr/cuda/tensorexpr_cuda.cuh>")
+if lang == "cuda":
+    lines.append("#include <tensorexpr/dist/communicator.cuh>")
+    lines.append("#include <tensorexpr/dist/gradient_reducer.cuh>")
 lines.append("#include <tensorexpr/ops/convolution.h>")
 lines.append("#include <tensorexpr/ops/conv_epilogue.h>")
 lines.append("#include <tensorexpr/ops/conv_fixed.h>")
@@ -31,7 +36,7 @@ lines += [
     "using namespace tensorexpr::expr;",
     "using namespace tensorexpr::ops;",
 ]
-tags = "[gpu][readme]" if lang == "cu" else "[cpu][readme]"
+tags = {"cu": "[gpu][readme]", "cuda": "[gpu][readme][nccl]"}.get(lang, "[cpu][readme]")
 for i, block in enumerate(blocks):
     if block.lstrip().startswith("// file scope"):
         lines.append(block)
