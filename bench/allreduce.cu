@@ -10,7 +10,6 @@
 // the start is spread over many calls). Bus bandwidth follows nccl-tests: algbw = bytes / time, busbw =
 // algbw * 2 (p - 1) / p. Before timing, one all-reduce per size is checked: element i = sum over ranks of
 // (rank + 1) * (i % 5 + 1).
-#include <sys/stat.h>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +20,7 @@
 #include <tensorexpr/cuda/tensorexpr_cuda.cuh>
 #include <tensorexpr/dist/communicator.cuh>
 #include <tensorexpr/dist/launch.h>
+#include "find_file.h"
 
 using namespace tensorexpr;
 
@@ -109,22 +109,6 @@ double TimeAllReduce(dist::Communicator& comm, const Tensor<gpu, 1, float>& buf,
   return Median(per_call);
 }
 
-bool FileExists(const std::string& p) {
-  struct stat st;
-  return stat(p.c_str(), &st) == 0;
-}
-
-std::string PeerScript() {
-  if (const char* env = std::getenv("TE_PEER_SCRIPT")) return env;
-  for (std::string p : {"allreduce_peer.py", "bench/allreduce_peer.py"})
-    if (FileExists(p)) return p;
-#ifdef TE_BENCH_SOURCE_DIR
-  return std::string(TE_BENCH_SOURCE_DIR) + "/allreduce_peer.py";
-#else
-  return "bench/allreduce_peer.py";
-#endif
-}
-
 // PyTorch's seconds per all-reduce by size (empty when the peer could not run).
 std::map<size_t, double> RunPeer(int ranks, const std::vector<size_t>& sizes, const Options& o) {
   std::string list;
@@ -132,7 +116,8 @@ std::map<size_t, double> RunPeer(int ranks, const std::vector<size_t>& sizes, co
   // The peer runs with NCCL's own defaults, but for NVLink multicast, which stays off: not with the
   // NCCL_RUNTIME_CONNECT=0 that dist::Communicator set in this process (unless the user set it).
   const std::string env = runtime_connect_given_ ? "" : "env -u NCCL_RUNTIME_CONNECT ";
-  const std::string cmd = env + "NCCL_NVLS_ENABLE=0 python3 " + PeerScript() + " --ranks " + std::to_string(ranks) +
+  const std::string script = bench_files::FindFile("TE_PEER_SCRIPT", "allreduce_peer.py");
+  const std::string cmd = env + "NCCL_NVLS_ENABLE=0 python3 " + script + " --ranks " + std::to_string(ranks) +
                           " --bytes " + list + " --iters " + std::to_string(o.iters) + " --reps " +
                           std::to_string(o.reps) + " 2>&1";
   std::printf("peer: %s\n", cmd.c_str());

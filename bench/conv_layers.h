@@ -9,6 +9,7 @@
 #include <vector>
 #include <sys/stat.h>
 #include <tensorexpr/ops/convolution.h>
+#include "find_file.h"
 
 namespace conv_layers {
 using tensorexpr::index_t;
@@ -32,21 +33,8 @@ inline tensorexpr::ops::ConvolutionParam LayerParam(const Layer& L, double works
   return p;
 }
 
-inline bool FileExists(const std::string& p) {
-  struct stat st;
-  return stat(p.c_str(), &st) == 0;
-}
-
-// The first of the candidate locations that exists (an environment variable overrides them all).
-inline std::string FindFile(const char* env, const std::string& name) {
-  if (const char* e = std::getenv(env)) return e;
-#ifdef TE_BENCH_SOURCE_DIR
-  if (FileExists(std::string(TE_BENCH_SOURCE_DIR) + "/" + name)) return std::string(TE_BENCH_SOURCE_DIR) + "/" + name;
-#endif
-  for (const std::string& dir : {std::string("bench/"), std::string("./"), std::string("../bench/")})
-    if (FileExists(dir + name)) return dir + name;
-  return "bench/" + name;
-}
+using bench_files::FileExists;
+using bench_files::FindFile;
 
 // The layers of a list file ('#' starts a comment); throws Error when the file cannot be read.
 inline std::vector<Layer> ReadLayers(const std::string& path) {

@@ -17,20 +17,11 @@
 #include <vector>
 #include <unistd.h>
 #include <tensorexpr/dist/rendezvous.h>
+#include "hex.h"
 
 namespace {
 
 using tensorexpr::dist::WorldSpec;
-
-std::string Hex(const std::vector<uint8_t>& bytes) {
-  static const char digits[] = "0123456789abcdef";
-  std::string text;
-  for (uint8_t b : bytes) {
-    text += digits[b >> 4];
-    text += digits[b & 15];
-  }
-  return text;
-}
 
 int Failed(const WorldSpec& me, const std::string& why) {
   std::fprintf(stderr, "dist_rank_probe (rank %d of %d): %s\n", me.rank, me.world_size, why.c_str());

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 #include <tensorexpr/dist/launch.h>
+#include "hex.h"
 
 #ifndef TE_DIST_RANK_PROBE
 #error "tests/dist/meson.build passes the path of dist_rank_probe as TE_DIST_RANK_PROBE"
@@ -63,16 +64,6 @@ class EnvGuard {
  private:
   std::vector<std::pair<const char*, std::optional<std::string>>> saved_;
 };
-
-std::string Hex(const std::vector<uint8_t>& bytes) {
-  static const char digits[] = "0123456789abcdef";
-  std::string text;
-  for (uint8_t b : bytes) {
-    text += digits[b >> 4];
-    text += digits[b & 15];
-  }
-  return text;
-}
 
 // The job's variables in this process, as text to compare.
 std::string JobEnvironment() {
