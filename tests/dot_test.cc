@@ -557,6 +557,73 @@ TE_DEVICE_TEST_CASE("dot with an empty sum or an empty result", "[dot]") {
   SUCCEED("empty products ran without touching memory");
 }
 
+// The grouped gemm beneath the convolutions (gemm.h) against a float64 loop: images that adjoin in memory
+// are joined into one product (a longer inner size for a sum over images, more rows for one B), images
+// that do not are not, and each form gives what the loop gives, with alpha, beta and groups.
+namespace grouped {
+struct Operand {
+  index_t ld, image_stride, group_stride;
+  bool trans;
+  // Offset of element (i, j) of op(X)[n][g].
+  index_t At(index_t n, index_t g, index_t i, index_t j) const {
+    return n * image_stride + g * group_stride + (trans ? j * ld + i : i * ld + j);
+  }
+  index_t Extent(index_t images, index_t groups, index_t rows, index_t cols) const {
+    return At(images - 1, groups - 1, rows - 1, cols - 1) + 1;
+  }
+};
+struct Case {
+  const char* what;
+  index_t M, N, K, images, groups;
+  Operand a, b, c;
+};
+}  // namespace grouped
+
+TE_DEVICE_TEST_CASE("GroupedGemm joins adjoining images into one product, and matches a float64 loop", "[dot]") {
+  using grouped::Case;
+  // Channels-last weight gradient: dW[g] = sum_n dY_n[g]^T x_n[g], P = 5 pixels, 6 filters, 8 channels.
+  const Case cases[] = {
+      {"sum, inner size joined", 3, 4, 5, 3, 2, {6, 30, 3, true}, {8, 40, 4, false}, {4, 0, 12, false}},
+      {"sum, images apart (a gap)", 3, 4, 5, 3, 2, {6, 36, 3, true}, {8, 48, 4, false}, {4, 0, 12, false}},
+      {"sum, A's columns joined", 3, 4, 5, 3, 1, {16, 5, 0, false}, {4, 20, 0, false}, {4, 0, 0, false}},
+      {"one B, rows joined", 5, 3, 4, 3, 2, {8, 40, 4, false}, {4, 0, 12, true}, {6, 30, 3, false}},
+      {"one B, rows apart", 5, 3, 4, 3, 2, {8, 48, 4, false}, {4, 0, 12, true}, {6, 36, 3, false}},
+  };
+  const float alpha = 0.75f, beta = 0.5f;
+  for (const Case& cs : cases) {
+    INFO(cs.what);
+    TensorContainer<cpu, 1, float> a(Shape1(cs.a.Extent(cs.images, cs.groups, cs.M, cs.K))),
+        b(Shape1(cs.b.Extent(cs.images, cs.groups, cs.K, cs.N))),
+        c(Shape1(cs.c.Extent(cs.images, cs.groups, cs.M, cs.N)));
+    FillRandom(a.view());
+    FillRandom(b.view());
+    FillRandom(c.view());
+    auto da = ToDevice<Device>(a.view(), stream);
+    auto db = ToDevice<Device>(b.view(), stream);
+    auto dc = ToDevice<Device>(c.view(), stream);
+    auto operand = [](float* p, const grouped::Operand& o) {
+      return GemmOperand<const float>{p, o.ld, o.image_stride, o.group_stride, o.trans};
+    };
+    GroupedGemm(stream, cs.M, cs.N, cs.K, alpha, operand(da.dptr_, cs.a), operand(db.dptr_, cs.b), beta,
+                GemmOperand<float>{dc.dptr_, cs.c.ld, cs.c.image_stride, cs.c.group_stride}, cs.images, cs.groups);
+    // The loop: every element of C each (image, group) writes, beta once per element.
+    std::vector<double> expect(c.dptr_, c.dptr_ + c.shape_.Size());
+    std::vector<bool> written(expect.size(), false);
+    for (index_t n = 0; n < cs.images; ++n)
+      for (index_t g = 0; g < cs.groups; ++g)
+        for (index_t i = 0; i < cs.M; ++i)
+          for (index_t j = 0; j < cs.N; ++j) {
+            double sum = 0;
+            for (index_t k = 0; k < cs.K; ++k) sum += double(a[cs.a.At(n, g, i, k)]) * double(b[cs.b.At(n, g, k, j)]);
+            const index_t at = cs.c.At(n, g, i, j);
+            if (!written[at]) expect[at] *= beta, written[at] = true;
+            expect[at] += alpha * sum;
+          }
+    const auto got = ToHost(dc.view());
+    for (size_t e = 0; e < expect.size(); ++e) CHECK(got[index_t(e)] == Approx(expect[e]).epsilon(1e-5).margin(1e-5));
+  }
+}
+
 TE_DEVICE_TEST_CASE("dot and batch_dot reject mismatched shapes with an Error naming them", "[dot][error]") {
   TensorContainer<cpu, 2, float> h34(Shape2(3, 4)), h56(Shape2(5, 6)), h45(Shape2(4, 5)), h22(Shape2(2, 2));
   TensorContainer<cpu, 1, float> h5(Shape1(5));

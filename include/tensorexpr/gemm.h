@@ -10,6 +10,8 @@
 // g X.group_stride. c.image_stride == 0 sums the images' products into one C[g] (beta applies once):
 // a weight gradient.
 #pragma once
+#include <algorithm>
+#include <climits>
 #include "base.h"
 #include "expr/dot.h"
 
@@ -40,12 +42,44 @@ inline expr::RowMajorMatrix<DType> FirstMatrix(const GemmOperand<T>& x, index_t 
 }
 }  // namespace detail
 
+namespace detail {
+// Whether the images' matrices of an operand lie one after another along the dimension they would
+// extend: op(X)'s rows (`along_rows`, `rows` of them per image) or its columns (`cols` per image). Then
+// the images are one matrix `images` times as long in that dimension.
+template <typename T>
+inline bool ImagesAdjoin(const GemmOperand<T>& x, bool along_rows, index_t rows, index_t cols, index_t images) {
+  // Stored as op(X) or as its transpose: a step along op(X)'s rows is ld elements, or 1. Within a stored
+  // row the joined extent must still fit the row.
+  const bool stored_rows = along_rows != x.trans;
+  const index_t extent = along_rows ? rows : cols;
+  if (stored_rows) return x.image_stride == extent * x.ld;
+  return x.image_stride == extent && extent * images <= x.ld;
+}
+}  // namespace detail
+
 // One strided-batched call per image (batched over groups) or per group (batched over images),
-// whichever makes fewer calls.
+// whichever makes fewer calls. Images that adjoin in memory are first made one product: a sum over
+// images whose A columns and B rows follow on (channels-last weight gradients) is one product with
+// `images` times the inner size, and images whose A and C rows follow on with one B for all of them
+// (channels-last forward and data gradient) one product with `images` times the rows. One large gemm
+// tiles the GPU better than a batch of small ones, and a sum needs no partial products.
 template <typename Device, typename DType>
 void GroupedGemm(Stream<Device>* s, index_t M, index_t N, index_t K, float alpha, const GemmOperand<const DType>& a,
                  const GemmOperand<const DType>& b, float beta, const GemmOperand<DType>& c, index_t images,
                  index_t groups) {
+  // (Joined sizes stay within the 32-bit sizes of the CPU's BLAS interface.)
+  if (images > 1 && std::max(M, K) <= INT_MAX / images) {
+    if (c.image_stride == 0 && detail::ImagesAdjoin(a, false, M, K, images) &&
+        detail::ImagesAdjoin(b, true, K, N, images)) {
+      GroupedGemm(s, M, N, K * images, alpha, a, b, beta, c, 1, groups);
+      return;
+    }
+    if (b.image_stride == 0 && c.image_stride != 0 && detail::ImagesAdjoin(a, true, M, K, images) &&
+        detail::ImagesAdjoin(c, true, M, N, images)) {
+      GroupedGemm(s, M * images, N, K, alpha, a, b, beta, c, 1, groups);
+      return;
+    }
+  }
   const expr::GemmCall<DType> first =
       expr::RowMajorGemm(detail::FirstMatrix<DType>(a, M, K), a.trans, detail::FirstMatrix<DType>(b, K, N), b.trans,
                          detail::FirstMatrix<DType>(c, M, N));
