@@ -17,7 +17,7 @@
 //
 // The weight gradient reduces over every image and output position, a long reduction with a small
 // result: its kernels write float partials of `split` slices of that reduction into the workspace, and
-// the slices are summed in order (sum_rows, deterministic).
+// the slices are summed in a fixed order (cuda::SumSlices, deterministic).
 #pragma once
 #include <algorithm>
 #include <climits>
@@ -127,14 +127,10 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
           o.a = dy, o.b = x, o.c = kernel_ws;
           p.kernel->run(s, o, kernel_ws, cs);
           const index_t size = index_t(s.K) * g.KernelSize() * s.C;
-          const Tensor<gpu, 2, float> slices(static_cast<float*>(kernel_ws), Shape2(s.split_k, size), stream);
           DType* const sum = st.staged ? at(st.out) : t.weight_grad;
-          Tensor<gpu, 1, DType> summed(sum, Shape1(size), stream);
-          if (!st.staged && stores.weight_grad.add) {
-            summed += expr::tcast<DType>(expr::sum_rows(slices));
-          } else {
-            summed = expr::tcast<DType>(expr::sum_rows(slices));
-          }
+          const bool add = !st.staged && stores.weight_grad.add;
+          cuda::SumSlices(static_cast<const float*>(kernel_ws), index_t(s.split_k), size, size, index_t(0),
+                          add ? 1.0f : 0.0f, sum, cs);
           if (st.staged) UnstageWeights(sum, g, s.K, s.C, t.weight_grad, stores.weight_grad.add, stream);
           break;
         }

@@ -12,7 +12,7 @@
 //
 // The weight gradient: a block sums, over a fixed chunk of output tiles, the products of the output
 // gradient with the input for every tap of one input channel, threads each holding KB filters times TX
-// taps for one (tz, ty); the chunk's sums go to a float partial, and the partials are added in chunk order
+// taps for one (tz, ty); the chunk's sums go to a float partial, and the partials are added in a fixed order
 // (deterministic: the chunks depend on the problem only, not on the device).
 //
 // Dilation along x is handled by phases: the outputs x = phase + dilate * x' read the inputs

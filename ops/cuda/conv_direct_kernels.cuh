@@ -247,17 +247,6 @@ __global__ void __launch_bounds__(kGradMaxThreads)
   }
 }
 
-// weight_grad (add ? += : =) the sum of the chunks' partials, in chunk order.
-template <typename DType>
-__global__ void SumPartialsKernel(const float* __restrict__ partials, int chunks, size_t elems,
-                                  DType* __restrict__ weight_grad, bool add) {
-  for (size_t e = blockIdx.x * size_t(blockDim.x) + threadIdx.x; e < elems; e += size_t(gridDim.x) * blockDim.x) {
-    float s = 0.0f;
-    for (int k = 0; k < chunks; ++k) s += partials[k * elems + e];
-    weight_grad[e] = DType(add ? float(weight_grad[e]) + s : s);
-  }
-}
-
 // Calls fn with the compile-time taps along x and filter block of c.
 template <typename Fn>
 void WithKernelShape(int taps_x, int filters, Fn&& fn) {
@@ -302,12 +291,11 @@ void WeightGrad(const Correlation& c, const DType* input, const DType* out_grad,
     });
     TE_CUDA_CHECK_LAUNCH("gpu_direct weight gradient");
   }
-  // No tiles (an empty output): chunks is 0 and the sum is zero.
-  const int threads = 256;
-  const unsigned grid = unsigned(std::min<size_t>((l.weight_elems + threads - 1) / threads, 4096));
-  SumPartialsKernel<DType><<<grid, threads, 0, stream>>>(partials, l.blocks > 0 ? l.chunks : 0, l.weight_elems,
-                                                         weight_grad, add);
-  TE_CUDA_CHECK_LAUNCH("gpu_direct weight gradient sum");
+  // weight_grad (add ? += : =) the sum of the chunks' partials. No tiles (an empty output): no chunks, and
+  // the sum is zero.
+  const index_t elems = index_t(l.weight_elems);
+  cuda::SumSlices(partials, index_t(l.blocks > 0 ? l.chunks : 0), elems, elems, index_t(0), add ? 1.0f : 0.0f,
+                  weight_grad, stream);
 }
 
 #define TE_GPU_DIRECT_INSTANTIATE(DType)                                                                  \

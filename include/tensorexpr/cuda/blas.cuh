@@ -6,6 +6,7 @@
 // stream-ordered copy of that operand first, as on the CPU (cpu/blas.h). Also the device call of the
 // grouped gemm (gemm.h), BatchedGemm.
 #pragma once
+#include "sum_slices.cuh"
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include "../expr/dot.h"
@@ -159,22 +160,6 @@ inline void EvalInto(Tensor<gpu, dim, DType> dst, const BatchDotExp<TA, TB, lt, 
 namespace cuda_blas {
 // Elements of partial products the summed form of BatchedGemm keeps at once (64 MiB in float).
 constexpr index_t kSummedPartialElems = index_t(1) << 24;
-
-// C (m x n column-major, leading dimension ldc) = beta C + the sum of `count` dense m x n matrices at
-// partial, in order, accumulated in accum_t. beta == 0 never reads C.
-template <typename DType>
-__global__ void SumPartialsKernel(const DType* __restrict__ partial, index_t m, index_t n, index_t count, float beta,
-                                  DType* C, index_t ldc) {
-  using AccT = accum_t<DType>;
-  const index_t size = m * n;
-  for (index_t j = index_t(blockIdx.x) * blockDim.x + threadIdx.x; j < size; j += index_t(blockDim.x) * gridDim.x) {
-    AccT acc = 0;
-    for (index_t b = 0; b < count; ++b) acc += static_cast<AccT>(partial[b * size + j]);
-    DType* c = C + (j / m) * ldc + j % m;
-    if (beta != 0.0f) acc += static_cast<AccT>(beta) * static_cast<AccT>(*c);
-    *c = static_cast<DType>(acc);
-  }
-}
 }  // namespace cuda_blas
 
 // The device call of GroupedGemm (gemm.h) on the GPU, on stream s: one cuBLAS (strided-batched) call.
@@ -203,8 +188,7 @@ inline void BatchedGemm(Stream<gpu>* s, const expr::GemmCall<DType>& g, float al
       part.a = g.a + b0 * g.stride_a, part.b = g.b + b0 * g.stride_b;
       part.batch = std::min(slice, g.batch - b0);
       BatchedGemm(s, part, alpha, 0.0f);
-      cuda::LaunchMap<&cuda_blas::SumPartialsKernel<DType>>(size, stream, "gemm partial-sum kernel", part.c, g.m, g.n,
-                                                            part.batch, b0 == 0 ? beta : 1.0f, g.c, g.ldc);
+      cuda::SumSlices(part.c, part.batch, size, g.m, g.ldc, b0 == 0 ? beta : 1.0f, g.c, stream);
     }
     partial.Release();
     return;

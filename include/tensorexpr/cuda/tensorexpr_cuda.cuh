@@ -11,6 +11,7 @@
 #include "map.cuh"
 #include "engine.cuh"
 #include "reduce.cuh"
+#include "sum_slices.cuh"
 #include "blas.cuh"
 #include "patch.cuh"
 #include "transpose.cuh"
