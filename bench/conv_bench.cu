@@ -23,12 +23,14 @@
 // The peer (bench/conv_peer.py: F.conv2d / conv3d and aten.convolution_backward, cudnn.benchmark=True) runs
 // after ours, as a separate process, on the same GPU; its lines are parsed and each row prints ours / peer
 // as a time ratio (below 1: we are faster). --svg writes those ratios as a bar chart, --csv the table.
+// --split also times the data gradient alone and the weight gradient alone, on both sides, and prints them
+// as a second table (where a backward loses, and to which pass).
 // Timing: CUDA events around each repetition on one stream, after warm-up (which also sizes the workspace);
 // the median is reported. Nothing checks the results: tests/ does that.
 //
 // Usage: conv_bench [--dtype fp32|tf32|fp16|bf16] [--layout nchw|nhwc] [--n 32] [--reps 20]
 //                   [--workspace-mb 2048] [--layers path] [--no-3d] [--no-peer] [--epilogue] [--svg path]
-//                   [--csv path] [--algorithm NAME]
+//                   [--csv path] [--algorithm NAME] [--split]
 //        conv_bench --volume [--filters 1,2,4,8,16,32] [--size 256] [--dtype ...] [--u8] [--reps 5] [--svg path]
 // Run from the repository root or from bench/ (or set TE_PEER_SCRIPT / TE_CONV_LAYERS to the files).
 // TE_LOG=conv still prints the whole selection log to stderr.
@@ -56,6 +58,7 @@ using namespace conv_layers;
 
 struct Timing {
   double fwd_ms = -1, bwd_ms = -1;
+  double data_ms = -1, weight_ms = -1;  // --split: the data and the weight gradient timed apart
 };
 
 // The element type and math of a run (--dtype).
@@ -106,7 +109,7 @@ struct Options {
   index_t n = 32;
   int reps = 20;
   double workspace_mb = 2048;
-  bool do3d = true, do_peer = true, epilogue = false, volume = false;
+  bool do3d = true, do_peer = true, epilogue = false, volume = false, split = false;
   std::vector<index_t> filters = {1, 2, 4, 8, 16, 32};  // --volume: the sweep's filter counts
   index_t size = 256;                                  // --volume: the input's extent
   bool u8 = false;                                     // --volume: uint8_t input
@@ -120,13 +123,14 @@ void PrintUsage(FILE* to, const char* argv0) {
   std::fprintf(to,
                "usage: %s [--dtype fp32|tf32|fp16|bf16] [--layout nchw|nhwc] [--n 32] [--reps 20]\n"
                "          [--workspace-mb 2048] [--layers path] [--no-3d] [--no-peer] [--epilogue] [--svg path]\n"
-               "          [--csv path] [--algorithm NAME]\n"
+               "          [--csv path] [--algorithm NAME] [--split]\n"
                "       %s --volume [--filters 1,2,4,8,16,32] [--size 256] [--dtype ...] [--u8] [--reps 5] [--svg path]\n"
                "  --dtype      fp32: float, TF32 off (default); tf32: float on TF32 tensor cores; fp16, bf16\n"
                "  --layout     nchw (default) or nhwc (channels last; the peer uses torch.channels_last)\n"
                "  --epilogue   conv + bias + relu (ours fused) and the convolution alone, instead of forward and backward\n"
                "  --svg path   a bar chart of the per-layer ratios (ours / peer), forward and backward\n"
                "  --csv path   the per-layer table: times, ratios and the algorithms chosen\n"
+               "  --split      also time the data gradient and the weight gradient apart (a second table)\n"
                "  --volume     the imaging sweep: 1 x size^3 input, each filter count of --filters 7x7x7 filters,\n"
                "               GFLOP/s and share of the measured FP32 FMA peak\n"
                "  --u8         (--volume) uint8_t input intensities, float output, forward only; the peer runs fp32\n"
@@ -167,6 +171,7 @@ int ParseArgs(int argc, char** argv, Options* o) {
     else if (a == "--no-3d") o->do3d = false;
     else if (a == "--no-peer") o->do_peer = false;
     else if (a == "--epilogue") o->epilogue = true, o->do3d = false;
+    else if (a == "--split") o->split = true;
     else if (a == "--volume") o->volume = true;
     else if (a == "--u8") o->u8 = true;
     else if (a == "--algorithm" && has_value) o->algorithm = argv[++i];
@@ -249,7 +254,7 @@ double MedianMs(cudaStream_t s, int warmup, int reps, const std::function<void()
 // relu(conv + bias) as its epilogue (fwd_ms) and forward alone (bwd_ms).
 template <typename DType, int dim>
 Timing TimeConv(Stream<gpu>* stream, const ops::ConvolutionParam& p, const Shape<dim>& xshape, int warmup, int reps,
-                bool epilogue = false) {
+                bool epilogue = false, bool split = false) {
   const ops::ConvShapes shapes = ops::InferConvShapes(p, Dims(xshape));
   Shape<dim> yshape, wshape;
   for (int i = 0; i < dim; ++i) yshape[i] = shapes.out[i], wshape[i] = shapes.weight[i];
@@ -286,6 +291,14 @@ Timing TimeConv(Stream<gpu>* stream, const ops::ConvolutionParam& p, const Shape
     t.bwd_ms = MedianMs(s, warmup, reps, [&] {
       ops::ConvolutionBackward(p, dy.view(), x.view(), w.view(), kWriteTo, dx.view(), kWriteTo, dw.view(), kNullOp, b.view());
     });
+    if (split) {
+      t.data_ms = MedianMs(s, warmup, reps, [&] {
+        ops::ConvolutionBackward(p, dy.view(), x.view(), w.view(), kWriteTo, dx.view(), kNullOp, dw.view(), kNullOp, b.view());
+      });
+      t.weight_ms = MedianMs(s, warmup, reps, [&] {
+        ops::ConvolutionBackward(p, dy.view(), x.view(), w.view(), kNullOp, dx.view(), kWriteTo, dw.view(), kNullOp, b.view());
+      });
+    }
   } catch (const Error& e) {
     if (p.algorithm.empty()) throw;
     std::printf("  (backward not timed: %s)\n", e.what());  // a forced algorithm without every backward pass
@@ -377,7 +390,7 @@ OursResult MeasureOurs(const Options& o, const std::vector<Layer>& layers) {
     Timing t;
     try {
       ChoiceRecorder recorder(&chosen);
-      t = TimeConv<DType>(stream, p, xshape, 3, o.reps, o.epilogue);
+      t = TimeConv<DType>(stream, p, xshape, 3, o.reps, o.epilogue, o.split);
     } catch (const Error& e) {
       if (o.algorithm.empty()) throw;
       std::printf("ours layer %2zu: %s\n", i, e.what());  // the forced algorithm cannot run this layer
@@ -390,6 +403,7 @@ OursResult MeasureOurs(const Options& o, const std::vector<Layer>& layers) {
     std::printf("ours layer %2zu  C %4lld H %3lld K %4lld R %lld s %lld p %lld:  fwd %8.3f ms (%5.1f TFLOP/s)  bwd %8.3f ms\n",
                 i, (long long)L.C, (long long)L.H, (long long)L.K, (long long)L.R, (long long)L.stride,
                 (long long)L.pad, t.fwd_ms, gflop / t.fwd_ms, t.bwd_ms);
+    if (o.split) std::printf("  [data alone %.3f ms, weight alone %.3f ms]\n", t.data_ms, t.weight_ms);
     std::fflush(stdout);
     r.layers.push_back(t);
     r.chosen.push_back(chosen);
@@ -524,7 +538,8 @@ PeerResult RunPeer(const std::string& script, const Options& o) {
                                     : " --layers " + o.layers_path + " --n " + std::to_string(o.n);
   const std::string cmd = "python3 " + script + what + " --reps " + std::to_string(o.reps) + " --dtype " +
                           PrecisionFlag(o.precision) + " --layout " + LowerCase(ops::LayoutName(o.layout)) +
-                          (o.do3d ? "" : " --no-3d") + (o.epilogue ? " --epilogue" : "") + " 2>&1";
+                          (o.do3d ? "" : " --no-3d") + (o.epilogue ? " --epilogue" : "") + (o.split ? " --split" : "") +
+                          " 2>&1";
   std::printf("peer: %s\n", cmd.c_str());
   std::fflush(stdout);
   FILE* p = popen(cmd.c_str(), "r");
@@ -534,10 +549,10 @@ PeerResult RunPeer(const std::string& script, const Options& o) {
     std::printf("  | %s", line);
     int idx;
     long long c, h, k, rr, s, pad;
-    double f, b;
-    if (std::sscanf(line, "peer_conv_layer %d %lld %lld %lld %lld %lld %lld fwd_ms %lf bwd_ms %lf", &idx, &c, &h, &k, &rr,
-                    &s, &pad, &f, &b) == 9) {
-      r.layers[idx] = {f, b};
+    double f, b, d = -1, w = -1;
+    if (std::sscanf(line, "peer_conv_layer %d %lld %lld %lld %lld %lld %lld fwd_ms %lf bwd_ms %lf data_ms %lf weight_ms %lf",
+                    &idx, &c, &h, &k, &rr, &s, &pad, &f, &b, &d, &w) >= 9) {
+      r.layers[idx] = {f, b, d, w};
       r.ok = true;
     } else if (std::sscanf(line, "peer_conv_total fwd_ms %lf bwd_ms %lf", &f, &b) == 2) {
       r.total = {f, b};
@@ -586,6 +601,28 @@ std::string LayerName(size_t i, const Layer& L) {
   std::snprintf(name, sizeof(name), "%2zu: %lld %lld %lld %lld %lld %lld", i, (long long)L.C, (long long)L.H,
                 (long long)L.K, (long long)L.R, (long long)L.stride, (long long)L.pad);
   return name;
+}
+
+// --split: the backward's two passes apart, per layer and summed, ours against the peer's.
+void PrintSplitTable(const std::vector<Layer>& layers, const OursResult& ours, const PeerResult& peer) {
+  std::printf("\n%-44s %9s %9s %6s   %9s %9s %6s\n", "layer (C H K R stride pad)", "data ours", "peer", "ratio",
+              "wgt ours", "peer", "ratio");
+  double sums[4] = {0, 0, 0, 0};
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const Timing& t = ours.layers[i];
+    const Timing pt = peer.layers.count(int(i)) ? peer.layers.at(int(i)) : Timing();
+    std::printf("%-44s %s %s %s   %s %s %s   %s / %s\n", LayerName(i, layers[i]).c_str(), Ms(t.data_ms).c_str(),
+                Ms(pt.data_ms).c_str(), Ratio(t.data_ms, pt.data_ms).c_str(), Ms(t.weight_ms).c_str(),
+                Ms(pt.weight_ms).c_str(), Ratio(t.weight_ms, pt.weight_ms).c_str(),
+                ours.chosen[i].data_grad.empty() ? "(cached)" : ours.chosen[i].data_grad.c_str(),
+                ours.chosen[i].weight_grad.empty() ? "(cached)" : ours.chosen[i].weight_grad.c_str());
+    const double v[4] = {t.data_ms, pt.data_ms, t.weight_ms, pt.weight_ms};
+    for (int k = 0; k < 4; ++k) sums[k] += std::max(0.0, v[k]);
+  }
+  std::printf("%-44s %s %s %s   %s %s %s\n", "total (sum of layers)", Ms(sums[0]).c_str(), Ms(sums[1]).c_str(),
+              Ratio(sums[0], sums[1]).c_str(), Ms(sums[2]).c_str(), Ms(sums[3]).c_str(), Ratio(sums[2], sums[3]).c_str());
+  std::printf("conv_bench_split data_ms %.6f weight_ms %.6f peer_data_ms %.6f peer_weight_ms %.6f\n", sums[0], sums[2],
+              sums[1], sums[3]);
 }
 
 // One group of bars in the chart: its label and the two times, ours and the peer's.
@@ -792,6 +829,7 @@ int main(int argc, char** argv) {
       chosen.push_back(ours.chosen3d);
     }
     std::printf("ratio = our time / peer time (below 1: ours is faster)\n");
+    if (o.split && !o.epilogue) PrintSplitTable(layers, ours, peer);
     if (o.epilogue) {
       double worst = 0;
       for (const Timing& t : ours.layers) worst = std::max(worst, RatioOf(t.fwd_ms, t.bwd_ms));

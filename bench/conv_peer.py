@@ -19,6 +19,7 @@ picks its fastest algorithm during warm-up.
 Prints machine-readable lines that conv_bench.cu parses:
     peer_conv_info <torch version, cuDNN version, device, mode>
     peer_conv_layer <index> <C> <H> <K> <R> <stride> <pad> fwd_ms <ms> bwd_ms <ms>
+                   [data_ms <ms> weight_ms <ms>]   (--split: each gradient alone)
     peer_conv_total fwd_ms <sum> bwd_ms <sum>
     peer_conv3d fwd_ms <ms> bwd_ms <ms>   (or peer_conv3d_error <reason> when cuDNN refuses it)
     peer_conv3d_volume <filters> fwd_ms <ms> bwd_ms <ms>   (--volume-filters: the imaging sweep only, a
@@ -58,16 +59,17 @@ def median_ms(torch, fn, warmup, reps):
     return statistics.median(times)
 
 
-def backward_fn(torch, x, w, dy, stride, pad, dims):
-    """Data + weight gradients in one call, as autograd would make it."""
+def backward_fn(torch, x, w, dy, stride, pad, dims, data=True, weight=True):
+    """Data and/or weight gradients in one call, as autograd would make it."""
     strides, pads = [stride] * dims, [pad] * dims
     op = getattr(torch.ops.aten, "convolution_backward", None)
     if op is not None:
-        return lambda: op(dy, x, w, None, strides, pads, [1] * dims, False, [0] * dims, 1, [True, True, False])
+        return lambda: op(dy, x, w, None, strides, pads, [1] * dims, False, [0] * dims, 1, [data, weight, False])
     grad = torch.nn.grad
     conv_input = grad.conv2d_input if dims == 2 else grad.conv3d_input
     conv_weight = grad.conv2d_weight if dims == 2 else grad.conv3d_weight
-    return lambda: (conv_input(x.shape, w, dy, stride, pad), conv_weight(x, w.shape, dy, stride, pad))
+    return lambda: (conv_input(x.shape, w, dy, stride, pad) if data else None,
+                    conv_weight(x, w.shape, dy, stride, pad) if weight else None)
 
 
 def element_type(torch, dtype):
@@ -87,9 +89,9 @@ def uniform(torch, shape, dtype, fmt):
     return t.to(dtype=dtype, memory_format=fmt)
 
 
-def time_conv(torch, F, x_shape, w_shape, stride, pad, dtype, fmt, warmup, reps, epilogue=False):
+def time_conv(torch, F, x_shape, w_shape, stride, pad, dtype, fmt, warmup, reps, epilogue=False, split=False):
     """Median forward and backward milliseconds of one convolution; with epilogue, of conv + bias + relu and
-    of the convolution alone."""
+    of the convolution alone; with split, then also the data and the weight gradient alone."""
     dims = len(x_shape) - 2
     conv = F.conv2d if dims == 2 else F.conv3d
     x = uniform(torch, x_shape, dtype, fmt)
@@ -102,6 +104,10 @@ def time_conv(torch, F, x_shape, w_shape, stride, pad, dtype, fmt, warmup, reps,
         return fused, plain
     dy = uniform(torch, tuple(y.shape), dtype, fmt)
     bwd = median_ms(torch, backward_fn(torch, x, w, dy, stride, pad, dims), warmup, reps)
+    if split:
+        data = median_ms(torch, backward_fn(torch, x, w, dy, stride, pad, dims, weight=False), warmup, reps)
+        weight = median_ms(torch, backward_fn(torch, x, w, dy, stride, pad, dims, data=False), warmup, reps)
+        return plain, bwd, data, weight
     return plain, bwd
 
 
@@ -119,6 +125,8 @@ def main():
     parser.add_argument("--no-3d", action="store_true", help="skip the 3-D case")
     parser.add_argument("--epilogue", action="store_true",
                         help="time conv + bias + relu, and the convolution alone, instead of forward and backward")
+    parser.add_argument("--split", action="store_true",
+                        help="also time the data gradient and the weight gradient alone")
     parser.add_argument("--reps-3d", type=int, default=5)
     parser.add_argument("--volume-filters", default="",
                         help="comma-separated filter counts: the imaging sweep instead of the layers")
@@ -156,11 +164,14 @@ def main():
     fmt2d = memory_format(torch, args.layout, 2)
     total_f = total_b = 0.0
     for i, (c, h, k, r, s, p) in enumerate(read_layers(args.layers)):
-        fwd, bwd = time_conv(torch, F, (args.n, c, h, h), (k, c, r, r), s, p, dtype, fmt2d, args.warmup, args.reps,
-                             args.epilogue)
+        split = args.split and not args.epilogue
+        times = time_conv(torch, F, (args.n, c, h, h), (k, c, r, r), s, p, dtype, fmt2d, args.warmup, args.reps,
+                          args.epilogue, split)
+        fwd, bwd = times[:2]
         total_f += fwd
         total_b += bwd
-        print(f"peer_conv_layer {i} {c} {h} {k} {r} {s} {p} fwd_ms {fwd:.6f} bwd_ms {bwd:.6f}", flush=True)
+        extra = f" data_ms {times[2]:.6f} weight_ms {times[3]:.6f}" if split else ""
+        print(f"peer_conv_layer {i} {c} {h} {k} {r} {s} {p} fwd_ms {fwd:.6f} bwd_ms {bwd:.6f}{extra}", flush=True)
     print(f"peer_conv_total fwd_ms {total_f:.6f} bwd_ms {total_b:.6f}", flush=True)
 
     if not args.no_3d and not args.epilogue:
