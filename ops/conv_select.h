@@ -14,6 +14,7 @@
 #include <tensorexpr/ops/conv_select.h>
 #include "conv_im2col_gemm.h"
 #include "conv_pointwise_gemm.h"
+#include "conv_shifted_gemm.h"
 #include "conv_winograd.h"
 #include "cpu/conv_per_image.h"
 #if !defined(__CUDACC__)  // CPU code only (GCC vectors and target pragmas); nvcc instantiates the GPU registry
@@ -52,6 +53,7 @@ ConvRegistry<Device, DType>::ConvRegistry() {
     algorithms_.emplace_back(new ConvWinograd<Device, DType, 2>());
     algorithms_.emplace_back(new ConvWinograd<Device, DType, 4>());
   }
+  algorithms_.emplace_back(new ConvShiftedGemm<Device, DType>());
 #if defined(__CUDACC__) && defined(TE_HAVE_CUTLASS)
   if constexpr (std::is_same<Device, gpu>::value && !std::is_same<DType, double>::value)
     algorithms_.emplace_back(new ConvCutlassImplicitGemm<DType>());

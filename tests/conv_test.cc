@@ -327,11 +327,15 @@ int RunGrid(Stream<Device>* stream, size_t seed_offset, const std::string& algor
     c.param.layout = layout;
     Reqs reqs = ReqPattern(pattern);
     if (!algorithm.empty()) {
-      // An algorithm without a weight gradient (Winograd's) runs the other passes, the weight's req kNullOp.
-      if (!ImplementsPass<Device, DType>(algorithm, c, stream, ops::ConvPass::kForward) ||
-          !ImplementsPass<Device, DType>(algorithm, c, stream, ops::ConvPass::kBackwardData))
-        return;
-      if (!ImplementsPass<Device, DType>(algorithm, c, stream, ops::ConvPass::kBackwardWeight)) reqs.weight = kNullOp;
+      // The passes an algorithm does not implement (Winograd's weight gradient, all but shifted_gemm's)
+      // run with the req kNullOp; a case it implements no pass of is left out.
+      const bool fwd = ImplementsPass<Device, DType>(algorithm, c, stream, ops::ConvPass::kForward),
+                 data = ImplementsPass<Device, DType>(algorithm, c, stream, ops::ConvPass::kBackwardData),
+                 weight = ImplementsPass<Device, DType>(algorithm, c, stream, ops::ConvPass::kBackwardWeight);
+      if (!fwd && !data && !weight) return;
+      if (!fwd) reqs.fwd = kNullOp;
+      if (!data) reqs.data = kNullOp;
+      if (!weight) reqs.weight = kNullOp;
     }
     RunCase<Device, DType, d, d>(stream, c, reqs);
     ++ran;
@@ -425,6 +429,78 @@ TE_DEVICE_TEST_CASE("convolution every req on one geometry", "[conv]") {
     RunCase<Device, float, 4, 4>(stream, c, Reqs{req, req, kNullOp, req});
     RunCase<Device, float, 4, 4>(stream, c, Reqs{req, req, req, kNullOp});
   }
+}
+
+// A strided 1x1 kernel: pointwise_gemm takes the weight gradient (on the gathered pixels) and refuses
+// the other passes, which the library gives to another algorithm; each layout, odd extents the stride
+// does not divide, groups, padded rows and every req of the weight gradient.
+TE_DEVICE_TEST_CASE("convolution 1x1 strided: the weight gradient on the gathered pixels", "[conv][algorithm]") {
+  const std::vector<Case> cases = {
+      MakeCase({2, 4, 7, 5}, {1, 1}, {2, 2}, {0, 0}, {1, 1}, 3, 1, true),
+      MakeCase({3, 6, 9, 8}, {1, 1}, {3, 2}, {}, {}, 4, 2, false),
+      MakeCase({2, 3, 10}, {1}, {4}, {}, {}, 5, 1, true),
+      MakeCase({1, 4, 5, 6, 7}, {1, 1, 1}, {2, 1, 3}, {}, {}, 6, 2, true),
+  };
+  size_t i = 0;
+  for (Case c : cases) {
+    for (ops::Layout layout : {ops::Layout::kNCHW, ops::Layout::kNHWC}) {
+      c.param.layout = layout;
+      c.padded_rows = i % 2 == 0;
+      INFO("case " << i << " " << ops::LayoutName(layout));
+      CHECK(ImplementsPass<Device, float>("pointwise_gemm", c, stream, ops::ConvPass::kBackwardWeight));
+      CHECK_FALSE(ImplementsPass<Device, float>("pointwise_gemm", c, stream, ops::ConvPass::kForward));
+      CHECK_FALSE(ImplementsPass<Device, float>("pointwise_gemm", c, stream, ops::ConvPass::kBackwardData));
+      for (OpReqType req : {kWriteTo, kAddTo, kWriteInplace}) {
+        Case forced = c;  // the weight gradient alone, pointwise_gemm forced
+        forced.param.algorithm = "pointwise_gemm";
+        for (const auto& [run, reqs] : {std::make_pair(c, Reqs{kWriteTo, kAddTo, req, kWriteTo}),
+                                         std::make_pair(forced, Reqs{kNullOp, kNullOp, req, kNullOp})}) {
+          if (run.data.size() == 3) RunCase<Device, float, 3, 3>(stream, run, reqs);
+          else if (run.data.size() == 4) RunCase<Device, float, 4, 4>(stream, run, reqs);
+          else RunCase<Device, double, 5, 5>(stream, run, reqs);
+        }
+      }
+      ++i;
+    }
+  }
+}
+
+// shifted_gemm (the weight gradient of a stride-1 convolution, one gemm per tap on a padded grid), forced:
+// each layout, padding before and after, dilation, groups, 1-D to 3-D, padded rows, every req, float,
+// double and 16-bit; it refuses other passes and strides.
+TE_DEVICE_TEST_CASE("convolution shifted_gemm: the weight gradient, one product per tap", "[conv][algorithm]") {
+  const std::vector<Case> cases = {
+      MakeCase({2, 3, 7, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 4, 1, true),
+      MakeCase({1, 4, 9, 8}, {3, 2}, {1, 1}, {2, 0}, {2, 3}, 6, 2, false),
+      MakeCase({3, 2, 5, 5}, {5, 5}, {1, 1}, {2, 2}, {1, 1}, 3, 1, true),
+      MakeCase({2, 3, 11}, {3}, {1}, {0}, {2}, 5, 1, true),
+      MakeCase({1, 4, 4, 5, 6}, {2, 3, 3}, {1, 1, 1}, {1, 1, 0}, {1, 2, 1}, 4, 2, true),
+  };
+  size_t i = 0;
+  for (Case c : cases) {
+    for (ops::Layout layout : {ops::Layout::kNCHW, ops::Layout::kNHWC}) {
+      c.param.layout = layout;
+      c.param.algorithm = "shifted_gemm";
+      c.padded_rows = i % 2 == 1;
+      INFO("case " << i << " " << ops::LayoutName(layout));
+      CHECK(ImplementsPass<Device, float>("shifted_gemm", c, stream, ops::ConvPass::kBackwardWeight));
+      CHECK_FALSE(ImplementsPass<Device, float>("shifted_gemm", c, stream, ops::ConvPass::kForward));
+      CHECK_FALSE(ImplementsPass<Device, float>("shifted_gemm", c, stream, ops::ConvPass::kBackwardData));
+      const Reqs reqs{kNullOp, kNullOp, ReqPattern(i).weight == kNullOp ? kAddTo : ReqPattern(i).weight, kWriteTo};
+      if (c.data.size() == 3) {
+        RunCase<Device, float, 3, 3>(stream, c, reqs);
+      } else if (c.data.size() == 4) {
+        RunCase<Device, float, 4, 4>(stream, c, reqs);
+        RunCase<Device, double, 4, 4>(stream, c, reqs);
+        RunCase<Device, half_t, 4, 4>(stream, c, reqs);
+      } else {
+        RunCase<Device, double, 5, 5>(stream, c, reqs);
+      }
+      ++i;
+    }
+  }
+  Case strided = MakeCase({2, 3, 7, 6}, {3, 3}, {2, 1}, {1, 1}, {1, 1}, 4, 1, true);
+  CHECK(!ImplementsPass<Device, float>("shifted_gemm", strided, stream, ops::ConvPass::kBackwardWeight));
 }
 
 #if !defined(__CUDACC__)

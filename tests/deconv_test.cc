@@ -291,8 +291,8 @@ TE_DEVICE_TEST_CASE("deconvolution with an empty batch writes a zero weight grad
                             Reqs{kWriteTo, kWriteTo, kWriteTo, kWriteTo});
 }
 
-// Each convolution algorithm, forced by name, on the grid cases whose passes it implements (without a
-// weight gradient, Winograd's, the others with the weight's req kNullOp).
+// Each convolution algorithm, forced by name, on the grid cases it implements a pass of; the passes it
+// does not implement (Winograd's weight gradient, all but shifted_gemm's) run with the req kNullOp.
 TE_DEVICE_TEST_CASE("deconvolution through every convolution algorithm that implements it", "[deconv][algorithm]") {
   for (const std::string& name : ops::ListConvAlgorithms<Device, float>()) {
     INFO("algorithm " << name);
@@ -305,10 +305,15 @@ TE_DEVICE_TEST_CASE("deconvolution through every convolution algorithm that impl
       c.param.algorithm = name;
       const ops::ConvProblem pr = ops::MakeConvProblem<Device, float>(ops::MakeDeconvGeometry(c.param, c.data),
                                                                       stream, !c.padded_rows, c.param.workspace);
-      if (!a->CanImplement(pr, ops::ConvPass::kForward).ok || !a->CanImplement(pr, ops::ConvPass::kBackwardData).ok)
-        continue;
+      // The deconvolution's forward is the convolution's data gradient, its data gradient the forward.
+      const bool fwd = a->CanImplement(pr, ops::ConvPass::kBackwardData).ok,
+                 data = a->CanImplement(pr, ops::ConvPass::kForward).ok,
+                 weight = a->CanImplement(pr, ops::ConvPass::kBackwardWeight).ok;
+      if (!fwd && !data && !weight) continue;
       Reqs reqs = ReqPattern(i);
-      if (!a->CanImplement(pr, ops::ConvPass::kBackwardWeight).ok) reqs.weight = kNullOp;
+      if (!fwd) reqs.fwd = kNullOp;
+      if (!data) reqs.data = kNullOp;
+      if (!weight) reqs.weight = kNullOp;
       RunAnyRank<Device, float>(stream, c, reqs);
       ++ran;
     }
