@@ -11,6 +11,7 @@
 // geometry. Its forward and data gradient stay with the other algorithms (the data gradient would have
 // to scatter into an input mostly zero).
 #pragma once
+#include <type_traits>
 #include <tensorexpr/gemm.h>
 #include <tensorexpr/ops/conv_algorithm.h>
 
@@ -29,6 +30,17 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
     if (!pr.geom.IsPointwise()) return ConvSupport::No("the kernel is not 1x1 with stride 1 and no padding");
     if (!pr.data_contiguous) return ConvSupport::No("the input or its gradient has padded rows");
     return ConvSupport::Yes();
+  }
+  // A strided kernel's weight gradient on the GPU where ResNet-50's 1x1 stride-2 layers measured it
+  // ahead of cutlass_implicit_gemm (H200, fp16, N = 32): channels last, filters of 512 x 1024 values or
+  // more (smaller ones spend longer gathering than the implicit GEMM takes in all, 1.2 to 1.8 times as
+  // long); channels first, where the implicit GEMM pays for two transposes, below 2048 x 1024 (there the
+  // per-image products' partial sums cost more). On the CPU it is left to the tuner.
+  bool Recommended(const ConvProblem& pr, ConvPass) const override {
+    if (!IsStridedPointwise(pr.geom)) return true;
+    if (!std::is_same<Device, gpu>::value) return false;
+    const double filter = double(pr.geom.Kg()) * double(pr.geom.Cg());
+    return pr.geom.channels_last ? filter >= double(1 << 19) : filter < double(1 << 21);
   }
   size_t WorkspaceBytes(const ConvProblem& pr, const ConvStores& st) const override {
     if (!IsStridedPointwise(pr.geom) || !st.weight_grad.active) return 0;
