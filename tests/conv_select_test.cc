@@ -129,10 +129,14 @@ std::vector<double> RunConv(Stream<Device>* stream, const ConvolutionParam& p, i
   return out;
 }
 
-void CheckSame(const std::vector<double>& a, const std::vector<double>& b) {
+// Results of two runs of one problem, by whichever algorithms their selections chose.
+void CheckSame(const std::vector<double>& a, const std::vector<double>& b, double tol = 1e-5) {
   REQUIRE(a.size() == b.size());
-  for (size_t i = 0; i < a.size(); ++i) CHECK(a[i] == Approx(b[i]).epsilon(1e-5).margin(1e-5));
+  for (size_t i = 0; i < a.size(); ++i) CHECK(a[i] == Approx(b[i]).epsilon(tol).margin(tol));
 }
+// The tuner keeps whichever candidate timed fastest, which on a busy machine can be any of them:
+// winograd_4x4's rounding differs from im2col_gemm's by up to a few 1e-5 on these sums of 36 products.
+constexpr double kAnyAlgorithmTol = 2e-4;
 
 size_t Count(const std::string& text, const std::string& part) {
   size_t n = 0;
@@ -216,8 +220,7 @@ TE_DEVICE_TEST_CASE("conv algorithms: the log lists each algorithm, its refusal 
   CHECK(Count(log, "tensorexpr conv: weight-grad float32") == 1);
   CHECK(Count(log, "pointwise_gemm: refused: the kernel is not 1x1") == 3);
   CHECK(Count(log, "shifted_gemm: refused: only the weight gradient runs here") == 2);
-  // On the GPU shifted_gemm takes the weight gradient (a padded grid of 72 positions for 42 outputs).
-  CHECK(Count(log, "im2col_gemm: can implement, workspace") == (std::is_same<Device, gpu>::value ? 2u : 3u));
+  CHECK(Count(log, "im2col_gemm: can implement, workspace") == 3);
   CHECK(Count(log, "(heuristic)") == 3);
   // A problem seen before is not logged again.
   sel.log.clear();
@@ -268,7 +271,7 @@ TE_DEVICE_TEST_CASE("conv algorithms: the tuner times every candidate and its ca
     ops::SetConvTuning(true);
     ops::SetConvCachePath(path);  // no file yet: nothing loaded, written after each tuned choice
     runs = 0;
-    CheckSame(RunConv<Device>(stream, Param3x3()), want);
+    CheckSame(RunConv<Device>(stream, Param3x3()), want, kAnyAlgorithmTol);
     const std::string log = sel.All();
     INFO(log);
     CHECK(Count(log, "(tuning)") == 3);
@@ -291,7 +294,7 @@ TE_DEVICE_TEST_CASE("conv algorithms: the tuner times every candidate and its ca
     sel.Add("test_candidate", 0, true, &runs);
     ops::SetConvTuning(true);
     CHECK(ops::LoadConvCache(path) == 3);
-    CheckSame(RunConv<Device>(stream, Param3x3()), want);
+    CheckSame(RunConv<Device>(stream, Param3x3()), want, kAnyAlgorithmTol);
     CHECK(sel.log.empty());  // nothing tuned, nothing logged: every choice came from the file
   }
   // Rewritten by hand to name test_candidate everywhere: the loaded choice decides what runs.
@@ -306,14 +309,14 @@ TE_DEVICE_TEST_CASE("conv algorithms: the tuner times every candidate and its ca
     int runs = 0;
     sel.Add("test_candidate", 0, true, &runs);
     CHECK(ops::LoadConvCache(path) == 3);
-    CheckSame(RunConv<Device>(stream, Param3x3()), want);
+    CheckSame(RunConv<Device>(stream, Param3x3()), want, kAnyAlgorithmTol);
     CHECK(runs == 2);
   }
   // Without test_candidate registered the cached name is unknown: a warning, and a fresh choice.
   {
     ScopedSelection<Device> sel;
     CHECK(ops::LoadConvCache(path) == 3);
-    CheckSame(RunConv<Device>(stream, Param3x3()), want);
+    CheckSame(RunConv<Device>(stream, Param3x3()), want, kAnyAlgorithmTol);
     CHECK(Count(sel.All(), "warning: the cached choice test_candidate") == 3);
   }
   std::remove(path.c_str());
