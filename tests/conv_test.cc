@@ -484,7 +484,8 @@ TEST_CASE("convolution on the CPU per image in 1-D, 3-D and double", "[cpu][conv
 
 // The per-image path's im2col and col2im through a padded box (ops/cpu/padded_image.h) against the
 // generic loops (cpu/patch.h): the same columns to the bit, the same gradient to rounding (the box sums
-// in another order), stored and added, with padded rows left alone; rows narrower than, as wide as and
+// in another order), stored and added, with padded rows left alone; the transposed columns of the
+// weight gradient, groups taps first; rows narrower than, as wide as and
 // wider than an AVX2 vector (with and without a tail), strides, dilation, 3-D, padding past the kernel's
 // reach and input rows no window reads; under both instruction sets.
 TEST_CASE("convolution per image: the padded box's im2col and col2im match cpu/patch.h", "[cpu][conv]") {
@@ -505,7 +506,7 @@ TEST_CASE("convolution per image: the padded box's im2col and col2im match cpu/p
   };
   for (const Window& wnd : windows) {
     PatchGeometry g;
-    g.N = 2, g.C = wnd.C;
+    g.N = 2, g.C = wnd.C, g.G = wnd.C % 2 == 0 ? 2 : 1;
     for (int i = 0; i < 3; ++i) {
       g.in[i] = wnd.in[i], g.kernel[i] = wnd.k[i], g.stride[i] = wnd.s[i], g.dilate[i] = wnd.d[i], g.pad[i] = wnd.pb[i];
       g.out[i] = (wnd.in[i] + wnd.pb[i] + wnd.pe[i] - (wnd.k[i] - 1) * wnd.d[i] - 1) / wnd.s[i] + 1;
@@ -526,6 +527,18 @@ TEST_CASE("convolution per image: the padded box's im2col and col2im match cpu/p
       ops::PadImage(g, box, n, data.dptr_, stride, padded.data());
       ops::PaddedIm2Col(g, box, padded.data(), col.dptr_);
       CHECK(ToVec(col) == ToVec(want_col));
+      // Transposed, from the channels-last box: (P, C kk), each group's columns taps first.
+      TensorContainer<cpu, 2, float> colT(Shape2(P, g.ColRows()));
+      Poison(colT);
+      ops::PadImageChannelsLast(g, box, n, data.dptr_, stride, padded.data());
+      ops::PaddedIm2ColT(g, box, padded.data(), colT.dptr_);
+      index_t moved = 0;
+      for (index_t r = 0; r < g.ColRows(); ++r)  // r: (group, channel of the group, tap)
+        for (index_t p = 0; p < P; ++p) {
+          const index_t group = r / (g.Cg() * g.KernelSize()), e = r % (g.Cg() * g.KernelSize());
+          moved += colT[p][group * g.Cg() * g.KernelSize() + ops::TapMajorIndex(g, e)] == want_col[r][p];
+        }
+      CHECK(moved == g.ColRows() * P);
       for (bool accumulate : {false, true}) {
         FillRandom(col);
         FillRandom(grad);

@@ -105,13 +105,13 @@ void ConvBackwardPerImage(const ConvPerImagePlan& plan, const ConvGeometry& g, c
       DType *col = plan.Col(workspace, w), *padded = plan.Box(workspace, w), *partial = plan.Partial(workspace, w);
       const index_t first = plan.First(w, g.N);
       for (index_t n = first, last = plan.First(w + 1, g.N); n < last; ++n) {
-        const GemmOperand<const DType> dy{out_grad + n * g.K * P, P, 0, Kg * P}, columns{col, P, 0, CKg * P};
+        const GemmOperand<const DType> dy{out_grad + n * g.K * P, P, 0, Kg * P};
         if (weight_grad != nullptr) {
-          // partial[g] (Kg, Cg*kk) (+)= dY_n[g] (Kg, P) . col[g]^T (P, Cg*kk)
-          PadImage(g, box, n, data, data_stride, padded);
-          PaddedIm2Col(g, box, padded, col);
-          GroupedGemm(serial, Kg, CKg, P, 1.0f, dy, Transposed(columns), n == first ? 0.0f : 1.0f,
-                      GemmOperand<DType>{partial, CKg, 0, Kg * CKg}, 1, g.G);
+          // partial[g] (Kg, Cg*kk, taps first) (+)= dY_n[g] (Kg, P) . colT[g] (P, Cg*kk)
+          PadImageChannelsLast(g, box, n, data, data_stride, padded);
+          PaddedIm2ColT(g, box, padded, col);
+          GroupedGemm(serial, Kg, CKg, P, 1.0f, dy, GemmOperand<const DType>{col, g.ColRows(), 0, CKg},
+                      n == first ? 0.0f : 1.0f, GemmOperand<DType>{partial, CKg, 0, Kg * CKg}, 1, g.G);
         }
         if (data_grad != nullptr) {
           // col[g] (Cg*kk, P) = W[g]^T (Cg*kk, Kg) . dY_n[g] (Kg, P); then gather into dX_n
@@ -124,11 +124,12 @@ void ConvBackwardPerImage(const ConvPerImagePlan& plan, const ConvGeometry& g, c
     }
   });
   if (weight_grad == nullptr) return;
-  // dW (req) = the partials summed in worker order.
+  // dW (req) = the partials summed in worker order, back from their taps-first order.
   ParallelFor(plan.partial_elems, plan.workers, [&](index_t begin, index_t end) {
     for (index_t e = begin; e < end; ++e) {
-      DType sum = partials[e];
-      for (index_t w = 1; w < plan.workers; ++w) sum += partials[w * plan.partial_elems + e];
+      const DType* part = partials + TapMajorIndex(g, e);
+      DType sum = part[0];
+      for (index_t w = 1; w < plan.workers; ++w) sum += part[w * plan.partial_elems];
       weight_grad[e] = weight_store.add ? weight_grad[e] + sum : sum;
     }
   });
