@@ -129,9 +129,12 @@ std::vector<double> RunConv(Stream<Device>* stream, const ConvolutionParam& p, i
   return out;
 }
 
+// Equal within what tests/conv_test.cc allows a float convolution of at most 126 terms (ConvTol): a
+// choice may be any algorithm the timing favours, winograd_4x4 among them, whose rounding differs from
+// im2col_gemm's by up to ~2e-5 on these sums (a margin of 1e-5 failed whenever it won the timing).
 void CheckSame(const std::vector<double>& a, const std::vector<double>& b) {
   REQUIRE(a.size() == b.size());
-  for (size_t i = 0; i < a.size(); ++i) CHECK(a[i] == Approx(b[i]).epsilon(1e-5).margin(1e-5));
+  for (size_t i = 0; i < a.size(); ++i) CHECK(a[i] == Approx(b[i]).epsilon(1e-5).margin(6e-5));
 }
 
 size_t Count(const std::string& text, const std::string& part) {
