@@ -124,13 +124,18 @@ void ConvBackwardPerImage(const ConvPerImagePlan& plan, const ConvGeometry& g, c
     }
   });
   if (weight_grad == nullptr) return;
-  // dW (req) = the partials summed in worker order, back from their taps-first order.
-  ParallelFor(plan.partial_elems, plan.workers, [&](index_t begin, index_t end) {
-    for (index_t e = begin; e < end; ++e) {
-      const DType* part = partials + TapMajorIndex(g, e);
-      DType sum = part[0];
-      for (index_t w = 1; w < plan.workers; ++w) sum += part[w * plan.partial_elems];
-      weight_grad[e] = weight_store.add ? weight_grad[e] + sum : sum;
+  // dW (req) = the partials summed in worker order, back from their taps-first order: per (filter,
+  // channel) row of dW, its taps are Cg apart in a partial (one index computed per row, not per element).
+  const index_t kk = g.KernelSize(), Cg = g.Cg();
+  ParallelFor(g.K * Cg, kk * plan.workers, [&](index_t begin, index_t end) {
+    for (index_t r = begin; r < end; ++r) {
+      const DType* part = partials + TapMajorIndex(g, r * kk);
+      DType* dst = weight_grad + r * kk;
+      for (index_t tap = 0; tap < kk; ++tap) {
+        DType sum = part[tap * Cg];
+        for (index_t w = 1; w < plan.workers; ++w) sum += part[w * plan.partial_elems + tap * Cg];
+        dst[tap] = weight_store.add ? dst[tap] + sum : sum;
+      }
     }
   });
 }

@@ -5,7 +5,8 @@
 // edges are handled once, when the image is copied into the box, after which every column row is a run
 // of whole output rows read from the box with no bound and no branch: one short loop per output row.
 // col2im adds the column rows into a zeroed box the same way (in a fixed order on one thread, so the
-// result is deterministic), then stores or adds the box's interior into the gradient.
+// result is deterministic), then stores or adds the box's interior into the gradient. The weight
+// gradient reads the columns transposed, from the box laid out channels last (PaddedIm2ColT).
 #pragma once
 #include <algorithm>
 #include <type_traits>
