@@ -114,7 +114,7 @@ void ConvBackwardPerImage(const ConvPerImagePlan& plan, const ConvGeometry& g, c
                       n == first ? 0.0f : 1.0f, GemmOperand<DType>{partial, CKg, 0, Kg * CKg}, 1, g.G);
         }
         if (data_grad != nullptr) {
-          // col[g] (Cg*kk, P) = W[g]^T (Cg*kk, Kg) . dY_n[g] (Kg, P); then gather into dX_n
+          // col[g] (Cg*kk, P) = W[g]^T (Cg*kk, Kg) . dY_n[g] (Kg, P); then added into the box, stored into dX_n
           GroupedGemm(serial, CKg, P, Kg, 1.0f, Transposed(GemmOperand<const DType>{weight, CKg, 0, Kg * CKg}), dy,
                       0.0f, GemmOperand<DType>{col, P, 0, CKg * P}, 1, g.G);
           PaddedCol2Im(g, box, col, padded);
