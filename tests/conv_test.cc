@@ -558,6 +558,76 @@ TEST_CASE("convolution on the CPU per image in 1-D, 3-D and double", "[cpu][conv
   SetNumThreads(before);
 }
 
+// The per-image path's im2col and col2im through a padded box (ops/cpu/padded_image.h) against the
+// generic loops (cpu/patch.h): the same columns to the bit, the same gradient to rounding (the box sums
+// in another order), stored and added, with padded rows left alone; the transposed columns of the
+// weight gradient, groups taps first; rows narrower than, as wide as and
+// wider than an AVX2 vector (with and without a tail), strides, dilation, 3-D, padding past the kernel's
+// reach and input rows no window reads; under both instruction sets.
+TEST_CASE("convolution per image: the padded box's im2col and col2im match cpu/patch.h", "[cpu][conv]") {
+  struct Window {
+    index_t C, in[3], k[3], s[3], d[3], pb[3], pe[3];  // pad before / after
+  };
+  const std::vector<Window> windows = {
+      {3, {1, 14, 14}, {1, 5, 5}, {1, 1, 1}, {1, 1, 1}, {0, 2, 2}, {0, 2, 2}},   // the trainer's conv2
+      {2, {1, 5, 7}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},     // rows of 7
+      {2, {1, 6, 8}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},     // rows of 8
+      {2, {1, 4, 16}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},    // 16
+      {2, {1, 4, 17}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},    // 17: two vectors and a tail
+      {2, {1, 9, 20}, {1, 3, 3}, {1, 1, 2}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},    // stride 2 along x
+      {2, {1, 7, 19}, {1, 3, 3}, {1, 1, 1}, {1, 1, 2}, {0, 1, 3}, {0, 0, 1}},    // dilated along x
+      {4, {4, 5, 9}, {3, 2, 3}, {2, 1, 1}, {1, 1, 1}, {1, 0, 1}, {1, 1, 1}},     // 3-D, 2 groups of 2
+      {1, {1, 3, 9}, {1, 2, 2}, {1, 1, 1}, {1, 1, 1}, {0, 4, 6}, {0, 0, 0}},     // padding past the reach
+      {2, {1, 10, 12}, {1, 3, 3}, {1, 3, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},   // last row never read
+  };
+  for (const Window& wnd : windows) {
+    PatchGeometry g;
+    g.N = 2, g.C = wnd.C, g.G = wnd.C % 2 == 0 ? 2 : 1;
+    for (int i = 0; i < 3; ++i) {
+      g.in[i] = wnd.in[i], g.kernel[i] = wnd.k[i], g.stride[i] = wnd.s[i], g.dilate[i] = wnd.d[i], g.pad[i] = wnd.pb[i];
+      g.out[i] = (wnd.in[i] + wnd.pb[i] + wnd.pe[i] - (wnd.k[i] - 1) * wnd.d[i] - 1) / wnd.s[i] + 1;
+    }
+    const index_t stride = g.in[2] + 3, P = g.OutSize(), n = 1;  // padded rows; image 1 of 2
+    const PatchChunk image{n, 1, 0, P};
+    TensorContainer<cpu, 2, float> data(Shape2(g.N * g.C * g.in[0] * g.in[1], stride));
+    TensorContainer<cpu, 2, float> col(Shape2(g.ColRows(), P)), want_col(Shape2(g.ColRows(), P));
+    TensorContainer<cpu, 2, float> grad(data.shape_), want_grad(data.shape_);
+    std::vector<float> padded(static_cast<size_t>(g.C * ops::PaddedBox(g).ChannelElems()));
+    FillRandom(data);
+    Im2Col(static_cast<Stream<cpu>*>(nullptr), g, image, data.dptr_, stride, want_col.dptr_);
+    for (cpu_isa::Isa isa : {cpu_isa::Isa::kAvx2, cpu_isa::Isa::kBaseline}) {
+      const cpu_isa::ScopedIsaLimit limit(isa);
+      INFO("input " << g.in[0] << "x" << g.in[1] << "x" << g.in[2] << ", isa " << static_cast<int>(isa));
+      const ops::PaddedBox box(g);
+      Poison(col);
+      ops::PadImage(g, box, n, data.dptr_, stride, padded.data());
+      ops::PaddedIm2Col(g, box, padded.data(), col.dptr_);
+      CHECK(ToVec(col) == ToVec(want_col));
+      // Transposed, from the channels-last box: (P, C kk), each group's columns taps first.
+      TensorContainer<cpu, 2, float> colT(Shape2(P, g.ColRows()));
+      Poison(colT);
+      ops::PadImageChannelsLast(g, box, n, data.dptr_, stride, padded.data());
+      ops::PaddedIm2ColT(g, box, padded.data(), colT.dptr_);
+      index_t moved = 0;
+      for (index_t r = 0; r < g.ColRows(); ++r)  // r: (group, channel of the group, tap)
+        for (index_t p = 0; p < P; ++p) {
+          const index_t group = r / (g.Cg() * g.KernelSize()), e = r % (g.Cg() * g.KernelSize());
+          moved += colT[p][group * g.Cg() * g.KernelSize() + ops::TapMajorIndex(g, e)] == want_col[r][p];
+        }
+      CHECK(moved == g.ColRows() * P);
+      for (bool accumulate : {false, true}) {
+        FillRandom(col);
+        FillRandom(grad);
+        Copy(want_grad, grad);
+        Col2Im(static_cast<Stream<cpu>*>(nullptr), g, image, col.dptr_, want_grad.dptr_, stride, accumulate);
+        ops::PaddedCol2Im(g, box, col.dptr_, padded.data());
+        ops::UnpadImage(g, box, padded.data(), n, grad.dptr_, stride, accumulate);
+        CheckVec(grad, ToVec(want_grad), 1e-5, accumulate ? "col2im, added" : "col2im, stored");
+      }
+    }
+  }
+}
+
 // cpu_direct, forced: rows wider than a register tile with a tail, filter blocks with a partial last one,
 // one filter, dilation along x, groups, 1-D to 3-D; the stacked form (fewer than 4 output channels: the
 // one-filter forward, the data gradients of 1 and 2 channels, with dilation along y and a partial last

@@ -2,7 +2,8 @@
 // the batch is dealt out to workers (one per thread), and a worker runs im2col, the gemms and col2im for
 // one of its images at a time, on its own column buffer. The buffer is written and read back by the same
 // core while it is still in that core's cache, where the chunked path (ops/convolution.h) writes the
-// columns of many images to memory, then reads them back in a second threaded pass.
+// columns of many images to memory, then reads them back in a second threaded pass. im2col and col2im go
+// through a padded copy of the image (ops/cpu/padded_image.h), also the worker's own.
 //
 // The weight gradient sums over the images. Each worker sums its own images into a private partial
 // (one gemm per image with beta = 1); the partials are then added in worker order. The result depends
@@ -17,6 +18,7 @@
 #include <tensorexpr/tensorexpr.h>
 #include <tensorexpr/ops/conv_algorithm.h>
 #include "../conv_im2col_gemm.h"
+#include "padded_image.h"
 
 namespace tensorexpr {
 namespace ops {
@@ -27,11 +29,21 @@ constexpr bool kConvPerImageDType = std::is_same<DType, float>::value || std::is
 
 struct ConvPerImagePlan {
   bool use = false;           // false: run the chunked path
-  index_t workers = 0;        // each owns a run of images, a column buffer and a weight-gradient partial
+  index_t workers = 0;        // each owns a run of images, a column buffer, a box and a weight-gradient partial
   index_t col_elems = 0;      // one image's column matrix
+  index_t box_elems = 0;      // one image's padded copy (PaddedBox)
   index_t partial_elems = 0;  // one weight-gradient partial (0 when the weight gradient is not wanted)
 
-  index_t WorkspaceElems() const { return workers * (col_elems + partial_elems); }
+  index_t WorkspaceElems() const { return workers * (col_elems + box_elems + partial_elems); }
+  // Worker w's pieces of the workspace: the column buffers, then the boxes, then the partials.
+  template <typename DType>
+  DType* Col(DType* workspace, index_t w) const { return workspace + w * col_elems; }
+  template <typename DType>
+  DType* Box(DType* workspace, index_t w) const { return workspace + workers * col_elems + w * box_elems; }
+  template <typename DType>
+  DType* Partial(DType* workspace, index_t w) const {
+    return workspace + workers * (col_elems + box_elems) + w * partial_elems;
+  }
   // Images [first, last) of worker w: an even deal, the first N % workers workers one image more.
   index_t First(index_t w, index_t N) const { return w * (N / workers) + std::min(w, N % workers); }
 };
@@ -46,6 +58,7 @@ inline ConvPerImagePlan PlanConvPerImage(const ConvGeometry& g, index_t threads,
   const index_t T = std::max<index_t>(threads, 1);
   plan.workers = std::max<index_t>(1, std::min(T, g.N));
   plan.col_elems = g.ColRows() * g.OutSize();
+  plan.box_elems = g.C * PaddedBox(g).ChannelElems();
   plan.partial_elems = weight_grad ? g.K * g.Cg() * g.KernelSize() : 0;
   const index_t rounds = (g.N + T - 1) / T;
   plan.use = g.N >= T && 5 * (rounds * T - g.N) <= rounds * T && plan.WorkspaceElems() <= chunked_col_elems;
@@ -53,18 +66,20 @@ inline ConvPerImagePlan PlanConvPerImage(const ConvGeometry& g, index_t threads,
 }
 
 // out (N, K, P) = conv(data) per image, beta (0 or 1) carrying the req; the bias is the caller's.
-// A worker's loops run on its own thread (the one-thread limit makes im2col and the gemms serial).
+// A worker's loops run on its own thread (the one-thread limit makes its gemms serial).
 template <typename DType>
 void ConvForwardPerImage(const ConvPerImagePlan& plan, const ConvGeometry& g, const DType* data,
                          index_t data_stride, const DType* weight, float beta, DType* out, DType* workspace) {
   const index_t P = g.OutSize(), Kg = g.Kg(), CKg = g.Cg() * g.KernelSize();
+  const PaddedBox box(g);
   Stream<cpu>* const serial = nullptr;  // no stream budget: the worker's one-thread limit holds
   ParallelFor(plan.workers, plan.col_elems * Kg, [&](index_t begin, index_t end) {
     const ScopedThreadLimit one_thread(1);
     for (index_t w = begin; w < end; ++w) {
-      DType* col = workspace + w * plan.col_elems;
+      DType *col = plan.Col(workspace, w), *padded = plan.Box(workspace, w);
       for (index_t n = plan.First(w, g.N), last = plan.First(w + 1, g.N); n < last; ++n) {
-        Im2Col(serial, g, PatchChunk{n, 1, 0, P}, data, data_stride, col);
+        PadImage(g, box, n, data, data_stride, padded);
+        PaddedIm2Col(g, box, padded, col);
         // y_n[g] (Kg, P) = W[g] (Kg, Cg*kk) . col[g] (Cg*kk, P)
         GroupedGemm(serial, Kg, P, CKg, 1.0f, GemmOperand<const DType>{weight, CKg, 0, Kg * CKg},
                     GemmOperand<const DType>{col, P, 0, CKg * P}, beta,
@@ -81,39 +96,46 @@ void ConvBackwardPerImage(const ConvPerImagePlan& plan, const ConvGeometry& g, c
                           index_t grad_stride, bool accumulate_data, DType* weight_grad, ReqStore weight_store,
                           DType* workspace) {
   const index_t P = g.OutSize(), Kg = g.Kg(), CKg = g.Cg() * g.KernelSize();
-  DType* partials = workspace + plan.workers * plan.col_elems;
+  const PaddedBox box(g);
+  DType* partials = plan.Partial(workspace, 0);
   Stream<cpu>* const serial = nullptr;  // no stream budget: the worker's one-thread limit holds
   ParallelFor(plan.workers, plan.col_elems * Kg * 2, [&](index_t begin, index_t end) {
     const ScopedThreadLimit one_thread(1);
     for (index_t w = begin; w < end; ++w) {
-      DType* col = workspace + w * plan.col_elems;
-      DType* partial = partials + w * plan.partial_elems;
+      DType *col = plan.Col(workspace, w), *padded = plan.Box(workspace, w), *partial = plan.Partial(workspace, w);
       const index_t first = plan.First(w, g.N);
       for (index_t n = first, last = plan.First(w + 1, g.N); n < last; ++n) {
-        const PatchChunk image{n, 1, 0, P};
-        const GemmOperand<const DType> dy{out_grad + n * g.K * P, P, 0, Kg * P}, columns{col, P, 0, CKg * P};
+        const GemmOperand<const DType> dy{out_grad + n * g.K * P, P, 0, Kg * P};
         if (weight_grad != nullptr) {
-          // partial[g] (Kg, Cg*kk) (+)= dY_n[g] (Kg, P) . col[g]^T (P, Cg*kk)
-          Im2Col(serial, g, image, data, data_stride, col);
-          GroupedGemm(serial, Kg, CKg, P, 1.0f, dy, Transposed(columns), n == first ? 0.0f : 1.0f,
-                      GemmOperand<DType>{partial, CKg, 0, Kg * CKg}, 1, g.G);
+          // partial[g] (Kg, Cg*kk, taps first) (+)= dY_n[g] (Kg, P) . colT[g] (P, Cg*kk)
+          PadImageChannelsLast(g, box, n, data, data_stride, padded);
+          PaddedIm2ColT(g, box, padded, col);
+          GroupedGemm(serial, Kg, CKg, P, 1.0f, dy, GemmOperand<const DType>{col, g.ColRows(), 0, CKg},
+                      n == first ? 0.0f : 1.0f, GemmOperand<DType>{partial, CKg, 0, Kg * CKg}, 1, g.G);
         }
         if (data_grad != nullptr) {
-          // col[g] (Cg*kk, P) = W[g]^T (Cg*kk, Kg) . dY_n[g] (Kg, P); then gather into dX_n
+          // col[g] (Cg*kk, P) = W[g]^T (Cg*kk, Kg) . dY_n[g] (Kg, P); then added into the box, stored into dX_n
           GroupedGemm(serial, CKg, P, Kg, 1.0f, Transposed(GemmOperand<const DType>{weight, CKg, 0, Kg * CKg}), dy,
                       0.0f, GemmOperand<DType>{col, P, 0, CKg * P}, 1, g.G);
-          Col2Im(serial, g, image, col, data_grad, grad_stride, accumulate_data);
+          PaddedCol2Im(g, box, col, padded);
+          UnpadImage(g, box, padded, n, data_grad, grad_stride, accumulate_data);
         }
       }
     }
   });
   if (weight_grad == nullptr) return;
-  // dW (req) = the partials summed in worker order.
-  ParallelFor(plan.partial_elems, plan.workers, [&](index_t begin, index_t end) {
-    for (index_t e = begin; e < end; ++e) {
-      DType sum = partials[e];
-      for (index_t w = 1; w < plan.workers; ++w) sum += partials[w * plan.partial_elems + e];
-      weight_grad[e] = weight_store.add ? weight_grad[e] + sum : sum;
+  // dW (req) = the partials summed in worker order, back from their taps-first order: per (filter,
+  // channel) row of dW, its taps are Cg apart in a partial (one index computed per row, not per element).
+  const index_t kk = g.KernelSize(), Cg = g.Cg();
+  ParallelFor(g.K * Cg, kk * plan.workers, [&](index_t begin, index_t end) {
+    for (index_t r = begin; r < end; ++r) {
+      const DType* part = partials + TapMajorIndex(g, r * kk);
+      DType* dst = weight_grad + r * kk;
+      for (index_t tap = 0; tap < kk; ++tap) {
+        DType sum = part[tap * Cg];
+        for (index_t w = 1; w < plan.workers; ++w) sum += part[w * plan.partial_elems + tap * Cg];
+        dst[tap] = weight_store.add ? dst[tap] + sum : sum;
+      }
     }
   });
 }
