@@ -118,6 +118,7 @@ struct Case {
   ConvolutionParam param;
   Dims ref_pb, ref_pe;        // padding per side for the reference
   bool padded_rows = false;  // give the data and its gradient padded rows
+  double tol_scale = 1.0;     // the tolerances' multiple (an algorithm that rounds more than a direct sum)
 };
 
 Case MakeCase(Dims data, Dims kernel, Dims stride, Dims pad, Dims dilate, index_t K, index_t G, bool bias,
@@ -146,6 +147,10 @@ double ConvTol(index_t terms) {
 struct Reqs {
   OpReqType fwd = kWriteTo, data = kWriteTo, weight = kWriteTo, bias = kWriteTo;
 };
+
+// F(4x4, 3x3)'s transforms (constants 1/6, 1/24 and 8) round about 20 times more than a direct sum
+// (README: 6.8e-7 against 3.2e-8 of the sum of |terms|); within ConvTol itself it failed 1 run in 20.
+constexpr double kWinograd4x4TolScale = 4.0;
 
 // The expected value of an output given its prefill, the reference result and the req.
 inline double Expect(OpReqType req, double before, double ref) {
@@ -231,15 +236,16 @@ void RunCase(Stream<Device>* stream, const Case& cs, Reqs reqs) {
   CheckClose(back(yd, cs.batched).view(), [&](const Shape<ddim>& i) {
     const index_t f = Flat(ys, i);
     return Expect(reqs.fwd, y0[f], y[f]);
-  }, ConvTol<DType>(taps), "forward");
+  }, cs.tol_scale * ConvTol<DType>(taps), "forward");
   CheckClose(back(dxd, cs.batched).view(), [&](const Shape<ddim>& i) {
     const index_t f = Flat(xs, i);
     return Expect(reqs.data, dx0[f], dx[f]);
-  }, ConvTol<DType>(r.Kg() * r.k[0] * r.k[1] * r.k[2] * (r.mode == PadMode::kConstant ? 1 : 9)), "data grad");
+  }, cs.tol_scale * ConvTol<DType>(r.Kg() * r.k[0] * r.k[1] * r.k[2] * (r.mode == PadMode::kConstant ? 1 : 9)),
+     "data grad");
   CheckClose(back(dwd, true).view(), [&](const Shape<wdim>& i) {
     const index_t f = Flat(ws, i);
     return Expect(reqs.weight, dw0[f], dw[f]);
-  }, ConvTol<DType>(r.N * P), "weight grad");
+  }, cs.tol_scale * ConvTol<DType>(r.N * P), "weight grad");
   // With no_bias the bias gradient is never touched, whatever its req.
   const OpReqType bias_req = p.no_bias ? kNullOp : reqs.bias;
   CheckClose(ToHost(dbd.view()).view(), [&](const Shape<1>& i) { return Expect(bias_req, db0[i[0]], db[i[0]]); },
@@ -325,6 +331,7 @@ int RunGrid(Stream<Device>* stream, size_t seed_offset, const std::string& algor
     c.padded_rows = padded;
     c.param.algorithm = algorithm;
     c.param.layout = layout;
+    if (algorithm == "winograd_4x4") c.tol_scale = kWinograd4x4TolScale;
     Reqs reqs = ReqPattern(pattern);
     if (!algorithm.empty()) {
       // The passes an algorithm does not implement (Winograd's weight gradient, all but shifted_gemm's)
@@ -903,6 +910,7 @@ TE_DEVICE_TEST_CASE("convolution winograd_2x2 and winograd_4x4: tails, padding, 
     for (size_t i = 0; i < cases.size(); ++i) {
       Case c = cases[i];
       c.param.algorithm = name;
+      if (std::string(name) == "winograd_4x4") c.tol_scale = kWinograd4x4TolScale;
       INFO("algorithm " << name << " case " << i);
       for (size_t r = 0; r < 3; ++r) {
         Reqs reqs = ReqPattern(i + r);
