@@ -17,6 +17,8 @@
 // Only the weight gradient; groups and dilation yes, stride 1 only, either layout (channels-first input is
 // transposed while it is copied; its filters' gradient goes through the workspace as (K, taps, C / G)).
 #pragma once
+#include <limits>
+#include <tensorexpr/checked.h>
 #include <tensorexpr/gemm.h>
 #include <tensorexpr/ops/conv_algorithm.h>
 
@@ -42,12 +44,17 @@ class ConvShiftedGemm : public ConvAlgorithm<Device, DType> {
   // and took 1.2 to 4.4 times as long on the others: a gemm with a small output and an inner size of a
   // whole batch (64 x 64 x 107584 per tap) leaves cuBLAS most of the GPU idle, and in strict fp32 far more.
   bool Recommended(const ConvProblem&, ConvPass) const override { return false; }
+  // Saturated, like the grid's sizes: a geometry too large for any workspace asks for the most bytes.
   size_t WorkspaceBytes(const ConvProblem& pr, const ConvStores& st) const override {
     if (!st.weight_grad.active) return 0;
     const ConvGeometry& g = pr.geom;
     const Grid e = PaddedGrid(g);
-    const index_t staged_weights = g.channels_last ? 0 : g.K * g.KernelSize() * g.Cg();
-    return sizeof(DType) * static_cast<size_t>((e.rows + e.tail) * g.C + e.rows * g.K + staged_weights);
+    const index_t staged_weights = g.channels_last ? 0 : g.K * g.KernelSize() * g.Cg();  // the weight's size
+    const index_t elems = SaturatingAdd(SaturatingAdd(SaturatingMul(SaturatingAdd(e.rows, e.tail), g.C),
+                                                      SaturatingMul(e.rows, g.K)),
+                                        staged_weights);
+    const size_t limit = std::numeric_limits<size_t>::max() / sizeof(DType);
+    return static_cast<size_t>(elems) > limit ? std::numeric_limits<size_t>::max() : sizeof(DType) * size_t(elems);
   }
 
   void Run(const ConvProblem& pr, const ConvTensors<DType>& t, const ConvStores& st, void* workspace,
@@ -88,12 +95,14 @@ class ConvShiftedGemm : public ConvAlgorithm<Device, DType> {
     index_t e[3];
     index_t rows, tail;
   };
+  // The extents fit (each is at most the padded input's); their products saturate (SaturatingMul) for a
+  // geometry too large for any workspace, which WorkspaceBytes then refuses.
   static Grid PaddedGrid(const ConvGeometry& g) {
     Grid r;
-    for (int i = 0; i < 3; ++i) r.e[i] = g.out[i] + (g.kernel[i] - 1) * g.dilate[i];
-    r.rows = g.N * r.e[0] * r.e[1] * r.e[2];
-    r.tail = ((g.kernel[0] - 1) * g.dilate[0] * r.e[1] + (g.kernel[1] - 1) * g.dilate[1]) * r.e[2] +
-             (g.kernel[2] - 1) * g.dilate[2];
+    index_t span[3];
+    for (int i = 0; i < 3; ++i) span[i] = (g.kernel[i] - 1) * g.dilate[i], r.e[i] = g.out[i] + span[i];
+    r.rows = SaturatingMul(SaturatingMul(SaturatingMul(g.N, r.e[0]), r.e[1]), r.e[2]);
+    r.tail = SaturatingAdd(SaturatingMul(SaturatingAdd(SaturatingMul(span[0], r.e[1]), span[1]), r.e[2]), span[2]);
     return r;
   }
 

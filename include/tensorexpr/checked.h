@@ -4,6 +4,7 @@
 // unchecked: they only ever see shapes that passed through here.
 #pragma once
 #include <cstddef>
+#include <limits>
 #include "base.h"
 #include "shape.h"
 
@@ -25,6 +26,17 @@ inline index_t CheckedAdd(index_t a, index_t b, const What& what) {
   index_t r = 0;
   TE_CHECK(!__builtin_add_overflow(a, b, &r), what, ": ", a, " + ", b, " overflows a 64-bit index");
   return r;
+}
+
+// For plans that size a buffer and then compare it with a limit: a * b or a + b of non-negative counts, or
+// the largest index_t when the result does not fit (more than any limit allows, so the plan is refused).
+inline index_t SaturatingMul(index_t a, index_t b) {
+  index_t r = 0;
+  return __builtin_mul_overflow(a, b, &r) ? std::numeric_limits<index_t>::max() : r;
+}
+inline index_t SaturatingAdd(index_t a, index_t b) {
+  index_t r = 0;
+  return __builtin_add_overflow(a, b, &r) ? std::numeric_limits<index_t>::max() : r;
 }
 
 // Checks that every extent of s is non-negative and that their product fits; returns the product.

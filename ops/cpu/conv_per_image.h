@@ -14,6 +14,7 @@
 // ConvolutionWorkspaceBytes stays an upper bound).
 #pragma once
 #include <algorithm>
+#include <limits>
 #include <type_traits>
 #include <tensorexpr/tensorexpr.h>
 #include <tensorexpr/ops/conv_algorithm.h>
@@ -34,7 +35,10 @@ struct ConvPerImagePlan {
   index_t box_elems = 0;      // one image's padded copy (PaddedBox)
   index_t partial_elems = 0;  // one weight-gradient partial (0 when the weight gradient is not wanted)
 
-  index_t WorkspaceElems() const { return workers * (col_elems + box_elems + partial_elems); }
+  // Saturated: a geometry too large for any workspace plans the largest index_t, which no limit admits.
+  index_t WorkspaceElems() const {
+    return SaturatingMul(workers, SaturatingAdd(SaturatingAdd(col_elems, box_elems), partial_elems));
+  }
   // Worker w's pieces of the workspace: the column buffers, then the boxes, then the partials.
   template <typename DType>
   DType* Col(DType* workspace, index_t w) const { return workspace + w * col_elems; }
@@ -57,8 +61,8 @@ inline ConvPerImagePlan PlanConvPerImage(const ConvGeometry& g, index_t threads,
   ConvPerImagePlan plan;
   const index_t T = std::max<index_t>(threads, 1);
   plan.workers = std::max<index_t>(1, std::min(T, g.N));
-  plan.col_elems = g.ColRows() * g.OutSize();
-  plan.box_elems = g.C * PaddedBox(g).ChannelElems();
+  plan.col_elems = SaturatingMul(g.ColRows(), g.OutSize());
+  plan.box_elems = SaturatingMul(g.C, PaddedBox(g).ChannelElems());
   plan.partial_elems = weight_grad ? g.K * g.Cg() * g.KernelSize() : 0;
   const index_t rounds = (g.N + T - 1) / T;
   plan.use = g.N >= T && 5 * (rounds * T - g.N) <= rounds * T && plan.WorkspaceElems() <= chunked_col_elems;
@@ -155,7 +159,9 @@ class ConvCpuPerImage : public ConvAlgorithm<cpu, DType> {
   }
   size_t WorkspaceBytes(const ConvProblem& pr, const ConvStores& st) const override {
     const ConvPerImagePlan plan = PlanConvPerImage(pr.geom, pr.threads, 0, st.weight_grad.active);
-    return static_cast<size_t>(plan.WorkspaceElems()) * sizeof(DType);
+    const size_t elems = static_cast<size_t>(plan.WorkspaceElems());
+    return elems > std::numeric_limits<size_t>::max() / sizeof(DType) ? std::numeric_limits<size_t>::max()
+                                                                       : elems * sizeof(DType);
   }
   void Run(const ConvProblem& pr, const ConvTensors<DType>& t, const ConvStores& st, void* workspace,
            Stream<cpu>*) const override {

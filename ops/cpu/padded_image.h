@@ -10,6 +10,7 @@
 #pragma once
 #include <algorithm>
 #include <type_traits>
+#include <tensorexpr/checked.h>
 #include <tensorexpr/patch.h>
 #include <tensorexpr/cpu/isa.h>
 #if TE_HAVE_AVX2_DISPATCH
@@ -27,7 +28,8 @@ struct PaddedBox {
   explicit PaddedBox(const PatchGeometry& g) {
     for (int d = 0; d < 3; ++d) extent[d] = (g.out[d] - 1) * g.stride[d] + (g.kernel[d] - 1) * g.dilate[d] + 1;
   }
-  index_t ChannelElems() const { return extent[0] * extent[1] * extent[2]; }
+  // Saturated (SaturatingMul) for geometries too large for any workspace.
+  index_t ChannelElems() const { return SaturatingMul(SaturatingMul(extent[0], extent[1]), extent[2]); }
   // Box row (c, z, y), in padded coordinates.
   index_t Row(index_t c, index_t z, index_t y) const { return ((c * extent[0] + z) * extent[1] + y) * extent[2]; }
 };
