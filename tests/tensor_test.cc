@@ -2,6 +2,7 @@
 // Resize), NewTensor / FreeSpace / Copy, empty tensors, streams, and a CPU tensor past 2^31 elements.
 #include "test_util.h"
 
+#include <cstdint>
 #include <algorithm>
 #include <utility>
 #include <vector>
@@ -159,6 +160,20 @@ TEST_CASE("pad = true: rows are padded to 64 bytes, CheckContiguous and MSize se
   // Initial value: every element, whatever the padding.
   TensorContainer<cpu, 2, float> filled(Shape2(3, 5), 2.5f, true);
   CheckAll(filled.view(), [](const Shape<2>&) { return 2.5; });
+}
+
+TEST_CASE("host tensors of 4 MB or more start on 2 MB boundaries (huge pages), smaller ones on 64 bytes", "[tensor][cpu]") {
+  const auto offset = [](const void* p, uintptr_t align) { return reinterpret_cast<uintptr_t>(p) % align; };
+  TensorContainer<cpu, 2, float> large(Shape2(1024, 1024 + 3), 1.5f);  // a little over 4 MB
+  CHECK(offset(large.dptr_, uintptr_t(2) << 20) == 0);
+  CheckAll(large.view(), [](const Shape<2>&) { return 1.5; });  // usable to its last element
+  TensorContainer<cpu, 1, double> small(Shape1(1000), 2.0);
+  CHECK(offset(small.dptr_, 64) == 0);
+  Tensor<cpu, 1, float> host(Shape1(index_t(3) << 20));
+  AllocHost<cpu>(&host);
+  CHECK(offset(host.dptr_, uintptr_t(2) << 20) == 0);
+  host.dptr_[host.shape_[0] - 1] = 1.0f;
+  FreeHost<cpu>(&host);
 }
 
 TEST_CASE("TensorContainer copies deep, moves cheaply and reuses memory on Resize", "[tensor][cpu]") {

