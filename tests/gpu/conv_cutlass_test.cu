@@ -4,11 +4,14 @@
 // as they are, and staged ones (channels first, channel counts their vectors do not divide); and the
 // problems it cannot take (groups, 3-D, a dilated strided data gradient) refused with the reason while
 // the library's own choice still gets them right.
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <type_traits>
 #include <vector>
 #include <tensorexpr/ops/conv_epilogue.h>
 #include <tensorexpr/ops/convolution.h>
+#include "../../ops/cuda/cutlass/conv_kernels.h"
 #include "../test_util.h"
 
 using namespace tensorexpr;
@@ -318,6 +321,66 @@ TEST_CASE("CUTLASS implicit GEMM in float, forward and backward: TF32 on tensor 
     for (const Conv2d& c : StagedShapes()) CheckConv<float>(c, kCutlass, s, 2e-3);
   }
   DeleteStream(s);
+}
+
+// Every compiled forward and data-gradient kernel for half and bf16 that this GPU runs (Ampere's, and on
+// Hopper also the TMA / wgmma ones), called directly rather than through the algorithm's choice, on each
+// aligned shape it accepts: D = acc, then D = acc + 1 * D (the epilogue's source), against float64.
+TEST_CASE("every compiled CUTLASS half / bf16 forward and data-gradient kernel matches float64 where it runs",
+          "[gpu][conv][cutlass]") {
+  TE_REQUIRE_CUTLASS(half_t);
+  namespace cc = ops::cutlass_conv;
+  int device = 0;
+  cudaDeviceProp prop;
+  REQUIRE(cudaGetDevice(&device) == cudaSuccess);
+  REQUIRE(cudaGetDeviceProperties(&prop, device) == cudaSuccess);
+  const int sm = prop.major * 10 + prop.minor;
+  std::vector<Conv2d> shapes = AlignedShapes();
+  shapes.push_back({2, 12, 12, 8, 16, 7, 7, 2, 1, 3, 3});  // 8 channels: the fixed-channels kernels' stem shape
+  auto check = [&](const cc::ConvKernel& k, const Conv2d& c, auto dtype_tag) -> bool {
+    using DType = decltype(dtype_tag);
+    cc::Conv2dShape s;
+    s.N = int(c.N), s.H = int(c.H), s.W = int(c.W), s.C = int(c.C), s.K = int(c.K), s.R = int(c.R), s.S = int(c.S);
+    s.P = int(c.P()), s.Q = int(c.Q()), s.pad_h = s.pad_w = int(c.pad), s.stride_h = s.stride_w = int(c.stride);
+    s.dilation_h = s.dilation_w = int(c.dilate);
+    if (!k.why_not(s).empty()) return false;
+    TensorContainer<cpu, 4, DType> xh(Shape4(c.N, c.H, c.W, c.C)), wh(Shape4(c.K, c.R, c.S, c.C)),
+        dyh(Shape4(c.N, c.P(), c.Q(), c.K));
+    FillRandom(xh.view());
+    FillRandom(wh.view());
+    FillRandom(dyh.view());
+    const Reference ref(c, Values(xh), Values(wh), Values(dyh));
+    const bool fprop = k.pass == cc::Pass::kFprop;
+    TensorContainer<gpu, 4, DType> a = Upload(fprop ? xh : dyh, false, nullptr), w = Upload(wh, false, nullptr);
+    TensorContainer<gpu, 4, DType> out(fprop ? dyh.shape_ : xh.shape_);
+    TensorContainer<gpu, 1, char> ws(Shape1(index_t(std::max<size_t>(k.workspace_bytes(s), 1))));
+    cc::ConvOperands o;
+    o.a = a.dptr_, o.b = w.dptr_, o.c = out.dptr_;
+    INFO("kernel " << k.name << ", N " << c.N << " H " << c.H << " W " << c.W << " C " << c.C << " K " << c.K << " kernel "
+                   << c.R << "x" << c.S << " stride " << c.stride << " dilate " << c.dilate << " pad " << c.pad);
+    const double tol = std::is_same<DType, half_t>::value ? 1e-2 : 2e-2;
+    for (const float beta : {0.0f, 1.0f}) {
+      o.beta = beta;
+      k.run(s, o, ws.dptr_, nullptr);
+      REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+      CheckAgainst(fprop ? "forward" : "data grad", out.view(), ops::Layout::kNHWC, fprop ? ref.y : ref.dx,
+                   beta == 0.0f ? 1.0 : 2.0, tol);
+    }
+    return true;
+  };
+  int kernels = 0;
+  for (const cc::ConvKernel& k : cc::CompiledConvKernels()) {
+    if ((k.pass != cc::Pass::kFprop && k.pass != cc::Pass::kDgrad) || k.epilogue != cc::Epilogue::kLinear ||
+        k.element == cc::Element::kF32 || (k.sm != 0 && k.sm != sm))
+      continue;
+    int ran = 0;
+    for (const Conv2d& c : shapes)
+      ran += k.element == cc::Element::kF16 ? check(k, c, half_t()) : check(k, c, bf16_t());
+    INFO("kernel " << k.name);
+    CHECK(ran > 0);  // each kernel takes at least one of the shapes
+    ++kernels;
+  }
+  CHECK(kernels > 0);
 }
 
 TEST_CASE("CUTLASS implicit GEMM refuses what its kernels cannot take, and says why", "[gpu][conv][cutlass]") {

@@ -1,5 +1,6 @@
 // ops/cuda/cutlass/conv_kernels.cu — the list of the kernel units' kernels (TE_CUTLASS_KERNELS_SUBSET: only
-// the units the Meson option cutlass_kernels=subset builds).
+// the units the Meson option cutlass_kernels=subset builds; TE_CUTLASS_SM90: the Hopper units, built with
+// sm_90a machine code).
 #include "conv_kernels.h"
 
 namespace tensorexpr {
@@ -13,6 +14,7 @@ void AppendFpropBiasBF16Kernels(std::vector<ConvKernel>& kernels);
 void AppendFpropBias32Kernels(std::vector<ConvKernel>& kernels);
 void AppendGrad16Kernels(std::vector<ConvKernel>& kernels);
 void AppendGrad32Kernels(std::vector<ConvKernel>& kernels);
+void AppendSm90Fprop16Kernels(std::vector<ConvKernel>& kernels);
 
 const std::vector<ConvKernel>& CompiledConvKernels() {
   static const std::vector<ConvKernel> kernels = [] {
@@ -25,6 +27,9 @@ const std::vector<ConvKernel>& CompiledConvKernels() {
     AppendGrad32Kernels(v);
     AppendFpropBiasBF16Kernels(v);
     AppendFpropBias32Kernels(v);
+#endif
+#if TE_CUTLASS_SM90
+    AppendSm90Fprop16Kernels(v);  // conv_cutlass.h says where they are preferred
 #endif
     return v;
   }();

@@ -67,6 +67,9 @@ struct ConvKernel {
   void (*gemm_size)(const Conv2dShape& shape, long long mnk[3]);
   // Queues the kernel on `stream`; workspace holds workspace_bytes(shape). Throws Error on failure.
   void (*run)(const Conv2dShape& shape, const ConvOperands& operands, void* workspace, cudaStream_t stream);
+  // 0: runs on compute capability 8.0 and newer (Ampere's instructions); 90: only on 9.0 (Hopper's TMA and
+  // wgmma, compiled for sm_90a alone).
+  int sm = 0;
 };
 
 // Every kernel compiled into this build (the Meson option cutlass_kernels may leave some out).

@@ -1,0 +1,164 @@
+// bench/cutlass_kernels.cu — every CUTLASS convolution kernel compiled into this build (ops/cuda/cutlass/)
+// on ResNet-50's 20 distinct layers (bench/resnet50_layers.txt, N = 32, channels last), one pass at a time,
+// each kernel timed alone: which kernel is fastest where, for choosing among them in conv_cutlass.h. Only
+// the forward and the data gradient (the weight gradient's kernels run as split reductions whose split
+// the algorithm chooses). Timing: CUDA events around each run, median of --reps after 3 warm-up runs.
+//
+// Usage: cutlass_kernels [--dtype fp16|bf16] [--pass fprop|dgrad] [--n 32] [--reps 20] [--layers FILE]
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+#include "../ops/cuda/cutlass/conv_kernels.h"
+#include "conv_layers.h"
+
+namespace {
+using namespace tensorexpr::ops::cutlass_conv;
+
+void Check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "cutlass_kernels: %s: %s\n", what, cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+
+// Values in [-1, 1) from a hash of the index: data that neither overflows nor is all zeros.
+template <typename T>
+__global__ void FillKernel(T* p, size_t n, unsigned seed) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    unsigned h = unsigned(i) * 2654435761u ^ seed;
+    h ^= h >> 15;
+    h *= 2246822519u;
+    h ^= h >> 13;
+    p[i] = T(float(h & 0xffff) / 32768.0f - 1.0f);
+  }
+}
+
+void Fill(void* p, size_t n, Element e, unsigned seed) {
+  if (e == Element::kF16) FillKernel<<<1024, 256>>>(static_cast<__half*>(p), n, seed);
+  else FillKernel<<<1024, 256>>>(static_cast<__nv_bfloat16*>(p), n, seed);
+  Check(cudaGetLastError(), "fill");
+}
+
+double MedianMs(int reps, const ConvKernel& k, const Conv2dShape& s, const ConvOperands& o, void* ws) {
+  cudaEvent_t start, stop;
+  Check(cudaEventCreate(&start), "event");
+  Check(cudaEventCreate(&stop), "event");
+  for (int i = 0; i < 3; ++i) k.run(s, o, ws, nullptr);
+  std::vector<double> ms;
+  for (int r = 0; r < reps; ++r) {
+    Check(cudaEventRecord(start), "record");
+    k.run(s, o, ws, nullptr);
+    Check(cudaEventRecord(stop), "record");
+    Check(cudaEventSynchronize(stop), "synchronize");
+    float t = 0;
+    Check(cudaEventElapsedTime(&t, start, stop), "elapsed");
+    ms.push_back(t);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::sort(ms.begin(), ms.end());
+  return ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string dtype = "fp16", pass_name = "fprop", layers_path;
+  int n = 32, reps = 20;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--dtype" && i + 1 < argc) dtype = argv[++i];
+    else if (a == "--pass" && i + 1 < argc) pass_name = argv[++i];
+    else if (a == "--n" && i + 1 < argc) n = std::atoi(argv[++i]);
+    else if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
+    else if (a == "--layers" && i + 1 < argc) layers_path = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: %s [--dtype fp16|bf16] [--pass fprop|dgrad] [--n 32] [--reps 20] [--layers FILE]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  if ((dtype != "fp16" && dtype != "bf16") || (pass_name != "fprop" && pass_name != "dgrad") || n < 1 || reps < 1) {
+    std::fprintf(stderr, "cutlass_kernels: --dtype fp16|bf16, --pass fprop|dgrad, --n and --reps >= 1\n");
+    return 2;
+  }
+  const Element element = dtype == "fp16" ? Element::kF16 : Element::kBF16;
+  const Pass pass = pass_name == "fprop" ? Pass::kFprop : Pass::kDgrad;
+  try {
+    if (layers_path.empty()) layers_path = conv_layers::FindFile("TE_CONV_LAYERS", "resnet50_layers.txt");
+    const std::vector<conv_layers::Layer> layers = conv_layers::ReadLayers(layers_path);
+    int device = 0;
+    cudaDeviceProp prop;
+    Check(cudaGetDevice(&device), "device");
+    Check(cudaGetDeviceProperties(&prop, device), "properties");
+    const int sm = prop.major * 10 + prop.minor;
+    std::printf("%s, %s %s, N = %d, channels last; median of %d runs in ms (-: the kernel cannot run the layer)\n",
+                prop.name, dtype.c_str(), pass_name.c_str(), n, reps);
+    std::vector<const ConvKernel*> kernels;
+    for (const ConvKernel& k : CompiledConvKernels())
+      if (k.pass == pass && k.element == element && k.math == Math::kTensorOp && k.epilogue == Epilogue::kLinear &&
+          (k.sm == 0 || k.sm == sm))
+        kernels.push_back(&k);
+    std::printf("%-22s", "layer C:H:K:R:s:p");
+    for (const ConvKernel* k : kernels) std::printf(" %12.12s", k->name + std::max<int>(0, int(std::strlen(k->name)) - 12));
+    std::printf("  fastest\n");
+    std::vector<double> totals(kernels.size(), 0.0);
+    double best_total = 0;
+    for (const conv_layers::Layer& L : layers) {
+      Conv2dShape s;
+      s.N = n, s.H = s.W = int(L.H), s.C = int(L.C), s.K = int(L.K), s.R = s.S = int(L.R);
+      s.stride_h = s.stride_w = int(L.stride), s.pad_h = s.pad_w = int(L.pad);
+      s.P = s.Q = int((L.H + 2 * L.pad - L.R) / L.stride + 1);
+      const size_t act = size_t(s.N) * s.H * s.W * s.C, flt = size_t(s.K) * s.R * s.S * s.C,
+                   out = size_t(s.N) * s.P * s.Q * s.K;
+      void *x, *w, *y;
+      Check(cudaMalloc(&x, 2 * act), "malloc");
+      Check(cudaMalloc(&w, 2 * flt), "malloc");
+      Check(cudaMalloc(&y, 2 * out), "malloc");
+      Fill(x, act, element, 1), Fill(w, flt, element, 2), Fill(y, out, element, 3);
+      ConvOperands o;
+      if (pass == Pass::kFprop) o.a = x, o.b = w, o.c = y;
+      else o.a = y, o.b = w, o.c = x;
+      char label[64];
+      std::snprintf(label, sizeof(label), "%lld:%lld:%lld:%lld:%lld:%lld", (long long)L.C, (long long)L.H,
+                    (long long)L.K, (long long)L.R, (long long)L.stride, (long long)L.pad);
+      std::printf("%-22s", label);
+      double best = 0;
+      const char* best_name = "-";
+      for (size_t i = 0; i < kernels.size(); ++i) {
+        const ConvKernel& k = *kernels[i];
+        if (!k.why_not(s).empty()) {
+          std::printf(" %12s", "-");
+          totals[i] = -1e30;
+          continue;
+        }
+        void* ws = nullptr;
+        const size_t ws_bytes = k.workspace_bytes(s);
+        if (ws_bytes) Check(cudaMalloc(&ws, ws_bytes), "malloc");
+        const double ms = MedianMs(reps, k, s, o, ws);
+        if (ws) cudaFree(ws);
+        std::printf(" %12.4f", ms);
+        totals[i] += ms;
+        if (best_name[0] == '-' || ms < best) best = ms, best_name = k.name;
+      }
+      best_total += best;
+      std::printf("  %s\n", best_name);
+      cudaFree(x), cudaFree(w), cudaFree(y);
+    }
+    std::printf("%-22s", "sum");
+    for (double t : totals) {
+      if (t < 0) std::printf(" %12s", "-");
+      else std::printf(" %12.4f", t);
+    }
+    std::printf("  %.4f (the fastest kernel per layer)\n", best_total);
+    return 0;
+  } catch (const tensorexpr::Error& e) {
+    std::fprintf(stderr, "cutlass_kernels: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,23 @@
+// ops/cuda/cutlass/sm90_fprop_f16.cu — Hopper forward kernels for half and bf16 (sm90_conv_kernel.cuh):
+// TMA im2col loads and wgmma, float accumulation. Compiled for sm_90a only (ops/meson.build).
+#include "sm90_conv_kernel.cuh"
+
+namespace tensorexpr {
+namespace ops {
+namespace cutlass_conv {
+
+void AppendSm90Fprop16Kernels(std::vector<ConvKernel>& kernels) {
+  using cute::_128;
+  using cute::_64;
+  // The reduction's tile is a mode of its own (CUTLASS's convolutions split it over channels and taps).
+  using Wide = cute::Shape<_128, _128, cute::Shape<_64>>;
+  using Narrow = cute::Shape<_128, _64, cute::Shape<_64>>;
+  kernels.push_back(MakeSm90ConvKernel<Sm90Fprop<cutlass::half_t, Wide>>("f16_sm90_fprop_128x128x64", Element::kF16));
+  kernels.push_back(MakeSm90ConvKernel<Sm90Fprop<cutlass::half_t, Narrow>>("f16_sm90_fprop_128x64x64", Element::kF16));
+  kernels.push_back(MakeSm90ConvKernel<Sm90Fprop<cutlass::bfloat16_t, Wide>>("bf16_sm90_fprop_128x128x64", Element::kBF16));
+  kernels.push_back(MakeSm90ConvKernel<Sm90Fprop<cutlass::bfloat16_t, Narrow>>("bf16_sm90_fprop_128x64x64", Element::kBF16));
+}
+
+}  // namespace cutlass_conv
+}  // namespace ops
+}  // namespace tensorexpr
