@@ -31,33 +31,57 @@ libs=($(pkg-config --cflags --libs openblas) -lz)
 
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 export UBSAN_OPTIONS=print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1
-results=() failed=0
-for name in "${names[@]}"; do
-  dir=$out/$name
+# Each harness runs on one thread: build them, then fuzz, as many at a time as there are cores (CI has 2).
+jobs_max=$(nproc 2>/dev/null || echo 1)
+throttle() { while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n; done; }
+
+build_one() {
+  local name=$1 dir=$out/$1
   mkdir -p "$dir/corpus" "fuzz/corpus/$name"
-  echo "== fuzz $name: building"
   # The convolution harnesses need the operator library's compiled parts, built with the same flags.
-  extra=()
+  local extra=()
   [[ $name == conv_* ]] && extra=(ops/conv_select.cc ops/conv_workspace.cc)
-  if ! clang++ "${flags[@]}" "fuzz/$name.cc" "${extra[@]}" -o "$dir/$name" "${libs[@]}"; then
-    results+=("fuzz $name: FAILED (does not build)")
-    failed=$((failed + 1))
-    continue
-  fi
-  echo "== fuzz $name: running for $secs s"
+  rm -f "$dir/$name" "$dir/result"
+  clang++ "${flags[@]}" "fuzz/$name.cc" "${extra[@]}" -o "$dir/$name" "${libs[@]}" >"$dir/build.log" 2>&1 ||
+    echo "fuzz $name: FAILED (does not build)" >"$dir/result"
+}
+
+run_one() {
+  local name=$1 dir=$out/$1
   rm -f "$dir"/crash-* "$dir"/leak-* "$dir"/oom-* "$dir"/timeout-*
   "$dir/$name" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$dir/" "$dir/corpus" "fuzz/corpus/$name" >"$dir/log" 2>&1
-  rc=$?
+  local rc=$? runs artifact
   runs=$(grep -oE 'stat::number_of_executed_units: [0-9]+' "$dir/log" | grep -oE '[0-9]+$' || echo 0)
   artifact=$(ls "$dir"/crash-* "$dir"/leak-* "$dir"/oom-* "$dir"/timeout-* 2>/dev/null | head -1)
   if [ "$rc" = 0 ] && [ -z "$artifact" ]; then
-    results+=("fuzz $name: ok, ${runs:-0} runs in $secs s")
+    echo "fuzz $name: ok, ${runs:-0} runs in $secs s" >"$dir/result"
   else
-    grep -vE '^#[0-9]+|^INFO:|NEW_FUNC' "$dir/log" | tail -40
-    results+=("fuzz $name: FAILED (exit $rc) after ${runs:-0} runs; input: ${artifact:-none}, log: $dir/log")
+    echo "fuzz $name: FAILED (exit $rc) after ${runs:-0} runs; input: ${artifact:-none}, log: $dir/log" >"$dir/result"
+  fi
+}
+
+for name in "${names[@]}"; do
+  echo "== fuzz $name: building"
+  throttle
+  build_one "$name" &
+done
+wait
+for name in "${names[@]}"; do
+  [ -f "$out/$name/result" ] && { cat "$out/$name/build.log"; continue; }
+  echo "== fuzz $name: running for $secs s"
+  throttle
+  run_one "$name" &
+done
+wait
+results=() failed=0
+for name in "${names[@]}"; do
+  line=$(cat "$out/$name/result" 2>/dev/null || echo "fuzz $name: FAILED (no result)")
+  if [[ $line == *FAILED* ]]; then
+    [ -f "$out/$name/log" ] && grep -vE '^#[0-9]+|^INFO:|NEW_FUNC' "$out/$name/log" | tail -40
     failed=$((failed + 1))
   fi
+  results+=("$line")
 done
 printf '%s\n' "${results[@]}"
 [ "$failed" = 0 ]
