@@ -4,6 +4,7 @@
 # (new inputs go to build-fuzz/<name>/corpus; the checked-in seeds are only read). Ends with one line
 # per harness, "fuzz <name>: ok, ..." or "fuzz <name>: FAILED ...", and exits non-zero if any failed.
 #   tools/fuzz.sh [seconds-per-harness] [harness...]     (default 30 s each, every fuzz/*_fuzz.cc)
+#   FUZZ_JOBS=N: harnesses built and fuzzed at once (default: the cores)
 # A failure leaves its input in build-fuzz/<name>/crash-* (or leak-*, oom-*, timeout-*); replay it with
 #   build-fuzz/<name>/<name> FILE          (TE_FUZZ_TRACE=1 prints each case; see fuzz/fuzz_util.h)
 # OMP_NUM_THREADS / OPENBLAS_NUM_THREADS default to 1 here (many tiny runs; set them to fuzz threaded).
@@ -31,8 +32,9 @@ libs=($(pkg-config --cflags --libs openblas) -lz)
 
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 export UBSAN_OPTIONS=print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1
-# Each harness runs on one thread: build them, then fuzz, as many at a time as there are cores (CI has 2).
-jobs_max=$(nproc 2>/dev/null || echo 1)
+# Each harness runs on one thread: build them, then fuzz, as many at a time as there are cores (CI has 2),
+# or FUZZ_JOBS.
+jobs_max=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
 throttle() { while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n; done; }
 
 build_one() {
