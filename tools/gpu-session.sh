@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # What the lead runs on the GPU machine in one call (see DEVELOPERS notes): build with CUDA, run the GPU
 # suite, compute-sanitizer memcheck over it and racecheck over the reductions, then the benchmarks.
-#   STEPS="build test sanitize train cputrain cpubench bench families" bash tools/gpu-session.sh
-# (cputrain: CPU_ROUNDS=3 alternating runs of ours and PyTorch's; cpubench: the CPU conv layers;
-#  families: the expression-families tables, GPU against copy and PyTorch, CPU against memcpy)
+#   STEPS="build test sanitize train seeds cputrain cpubench bench families" bash tools/gpu-session.sh
+# (seeds: SEEDS="42 1 2 3 4 5", one GPU against two at the same global batch; cputrain: CPU_ROUNDS=3
+#  alternating runs of ours and PyTorch's; cpubench: the CPU conv layers; families: the expression-families
+#  tables, GPU against copy and PyTorch, CPU against memcpy)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 [ -f .gpu/use-debs.sh ] && source .gpu/use-debs.sh
@@ -57,6 +58,17 @@ median() {
   local pattern=$1 expr=$2; shift 2
   grep -h "$pattern" "$@" | sed -E "$expr" | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'
 }
+if has seeds; then
+  # Data parallel against one GPU at the same global batch, over several seeds (needs two GPUs): one GPU
+  # with --batch 128, two with --batch 64 each; each run's final accuracy, then the means.
+  for s in ${SEEDS:-42 1 2 3 4 5}; do
+    fm one_s$s ./build-gpu/examples/fashion_mnist_gpu --batch 128 --seed "$s" --plot ''
+    fm two_s$s ./build-gpu/examples/fashion_mnist_gpu --batch 64 --gpus 2 --seed "$s" --plot ''
+  done
+  for k in one two; do
+    grep -h '^final' "$out"/fm_${k}_s*.log | awk -v k=$k '{s += $4; n++} END {printf "%s: mean %.4f over %d seeds\n", k, s / n, n}'
+  done
+fi
 if has cputrain; then
   # One epoch on the host CPU, 16 threads, ours then PyTorch's (the issue's CPU comparison), alternating
   # for CPU_ROUNDS rounds: the host's speed drifts from run to run, so the medians are compared.
