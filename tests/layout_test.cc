@@ -387,6 +387,9 @@ TE_DEVICE_TEST_CASE("transposes large enough for tiles match the reference", "[l
   CheckTiledTranspose<Device, float>(stream, Shape2(300, 37), Shape2(1, 0));
   CheckTiledTranspose<Device, double>(stream, Shape3(2, 300, 20), Shape3(0, 2, 1));
   CheckTiledTranspose<Device, float>(stream, Shape4(1, 20, 300, 9), Shape4(0, 3, 1, 2));
+  // Several whole tiles and an edge along both sides.
+  CheckTiledTranspose<Device, float>(stream, Shape2(129, 200), Shape2(1, 0));
+  CheckTiledTranspose<Device, double>(stream, Shape3(2, 100, 70), Shape3(0, 2, 1));
   // The 2-D e.T() runs the same tiles.
   auto m = MakeInput<Device, 2>(Shape2(50, 65), RandLayout(), stream);
   auto out = MakeOutput<Device>(Shape2(65, 50), true, stream);

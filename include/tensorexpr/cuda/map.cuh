@@ -184,17 +184,22 @@ inline int MapBlocksPerSM(int dev) {
   return blocks;
 }
 
-// Launches `Kernel` with enough blocks for `work` threads of work, but no more than fit on the GPU at
-// once (the grid-stride loop covers the rest).
+// Launches `Kernel` in blocks of kMapBlock threads, one thread per item of `work` but no more than
+// `max_blocks` blocks (the kernel's grid-stride loop covers the rest).
+template <auto Kernel, typename... Args>
+inline void LaunchMapBlocks(index_t max_blocks, index_t work, cudaStream_t stream, const char* name, Args... args) {
+  const index_t wanted = (work + kMapBlock - 1) / kMapBlock;
+  const unsigned grid = static_cast<unsigned>(std::max<index_t>(1, std::min(wanted, max_blocks)));
+  Kernel<<<grid, kMapBlock, 0, stream>>>(args...);
+  TE_CUDA_CHECK_LAUNCH(name);
+}
+
+// The same with no more blocks than fit on the GPU at once.
 template <auto Kernel, typename... Args>
 inline void LaunchMap(index_t work, cudaStream_t stream, const char* name, Args... args) {
   const int dev = CurrentDevice();
-  const DeviceInfo& info = GetDeviceInfo(dev);
-  const index_t wanted = (work + kMapBlock - 1) / kMapBlock;
-  const index_t resident = static_cast<index_t>(info.sm_count) * MapBlocksPerSM<Kernel>(dev);
-  const unsigned grid = static_cast<unsigned>(std::max<index_t>(1, std::min(wanted, resident)));
-  Kernel<<<grid, kMapBlock, 0, stream>>>(args...);
-  TE_CUDA_CHECK_LAUNCH(name);
+  const index_t resident = static_cast<index_t>(GetDeviceInfo(dev).sm_count) * MapBlocksPerSM<Kernel>(dev);
+  LaunchMapBlocks<Kernel>(resident, work, stream, name, args...);
 }
 
 template <typename Saver, typename DType, typename Plan, typename IndexT, typename E>

@@ -6,6 +6,7 @@
 #if !defined(__CUDACC__)
 #error "tensorexpr/cuda/row_copy.cuh holds CUDA kernels: compile it with nvcc (a .cu file)."
 #endif
+#include <climits>
 #include <cstdint>
 #include <cuda_runtime.h>
 #include "../expr/row_copy.h"
@@ -51,6 +52,11 @@ __global__ void __launch_bounds__(kMapBlock) RowCopyKernel(UnitBlocks c) {
   }
 }
 
+// One thread per unit, in as many blocks as that takes (up to the grid's limit): when only the blocks that
+// fit at once looped over the units, a concat of 103 MB or 1 GB moved at 0.92-0.93 of a copy's bandwidth
+// on an H200, and at 0.96 with one thread per unit.
+constexpr index_t kRowCopyMaxBlocks = INT32_MAX;
+
 template <typename U>
 inline void LaunchRowCopies(const RowCopies& c, cudaStream_t stream) {
   UnitBlocks u;
@@ -63,7 +69,7 @@ inline void LaunchRowCopies(const RowCopies& c, cudaStream_t stream) {
     u.first[k + 1] = u.first[k] + c.block[k].rows * per_row;
   }
   if (u.first[c.count] == 0) return;
-  LaunchMap<&RowCopyKernel<U>>(u.first[c.count], stream, "tensorexpr row copy kernel", u);
+  LaunchMapBlocks<&RowCopyKernel<U>>(kRowCopyMaxBlocks, u.first[c.count], stream, "tensorexpr row copy kernel", u);
 }
 
 }  // namespace cuda
