@@ -27,14 +27,16 @@ namespace cuda {
 constexpr int kTile = 32;      // a tile is kTile x kTile elements
 constexpr int kTileRows = 4;   // threads per block: kTile x kTileRows
 constexpr int kPerThread = kTile / kTileRows;  // elements each thread moves per tile
+constexpr int kTilesPerBlockX = 2;             // tiles along x a block moves in turn
 // Below this many elements along c or x a tile would be mostly empty: the map kernel runs instead.
 constexpr index_t kMinTileSide = 16;
 
-// Block (bx, by, bz) moves tiles (x tile, c tile, plane), striding by the grid where a dimension has more
-// tiles than a grid dimension may hold (65535 along y and z). Each thread issues all its loads of a tile
-// before it stores any to shared memory, so that they are in flight together (on an H200, a 1 GB
-// swapaxis went from 0.83 to 0.84 of a copy's bandwidth and a.T() from 0.83 to 0.89; 64 x 64 tiles of 512
-// threads, which need more registers per block, fell to 0.70).
+// Block (bx, by, bz) moves tiles (x tile, c tile, plane), kTilesPerBlockX or fewer along x, striding by the
+// grid where a dimension has more tiles than a grid dimension may hold (65535 along y and z). A thread
+// finds its source column once for all its tiles, and issues all its loads of a tile before it stores any
+// to shared memory, so that they are in flight together. On an H200 (bench/bandwidth --families), a.T()
+// of 1 GB went from 0.83 to 0.92 of a copy's bandwidth and swapaxis from 0.83 to 0.83-0.84; 1, 4 and 8
+// tiles per block measured below 2, and 64 x 64 tiles of 512 threads (more registers per block) at 0.70.
 template <typename Saver, typename DType, typename Plan, typename IndexT>
 __global__ void __launch_bounds__(kTile * kTileRows)
     TransposeTileKernel(DType* out, IndexT out_stride, expr::TransposeTiles t, Plan plan) {
@@ -46,13 +48,15 @@ __global__ void __launch_bounds__(kTile * kTileRows)
   for (IndexT plane = blockIdx.z; plane < planes; plane += gridDim.z) {
     const IndexT outer = plane / inner, in = plane - outer * inner;
     for (IndexT c0 = IndexT(blockIdx.y) * kTile; c0 < C; c0 += IndexT(gridDim.y) * kTile) {
+      // Where this thread's source column starts, once for all the block's tiles along x (the plan
+      // divides the output row by each source dimension to find it). Past C it is C - 1's, unused.
+      const IndexT c = c0 + threadIdx.x;
+      const auto at = plan.AtRow(static_cast<index_t>((outer * C + (c < C ? c : C - 1)) * inner + in));
       for (IndexT x0 = IndexT(blockIdx.x) * kTile; x0 < X; x0 += IndexT(gridDim.x) * kTile) {
         // Read: threads along c (the source's contiguous direction); thread row y takes tile rows
         // y, y + kTileRows, ... (output rows x0 + those).
         {
-          const IndexT c = c0 + threadIdx.x;
           if (c < C) {
-            const auto at = plan.AtRow(static_cast<index_t>((outer * C + c) * inner + in));
             DType v[kPerThread];
 TE_UNROLL
             for (int k = 0; k < kPerThread; ++k) {
@@ -101,7 +105,7 @@ inline void RunTransposeTiles(const Tensor<gpu, dim, DType>& dst, const expr::Tr
   const bool fits32 = s[0] * dst.stride_ + kTile <= INT32_MAX && t.c + kTile <= INT32_MAX && t.x + kTile <= INT32_MAX &&
                       !Force64BitIndexFlag().load();
   const cudaStream_t stream = Stream<gpu>::GetStream(dst.stream_);
-  const dim3 grid(static_cast<unsigned>(std::min<index_t>(tiles_x, INT32_MAX)),
+  const dim3 grid(static_cast<unsigned>(std::min<index_t>((tiles_x + kTilesPerBlockX - 1) / kTilesPerBlockX, INT32_MAX)),
                   static_cast<unsigned>(std::min<index_t>(tiles_c, 65535)),
                   static_cast<unsigned>(std::min<index_t>(t.planes, 65535)));
   const dim3 block(kTile, kTileRows);
