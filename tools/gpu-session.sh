@@ -70,19 +70,22 @@ if has seeds; then
   done
 fi
 if has cputrain; then
-  # One epoch on the host CPU, 16 threads, ours then PyTorch's (the issue's CPU comparison), alternating
-  # for CPU_ROUNDS rounds: the host's speed drifts from run to run, so the medians are compared.
+  # One epoch on the host CPU, CPU_THREADS threads (16: the issue's comparison), ours then PyTorch's,
+  # alternating for CPU_ROUNDS rounds: the host's speed drifts from run to run, so the medians are compared.
+  # BUILD_DIR names another build of the trainer (the CPU one needs no CUDA); OPENBLAS_CORETYPE another core
+  # (SkylakeX, AVX-512, unless set: Debian's OpenBLAS picks generic kernels on that host's CPU).
+  t=${CPU_THREADS:-16} b=${BUILD_DIR:-build-gpu} core=${OPENBLAS_CORETYPE:-SkylakeX}
   for r in $(seq "${CPU_ROUNDS:-3}"); do
-    fm cpu16_$r env OPENBLAS_CORETYPE=SkylakeX ./build-gpu/examples/fashion_mnist --device cpu --threads 16 --epochs 1 --plot ''
-    fm peer_cpu16_$r python3 bench/fashion_mnist_peer.py --device cpu --threads 16 --epochs 1
+    fm cpu${t}_$r env OPENBLAS_CORETYPE=$core ./$b/examples/fashion_mnist --device cpu --threads $t --epochs 1 --plot ''
+    fm peer_cpu${t}_$r python3 bench/fashion_mnist_peer.py --device cpu --threads $t --epochs 1
   done
-  ours=$(median '^epoch 1/1' 's/.*time ([0-9.]+) s.*/\1/' "$out"/fm_cpu16_*.log)
-  peer=$(median 'peer_fashion_mnist_final' 's/.*seconds_per_epoch=([0-9.]+).*/\1/' "$out"/fm_peer_cpu16_*.log)
-  echo "cpu16 median epoch: ours $ours s, PyTorch $peer s, ratio $(awk "BEGIN {printf \"%.2f\", $ours / $peer}")"
+  ours=$(median '^epoch 1/1' 's/.*time ([0-9.]+) s.*/\1/' "$out"/fm_cpu${t}_*.log)
+  peer=$(median 'peer_fashion_mnist_final' 's/.*seconds_per_epoch=([0-9.]+).*/\1/' "$out"/fm_peer_cpu${t}_*.log)
+  echo "cpu$t median epoch: ours $ours s, PyTorch $peer s, ratio $(awk "BEGIN {printf \"%.2f\", $ours / $peer}")"
   # Where our time goes (the first 300 batches, each layer call timed).
-  fm profile_cpu16 env OPENBLAS_CORETYPE=SkylakeX ./build-gpu/examples/fashion_mnist --device cpu --threads 16 \
+  fm profile_cpu$t env OPENBLAS_CORETYPE=$core ./$b/examples/fashion_mnist --device cpu --threads $t \
     --epochs 1 --limit 19200 --plot '' --profile
-  grep -E '^  ' "$out/fm_profile_cpu16.log"
+  grep -E '^  ' "$out/fm_profile_cpu$t.log"
 fi
 if has cpubench; then
   # Debian's OpenBLAS 0.3.21 does not know this host's CPU (it picks generic kernels): name the core.
