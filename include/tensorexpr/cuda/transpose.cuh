@@ -50,23 +50,21 @@ __global__ void __launch_bounds__(kTile * kTileRows)
     for (IndexT c0 = IndexT(blockIdx.y) * kTile; c0 < C; c0 += IndexT(gridDim.y) * kTile) {
       // Where this thread's source column starts, once for all the block's tiles along x (the plan
       // divides the output row by each source dimension to find it). Past C it is C - 1's, unused.
-      const IndexT c = c0 + threadIdx.x;
-      const auto at = plan.AtRow(static_cast<index_t>((outer * C + (c < C ? c : C - 1)) * inner + in));
+      const IndexT read_c = c0 + threadIdx.x;
+      const auto at = plan.AtRow(static_cast<index_t>((outer * C + (read_c < C ? read_c : C - 1)) * inner + in));
       for (IndexT x0 = IndexT(blockIdx.x) * kTile; x0 < X; x0 += IndexT(gridDim.x) * kTile) {
         // Read: threads along c (the source's contiguous direction); thread row y takes tile rows
         // y, y + kTileRows, ... (output rows x0 + those).
-        {
-          if (c < C) {
-            DType v[kPerThread];
+        if (read_c < C) {
+          DType v[kPerThread];
 TE_UNROLL
-            for (int k = 0; k < kPerThread; ++k) {
-              const IndexT x = x0 + threadIdx.y + k * kTileRows;
-              if (x < X) v[k] = at(static_cast<index_t>(x));
-            }
-TE_UNROLL
-            for (int k = 0; k < kPerThread; ++k)
-              if (x0 + threadIdx.y + k * kTileRows < X) tile[threadIdx.y + k * kTileRows][threadIdx.x] = v[k];
+          for (int k = 0; k < kPerThread; ++k) {
+            const IndexT x = x0 + threadIdx.y + k * kTileRows;
+            if (x < X) v[k] = at(static_cast<index_t>(x));
           }
+TE_UNROLL
+          for (int k = 0; k < kPerThread; ++k)
+            if (x0 + threadIdx.y + k * kTileRows < X) tile[threadIdx.y + k * kTileRows][threadIdx.x] = v[k];
         }
         __syncthreads();
         // Write: threads along x (the output's contiguous direction).
