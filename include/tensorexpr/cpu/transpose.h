@@ -32,22 +32,6 @@ namespace cpu_transpose {
 // 16 threads. The element loop alone did best with 32 x 256 but reached only 0.4 of memcpy.
 constexpr index_t kBlockC = 64, kBlockX = 64;
 
-// Where a transpose of a tensor reads: the address of output element x of the row `at` (a RowAt of the
-// plan below), for the two plans whose source is a tensor; kTensorSource false for any other.
-template <typename Plan, int dim, typename DType>
-struct TensorSource {
-  static constexpr bool kAxes = std::is_same<Plan, typename expr::TransposeAxesExp<Tensor<cpu, dim, DType>, DType, dim>::Plan>::value;
-  static constexpr bool k2D = dim == 2 && std::is_same<Plan, typename expr::TransposeExp<Tensor<cpu, 2, DType>>::Plan>::value;
-  static constexpr bool kTensorSource = kAxes || k2D;
-  template <typename RowAt>
-  static const DType* Address(const RowAt& at, index_t x) {
-    if constexpr (kAxes) {
-      return &at.src_.REval(at.row_ + x * at.x_to_row_, at.col_ + x * at.x_to_col_);
-    } else {
-      return &at.src_.REval(x, at.y_);
-    }
-  }
-};
 }  // namespace cpu_transpose
 
 // Blocks pay once a row's source lines overflow L1, and need c long enough to fill a block.
@@ -59,7 +43,7 @@ namespace cpu_transpose {
 // dst <Saver> plan in cache blocks, with register tiles Tile where they apply (Tile::kWidth 0: none).
 template <typename Saver, typename Tile, int dim, typename DType, typename Plan>
 inline void RunBlocks(const Tensor<cpu, dim, DType>& dst, const expr::TransposeTiles& t, const Plan& plan) {
-  using Source = TensorSource<Plan, dim, DType>;
+  using Source = expr::TransposeTensorSource<Plan, cpu, dim, DType>;
   constexpr bool kTiled = Tile::kWidth > 0;
   constexpr index_t kW = kTiled ? Tile::kWidth : 1;
   constexpr bool kMayStream = std::is_same<Saver, sv::saveto>::value && std::is_trivially_copyable<DType>::value;
@@ -96,7 +80,7 @@ inline void RunBlocks(const Tensor<cpu, dim, DType>& dst, const expr::TransposeT
             const index_t row = t.Row(outer, in, c);
             const auto first = p.AtRow(row);
             const DType* src = Source::Address(first, x0);
-            const index_t x_step = Source::Address(first, x0 + 1) - src;
+            const index_t x_step = Source::Step(first);
             const bool adjacent = Source::Address(p.AtRow(row + (kW - 1) * t.inner), x0) == src + (kW - 1);
             DType* const o = Target(c, row);
             index_t x = x0;
@@ -136,7 +120,7 @@ template <typename Saver, int dim, typename DType, typename Plan>
 inline void RunTransposeTiles(const Tensor<cpu, dim, DType>& dst, const expr::TransposeTiles& t, const Plan& plan) {
   const StreamThreadScope threads(dst.stream_);
   constexpr bool kTileable = std::is_same<Saver, sv::saveto>::value &&
-                             cpu_transpose::TensorSource<Plan, dim, DType>::kTensorSource &&
+                             expr::TransposeTensorSource<Plan, cpu, dim, DType>::kTensorSource &&
                              std::is_trivially_copyable<DType>::value;
   if constexpr (kTileable) {
     cpu_transpose::WithMicroTile<static_cast<int>(sizeof(DType))>([&](auto tile) {

@@ -31,13 +31,38 @@ constexpr int kTilesPerBlockX = 2;             // tiles along x a block moves in
 // Below this many elements along c or x a tile would be mostly empty: the map kernel runs instead.
 constexpr index_t kMinTileSide = 16;
 
+// How a thread reads output element x of its source row: through a pointer and a step in IndexT when the
+// source is a tensor under transpose(e, axes) / swapaxis (expr::TransposeTensorSource::kAxes), else through
+// the plan. On an H200, swapaxis of 1 GB went from 0.84 of copy (the plan's 64-bit row and column
+// arithmetic per element) to 0.93 through the pointer; a.T() measured the other way round (0.91 through its
+// plan, 0.81 through the pointer), so it keeps the plan.
+template <typename IndexT, typename RowAt>
+struct TileRowReader {
+  RowAt at;
+  __device__ __forceinline__ auto operator()(IndexT x) const { return at(static_cast<index_t>(x)); }
+};
+template <typename IndexT, typename DType>
+struct TilePointerReader {
+  const DType* p;
+  IndexT step;
+  __device__ __forceinline__ DType operator()(IndexT x) const { return p[x * step]; }
+};
+template <typename Source, typename IndexT, typename DType, typename RowAt>
+__device__ __forceinline__ auto MakeTileReader(const RowAt& at) {
+  if constexpr (Source::kAxes) {
+    return TilePointerReader<IndexT, DType>{Source::Address(at, 0), static_cast<IndexT>(Source::Step(at))};
+  } else {
+    return TileRowReader<IndexT, RowAt>{at};
+  }
+}
+
 // Block (bx, by, bz) moves tiles (x tile, c tile, plane), kTilesPerBlockX or fewer along x, striding by the
 // grid where a dimension has more tiles than a grid dimension may hold (65535 along y and z). A thread
 // finds its source column once for all its tiles, and issues all its loads of a tile before it stores any
 // to shared memory, so that they are in flight together. On an H200 (bench/bandwidth --families), a.T()
-// of 1 GB went from 0.83 to 0.92 of a copy's bandwidth and swapaxis from 0.83 to 0.83-0.84; 1, 4 and 8
-// tiles per block measured below 2, and 64 x 64 tiles of 512 threads (more registers per block) at 0.70.
-template <typename Saver, typename DType, typename Plan, typename IndexT>
+// of 1 GB went from 0.83 to 0.92 of a copy's bandwidth; 1, 4 and 8 tiles per block measured below 2,
+// and 64 x 64 tiles of 512 threads (more registers per block) at 0.70.
+template <typename Saver, typename DType, typename Plan, typename IndexT, typename Source>
 __global__ void __launch_bounds__(kTile * kTileRows)
     TransposeTileKernel(DType* out, IndexT out_stride, expr::TransposeTiles t, Plan plan) {
   // Raw storage: a __shared__ array may not run constructors (half_t and bf16_t have them).
@@ -51,7 +76,8 @@ __global__ void __launch_bounds__(kTile * kTileRows)
       // Where this thread's source column starts, once for all the block's tiles along x (the plan
       // divides the output row by each source dimension to find it). Past C it is C - 1's, unused.
       const IndexT read_c = c0 + threadIdx.x;
-      const auto at = plan.AtRow(static_cast<index_t>((outer * C + (read_c < C ? read_c : C - 1)) * inner + in));
+      const auto at = MakeTileReader<Source, IndexT, DType>(
+          plan.AtRow(static_cast<index_t>((outer * C + (read_c < C ? read_c : C - 1)) * inner + in)));
       for (IndexT x0 = IndexT(blockIdx.x) * kTile; x0 < X; x0 += IndexT(gridDim.x) * kTile) {
         // Read: threads along c (the source's contiguous direction); thread row y takes tile rows
         // y, y + kTileRows, ... (output rows x0 + those).
@@ -60,7 +86,7 @@ __global__ void __launch_bounds__(kTile * kTileRows)
 TE_UNROLL
           for (int k = 0; k < kPerThread; ++k) {
             const IndexT x = x0 + threadIdx.y + k * kTileRows;
-            if (x < X) v[k] = at(static_cast<index_t>(x));
+            if (x < X) v[k] = at(x);
           }
 TE_UNROLL
           for (int k = 0; k < kPerThread; ++k)
@@ -99,19 +125,23 @@ inline void RunTransposeTiles(const Tensor<gpu, dim, DType>& dst, const expr::Tr
   using namespace cuda;
   const index_t tiles_c = (t.c + kTile - 1) / kTile, tiles_x = (t.x + kTile - 1) / kTile;
   const Shape<2> s = dst.shape_.FlatTo2D();
-  // 32-bit indices when every index formed fits: rows * stride + x, and the strided tile starts.
+  using Source = expr::TransposeTensorSource<Plan, gpu, dim, DType>;
+  // 32-bit indices when every index formed fits: rows * stride + x, the strided tile starts, and for a
+  // tensor source the offsets x * step from a row's first element.
+  index_t read_step = 0;
+  if constexpr (Source::kAxes) read_step = Source::Step(plan.AtRow(0));
   const bool fits32 = s[0] * dst.stride_ + kTile <= INT32_MAX && t.c + kTile <= INT32_MAX && t.x + kTile <= INT32_MAX &&
-                      !Force64BitIndexFlag().load();
+                      (t.x + kTile) * read_step <= INT32_MAX && !Force64BitIndexFlag().load();
   const cudaStream_t stream = Stream<gpu>::GetStream(dst.stream_);
   const dim3 grid(static_cast<unsigned>(std::min<index_t>((tiles_x + kTilesPerBlockX - 1) / kTilesPerBlockX, INT32_MAX)),
                   static_cast<unsigned>(std::min<index_t>(tiles_c, 65535)),
                   static_cast<unsigned>(std::min<index_t>(t.planes, 65535)));
   const dim3 block(kTile, kTileRows);
   if (fits32) {
-    TransposeTileKernel<Saver, DType, Plan, uint32_t><<<grid, block, 0, stream>>>(
+    TransposeTileKernel<Saver, DType, Plan, uint32_t, Source><<<grid, block, 0, stream>>>(
         dst.dptr_, static_cast<uint32_t>(dst.stride_), t, plan);
   } else {
-    TransposeTileKernel<Saver, DType, Plan, int64_t><<<grid, block, 0, stream>>>(
+    TransposeTileKernel<Saver, DType, Plan, int64_t, Source><<<grid, block, 0, stream>>>(
         dst.dptr_, static_cast<int64_t>(dst.stride_), t, plan);
   }
   TE_CUDA_CHECK_LAUNCH("tensorexpr transpose tile kernel");

@@ -166,6 +166,33 @@ inline TransposeAxesExp<SrcExp, DType, dim> transpose(const Exp<SrcExp, DType, e
   return TransposeAxesExp<SrcExp, DType, dim>(src.self(), axes, "transpose");
 }
 
+// Where a transpose of a tensor reads, for the tiled transposes of both devices: the address of output
+// element x of a row `at` (a RowAt of the plans above), and the elements between x and x + 1, for the two
+// plans whose source is a tensor of Device; kTensorSource false for any other plan. Reading through a
+// pointer spares the tiles the plan's row and column arithmetic per element.
+template <typename Plan, typename Device, int dim, typename DType>
+struct TransposeTensorSource {
+  static constexpr bool kAxes = std::is_same<Plan, typename TransposeAxesExp<Tensor<Device, dim, DType>, DType, dim>::Plan>::value;
+  static constexpr bool k2D = dim == 2 && std::is_same<Plan, typename TransposeExp<Tensor<Device, 2, DType>>::Plan>::value;
+  static constexpr bool kTensorSource = kAxes || k2D;
+  template <typename RowAt>
+  TE_XINLINE static const DType* Address(const RowAt& at, index_t x) {
+    if constexpr (kAxes) {
+      return &at.src_.REval(at.row_ + x * at.x_to_row_, at.col_ + x * at.x_to_col_);
+    } else {
+      return &at.src_.REval(x, at.y_);
+    }
+  }
+  template <typename RowAt>
+  TE_XINLINE static index_t Step(const RowAt& at) {
+    if constexpr (kAxes) {
+      return at.x_to_row_ * at.src_.stride_ + at.x_to_col_;
+    } else {
+      return at.src_.stride_;
+    }
+  }
+};
+
 // dst <Saver> transpose(e, axes) / swapaxis<a, b>(e) / e.T(): when the last dimension moves and the
 // device says its tiles pay (TransposeTilesPay: cuda/transpose.cuh's shared-memory tiles, cpu/transpose.h's
 // cache blocks), RunTransposeTiles; otherwise the element-by-element map.
