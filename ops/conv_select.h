@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -46,8 +47,11 @@ ConvRegistry<Device, DType>::ConvRegistry() {
     algorithms_.emplace_back(new ConvCpuPerImage<DType>());
   }
 #if defined(__CUDACC__)
-  if constexpr (std::is_same<Device, gpu>::value && gpu_direct::kDType<DType>)
+  if constexpr (std::is_same<Device, gpu>::value && gpu_direct::kDType<DType>) {
     algorithms_.emplace_back(new ConvGpuDirect<DType>());
+    for (int i = gpu_direct::kHeuristicTiles; i < int(std::size(gpu_direct::kRegisterTiles)); ++i)
+      algorithms_.emplace_back(new ConvGpuDirect<DType>(gpu_direct::kRegisterTiles[i]));
+  }
 #endif
   if constexpr (winograd::kDType<DType>) {
     algorithms_.emplace_back(new ConvWinograd<Device, DType, 2>());

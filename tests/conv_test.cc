@@ -393,7 +393,7 @@ TE_DEVICE_TEST_CASE("every convolution algorithm matches the float64 reference w
     if (ops::ConvRegistry<Device, double>::Get().Find(name) != nullptr)
       CHECK(RunGrid<Device, double>(stream, 4, name) > 0);
     else
-      CHECK(name == "gpu_direct");  // float, half and bf16 only
+      CHECK(name.rfind("gpu_direct", 0) == 0);  // float, half and bf16 only
     for (const Case& base : {Grid2D()[0], Grid2D()[5], Grid2D()[11]}) {
       Case c = base;
       c.param.algorithm = name;
@@ -810,7 +810,8 @@ TEST_CASE("convolution cpu_direct: an infinite input stays in its windows; the h
 // gpu_direct, forced: filter blocks of 8, 4, 2 and 1 with a partial last one, taps along x of 1 to 7,
 // tiles along x and y with tails, dilation along x (phases) and y, padding past the kernel's reach (the
 // data gradient's origin is positive), groups, 1-D to 3-D (the 7x7x7 of the imaging study), and more
-// weight-gradient tiles than its 1024 chunks (an uneven deal); float, half and bf16.
+// weight-gradient tiles than its 1024 chunks (an uneven deal); float, half and bf16. The tuner's register
+// tiles (gpu_direct_8x16, gpu_direct_4x8: forward and data gradient) on the same cases, in float.
 TEST_CASE("convolution gpu_direct: filter blocks, tiles, tails, phases, 1-D to 3-D", "[gpu][conv][algorithm]") {
   if (!HaveGPU()) {
     WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");
@@ -838,6 +839,16 @@ TEST_CASE("convolution gpu_direct: filter blocks, tiles, tails, phases, 1-D to 3
     if (c.data.size() == 4) {
       RunCase<gpu, half_t, 4, 4>(stream, c, ReqPattern(i + 1));
       RunCase<gpu, bf16_t, 4, 4>(stream, c, ReqPattern(i + 2));
+    }
+    for (const char* tile : {"gpu_direct_8x16", "gpu_direct_4x8"}) {
+      Case v = c;
+      v.param.algorithm = tile;
+      Reqs reqs = ReqPattern(i);
+      reqs.weight = kNullOp;  // the weight gradient is gpu_direct's (the tile refuses it)
+      REQUIRE_FALSE(ImplementsPass<gpu, float>(tile, v, stream, ops::ConvPass::kBackwardWeight));
+      if (v.data.size() == 3) RunCase<gpu, float, 3, 3>(stream, v, reqs);
+      if (v.data.size() == 4) RunCase<gpu, float, 4, 4>(stream, v, reqs);
+      if (v.data.size() == 5) RunCase<gpu, float, 5, 5>(stream, v, reqs);
     }
   }
 }

@@ -5,7 +5,9 @@
 //
 // The forward and the data gradient are one correlation each (ops/conv_direct_pass.h). A thread keeps a
 // register tile of KB filters times a run of RX outputs along x (register blocking): every input value it
-// loads feeds up to KB * TX products, every filter value RX of them. A block computes a tile of 16 output
+// loads feeds up to KB * TX products, every filter value RX of them. The tiles are compile-time
+// (kRegisterTiles); "gpu_direct" takes the one HeuristicTile names, and one algorithm per other tile
+// ("gpu_direct_8x16": 8 filters, runs of 16) lets the tuner time it against the heuristic's. A block computes a tile of 16 output
 // rows, copying the input rows they read (one plane of one channel at a time) and that plane's filter taps
 // into shared memory, padding as zeros, so the products have no bounds to check. The taps along x (TX)
 // and the tile are compile-time, so the products unroll into a straight run of FMAs.
@@ -25,6 +27,7 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <type_traits>
 #include <tensorexpr/cuda/tensorexpr_cuda.cuh>
@@ -36,13 +39,33 @@ namespace tensorexpr {
 namespace ops {
 namespace gpu_direct {
 
+// A thread's register tile in the forward / data-gradient kernel: `filters` filters times a run of `run`
+// outputs along x.
+struct RegisterTile {
+  int filters = 1, run = 16;
+};
+// The tiles compiled: HeuristicTile's four, then the ones only the tuner takes (Recommended says no).
+// 8 x 16 halves the shared-memory loads per product of 8 x 8 (more registers, fewer blocks resident);
+// 4 x 8 makes twice the blocks of 4 x 16, for small problems.
+inline constexpr RegisterTile kRegisterTiles[] = {{1, 16}, {2, 16}, {4, 16}, {8, 8}, {8, 16}, {4, 8}};
+constexpr int kHeuristicTiles = 4;
+inline int FilterBlock(int filters) { return filters >= 8 ? 8 : filters >= 4 ? 4 : filters >= 2 ? 2 : 1; }
+// The heuristic's tile: as many filters as the problem has, up to 8, and runs that keep the tile at 64
+// accumulators or fewer.
+inline RegisterTile HeuristicTile(int filters) {
+  const int kb = FilterBlock(filters);
+  return RegisterTile{kb, kb >= 8 ? 8 : 16};
+}
+
 // A DirectPass as the kernels take it: 32-bit sizes (MakeCorrelation checks that every index fits) and
 // where filter (g, co, ci, tap t) is: filter_g * g + filter_co * co + filter_ci * ci + (flip ? T - 1 - t : t).
+// `tile` is the forward / data-gradient kernel's register tile (the weight gradient's is its own).
 struct Correlation {
   int N = 0, G = 1, Ci = 0, Co = 0;
   int in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, taps[3] = {1, 1, 1}, dilate[3] = {1, 1, 1}, origin[3] = {0, 0, 0};
   int filter_g = 0, filter_co = 0, filter_ci = 0;
   bool flip = false;  // the data gradient's filters, flipped in every dimension: tap t is T - 1 - t
+  RegisterTile tile;
 
   TE_XINLINE int Taps() const { return taps[0] * taps[1] * taps[2]; }
   TE_XINLINE int InSize() const { return in[0] * in[1] * in[2]; }
@@ -53,10 +76,8 @@ struct Correlation {
 
 // The correlation's tile shapes.
 TE_XINLINE constexpr int RoundUp4(int v) { return (v + 3) / 4 * 4; }
-// Forward / data gradient: 8 x 16 threads, each KB filters times RX outputs.
+// Forward / data gradient: 8 x 16 threads, each a register tile (Correlation::tile).
 constexpr int kThreadsX = 8, kThreadsY = 16;
-TE_XINLINE constexpr int RunLength(int KB) { return KB >= 8 ? 8 : 16; }
-inline int FilterBlock(int filters) { return filters >= 8 ? 8 : filters >= 4 ? 4 : filters >= 2 ? 2 : 1; }
 // Weight gradient: tiles of kGradRows x kGradCols outputs, runs of kGradRun along x.
 constexpr int kGradRows = 8, kGradCols = 64, kGradRun = 8;
 constexpr int kGradMaxThreads = 256;
@@ -107,13 +128,13 @@ inline GradLaunch PlanWeightGrad(const Correlation& c) {
 }
 
 inline size_t CorrelateSharedBytes(const Correlation& c) {
-  const int KB = FilterBlock(c.Co), RX = RunLength(KB);
+  const int KB = c.tile.filters, RX = c.tile.run;
   const int64_t rows = kThreadsY + int64_t(c.taps[1] - 1) * c.dilate[1];
   return size_t(rows * RoundUp4(kThreadsX * RX + c.taps[2] - 1) + int64_t(c.taps[1]) * c.taps[2] * KB) * sizeof(float);
 }
 
 inline int64_t CorrelateBlocks(const Correlation& c) {
-  const int KB = FilterBlock(c.Co), BX = kThreadsX * RunLength(KB);
+  const int KB = c.tile.filters, BX = kThreadsX * c.tile.run;
   return int64_t((c.PhaseWidth(0) + BX - 1) / BX) * ((c.out[1] + kThreadsY - 1) / kThreadsY) *
          ((c.Co + KB - 1) / KB) * c.dilate[2] * c.out[0] * c.N * c.G;
 }
@@ -140,6 +161,7 @@ inline bool MakeCorrelation(const ConvGeometry& g, ConvPass pass, Correlation* c
     r.origin[i] = int(p.origin[i]);
   r.filter_g = int(p.filter_g), r.filter_co = int(p.filter_co), r.filter_ci = int(p.filter_ci);
   r.flip = p.flip;
+  r.tile = HeuristicTile(r.Co);
   return true;
 }
 
@@ -171,11 +193,18 @@ constexpr bool kDType = std::is_same<DType, float>::value || std::is_same<DType,
 }  // namespace gpu_direct
 
 // Channels-first dense data, stride 1, taps along x of 1, 3, 5 or 7; any dilation, padding and groups,
-// 1-D to 3-D; float, half and bf16 (float arithmetic).
+// 1-D to 3-D; float, half and bf16 (float arithmetic). Constructed without a tile it is "gpu_direct",
+// whose forward and data gradient take HeuristicTile; with one of kRegisterTiles it is the tuner's
+// "gpu_direct_<filters>x<run>", which runs those two passes with that tile only.
 template <typename DType>
 class ConvGpuDirect : public ConvAlgorithm<gpu, DType> {
  public:
-  const char* Name() const override { return "gpu_direct"; }
+  ConvGpuDirect() = default;
+  explicit ConvGpuDirect(gpu_direct::RegisterTile tile)
+      : fixed_(true), tile_(tile),
+        name_("gpu_direct_" + std::to_string(tile.filters) + "x" + std::to_string(tile.run)) {}
+
+  const char* Name() const override { return name_.c_str(); }
 
   ConvSupport CanImplement(const ConvProblem& pr, ConvPass pass) const override {
     std::string why;
@@ -186,7 +215,7 @@ class ConvGpuDirect : public ConvAlgorithm<gpu, DType> {
   // (ConvolutionWorkspaceBytes stays an upper bound); the data gradient also not too many filters (its
   // depth there: with 32 of them, on the 256^3 volume, the backward is 48 ms against im2col_gemm's 182).
   bool Recommended(const ConvProblem& pr, ConvPass pass) const override {
-    if (!Supports(pr, pass, nullptr) || pr.geom.Cg() > 4) return false;
+    if (fixed_ || !Supports(pr, pass, nullptr) || pr.geom.Cg() > 4) return false;
     const size_t column_bytes = size_t(PlanIm2Col(pr.geom, sizeof(DType), pr.workspace_limit).col_elems) * sizeof(DType);
     if (WorkspaceBytes(pr, ConvStores::Only(ConvPass::kBackwardWeight, ReqStore{true, false})) > column_bytes)
       return false;
@@ -205,11 +234,11 @@ class ConvGpuDirect : public ConvAlgorithm<gpu, DType> {
       const cudaStream_t cs = Stream<gpu>::GetStream(stream);
       gpu_direct::Correlation c;
       if (st.out.active) {
-        TE_CHECK(gpu_direct::MakeCorrelation(pr.geom, ConvPass::kForward, &c, nullptr), "gpu_direct: sizes");
+        TE_CHECK(Make(pr.geom, ConvPass::kForward, &c, nullptr), Name(), ": sizes");
         gpu_direct::Correlate(c, t.data, t.weight, t.out, st.out.add, cs);
       }
       if (st.data_grad.active) {
-        TE_CHECK(gpu_direct::MakeCorrelation(pr.geom, ConvPass::kBackwardData, &c, nullptr), "gpu_direct: sizes");
+        TE_CHECK(Make(pr.geom, ConvPass::kBackwardData, &c, nullptr), Name(), ": sizes");
         gpu_direct::Correlate(c, t.out_grad, t.weight, t.data_grad, st.data_grad.add, cs);
       }
       if (st.weight_grad.active) {
@@ -219,12 +248,23 @@ class ConvGpuDirect : public ConvAlgorithm<gpu, DType> {
       }
     } else {
       (void)pr, (void)t, (void)st, (void)workspace, (void)stream;
-      Fail("gpu_direct runs float, half_t and bf16_t only");
+      Fail(Name(), " runs float, half_t and bf16_t only");
     }
   }
 
  private:
-  static bool Supports(const ConvProblem& pr, ConvPass pass, std::string* why) {
+  bool fixed_ = false;              // a tuner's variant: tile_ for the forward and the data gradient
+  gpu_direct::RegisterTile tile_;
+  std::string name_ = "gpu_direct";
+
+  // The correlation of `pass`, with this algorithm's tile.
+  bool Make(const ConvGeometry& g, ConvPass pass, gpu_direct::Correlation* c, std::string* why) const {
+    if (!gpu_direct::MakeCorrelation(g, pass, c, why)) return false;
+    if (fixed_) c->tile = tile_;
+    return true;
+  }
+
+  bool Supports(const ConvProblem& pr, ConvPass pass, std::string* why) const {
     auto no = [why](const char* text) {
       if (why) *why = text;
       return false;
@@ -236,8 +276,10 @@ class ConvGpuDirect : public ConvAlgorithm<gpu, DType> {
     for (int i = 0; i < 3; ++i)
       if (g.stride[i] != 1) return no("it runs stride 1 only");
     if (!gpu_direct::TapsXSupported(g.kernel[2])) return no("it runs 1, 3, 5 or 7 taps along x only");
+    if (fixed_ && pass == ConvPass::kBackwardWeight)
+      return no("its tile shapes the forward and the data gradient only (the weight gradient is gpu_direct's)");
     gpu_direct::Correlation c;
-    if (!gpu_direct::MakeCorrelation(g, pass, &c, why)) return false;
+    if (!Make(g, pass, &c, why)) return false;
     if (pass == ConvPass::kBackwardWeight) {
       const gpu_direct::GradLaunch l = gpu_direct::PlanWeightGrad(c);
       if (l.shared_bytes > gpu_direct::kMaxSharedBytes)

@@ -43,12 +43,13 @@ __device__ __forceinline__ void FillRows(const Correlation& c, const DType* imag
 }
 
 // The correlation: a block of kThreadsX x kThreadsY threads computes KB filters of a tile of
-// kThreadsY rows x kThreadsX * RX columns (of one phase) of output plane z of image n's group g.
-template <typename DType, int TX, int KB>
+// kThreadsY rows x kThreadsX * RX columns (of one phase) of output plane z of image n's group g
+// (c.tile is KB x RX).
+template <typename DType, int TX, int KB, int RX>
 __global__ void __launch_bounds__(kThreadsX* kThreadsY)
     CorrelateKernel(Correlation c, const DType* __restrict__ input, const DType* __restrict__ filters,
                     DType* __restrict__ output, bool add) {
-  constexpr int RX = RunLength(KB), BX = kThreadsX * RX, BY = kThreadsY;
+  constexpr int BX = kThreadsX * RX, BY = kThreadsY;
   constexpr int pitch = RoundUp4(BX + TX - 1), window = RoundUp4(RX + TX - 1);
   extern __shared__ float4 shared4[];
   const int TY = c.taps[1], slab_rows = BY + (TY - 1) * c.dilate[1];
@@ -247,23 +248,29 @@ __global__ void __launch_bounds__(kGradMaxThreads)
   }
 }
 
-// Calls fn with the compile-time taps along x and filter block of c.
+// Calls fn with the compile-time taps along x.
 template <typename Fn>
-void WithKernelShape(int taps_x, int filters, Fn&& fn) {
-  auto with_kb = [&](auto tx) {
-    switch (FilterBlock(filters)) {
-      case 8: return fn(tx, std::integral_constant<int, 8>{});
-      case 4: return fn(tx, std::integral_constant<int, 4>{});
-      case 2: return fn(tx, std::integral_constant<int, 2>{});
-      default: return fn(tx, std::integral_constant<int, 1>{});
-    }
-  };
+void WithTapsX(int taps_x, Fn&& fn) {
   switch (taps_x) {
-    case 1: return with_kb(std::integral_constant<int, 1>{});
-    case 3: return with_kb(std::integral_constant<int, 3>{});
-    case 5: return with_kb(std::integral_constant<int, 5>{});
-    case 7: return with_kb(std::integral_constant<int, 7>{});
+    case 1: return fn(std::integral_constant<int, 1>{});
+    case 3: return fn(std::integral_constant<int, 3>{});
+    case 5: return fn(std::integral_constant<int, 5>{});
+    case 7: return fn(std::integral_constant<int, 7>{});
     default: Fail("gpu_direct: ", taps_x, " taps along x (it runs 1, 3, 5 or 7)");
+  }
+}
+
+// Calls fn with tile number I of kRegisterTiles as compile-time (filters, run) when it is `tile`, else
+// tries the next one.
+template <int I = 0, typename Fn>
+void WithRegisterTile(RegisterTile tile, Fn&& fn) {
+  if constexpr (I < int(std::size(kRegisterTiles))) {
+    constexpr RegisterTile t = kRegisterTiles[I];
+    if (tile.filters == t.filters && tile.run == t.run)
+      return fn(std::integral_constant<int, t.filters>{}, std::integral_constant<int, t.run>{});
+    return WithRegisterTile<I + 1>(tile, fn);
+  } else {
+    Fail("gpu_direct: no kernel for a register tile of ", tile.filters, " filters x ", tile.run, " outputs");
   }
 }
 
@@ -272,9 +279,12 @@ void Correlate(const Correlation& c, const DType* input, const DType* filters, D
                cudaStream_t stream) {
   const int64_t blocks = CorrelateBlocks(c);
   if (blocks == 0) return;  // an empty output
-  WithKernelShape(c.taps[2], c.Co, [&](auto tx, auto kb) {
-    CorrelateKernel<DType, tx.value, kb.value><<<unsigned(blocks), dim3(kThreadsX, kThreadsY),
-                                                 CorrelateSharedBytes(c), stream>>>(c, input, filters, output, add);
+  WithTapsX(c.taps[2], [&](auto tx) {
+    WithRegisterTile(c.tile, [&](auto kb, auto rx) {
+      CorrelateKernel<DType, tx.value, kb.value, rx.value><<<unsigned(blocks), dim3(kThreadsX, kThreadsY),
+                                                             CorrelateSharedBytes(c), stream>>>(c, input, filters,
+                                                                                                output, add);
+    });
   });
   TE_CUDA_CHECK_LAUNCH("gpu_direct correlation");
 }
@@ -285,9 +295,12 @@ void WeightGrad(const Correlation& c, const DType* input, const DType* out_grad,
   const GradLaunch l = PlanWeightGrad(c);
   if (l.weight_elems == 0) return;
   if (l.blocks > 0) {
-    WithKernelShape(c.taps[2], c.Co, [&](auto tx, auto kb) {
-      WeightGradKernel<DType, tx.value, kb.value><<<unsigned(l.blocks), l.combos_per_block * l.slices,
-                                                    l.shared_bytes, stream>>>(c, l, input, out_grad, partials);
+    // The weight gradient's tile: KB filters times TX taps per thread (PlanWeightGrad).
+    WithTapsX(c.taps[2], [&](auto tx) {
+      WithRegisterTile(HeuristicTile(c.Co), [&](auto kb, auto) {
+        WeightGradKernel<DType, tx.value, kb.value><<<unsigned(l.blocks), l.combos_per_block * l.slices,
+                                                      l.shared_bytes, stream>>>(c, l, input, out_grad, partials);
+      });
     });
     TE_CUDA_CHECK_LAUNCH("gpu_direct weight gradient");
   }
