@@ -7,8 +7,8 @@
 // register tile of KB filters times a run of RX outputs along x (register blocking): every input value it
 // loads feeds up to KB * TX products, every filter value RX of them. The tiles are compile-time
 // (kRegisterTiles); "gpu_direct" takes the one HeuristicTile names, and one algorithm per other tile
-// ("gpu_direct_8x16": 8 filters, runs of 16) lets the tuner time it against the heuristic's. A block computes a tile of 16 output
-// rows, copying the input rows they read (one plane of one channel at a time) and that plane's filter taps
+// ("gpu_direct_8x16": 8 filters, runs of 16) lets the tuner time it against the heuristic's. A block
+// computes a tile of 16 output rows, copying the input rows they read (one plane of one channel at a time) and that plane's filter taps
 // into shared memory, padding as zeros, so the products have no bounds to check. The taps along x (TX)
 // and the tile are compile-time, so the products unroll into a straight run of FMAs.
 //
@@ -45,17 +45,26 @@ struct RegisterTile {
   int filters = 1, run = 16;
 };
 // The tiles compiled: HeuristicTile's four, then the ones only the tuner takes (Recommended says no).
-// 8 x 16 halves the shared-memory loads per product of 8 x 8 (more registers, fewer blocks resident);
-// 4 x 8 makes twice the blocks of 4 x 16, for small problems.
+// 8 x 16 needs 0.55 to 0.75 of 8 x 8's shared-memory loads per product (7 to 1 taps along x), with twice
+// the accumulators and fewer blocks resident; 4 x 8 makes twice the blocks of 4 x 16, for small problems.
 inline constexpr RegisterTile kRegisterTiles[] = {{1, 16}, {2, 16}, {4, 16}, {8, 8}, {8, 16}, {4, 8}};
 constexpr int kHeuristicTiles = 4;
-inline int FilterBlock(int filters) { return filters >= 8 ? 8 : filters >= 4 ? 4 : filters >= 2 ? 2 : 1; }
+constexpr int FilterBlock(int filters) { return filters >= 8 ? 8 : filters >= 4 ? 4 : filters >= 2 ? 2 : 1; }
 // The heuristic's tile: as many filters as the problem has, up to 8, and runs that keep the tile at 64
 // accumulators or fewer.
-inline RegisterTile HeuristicTile(int filters) {
-  const int kb = FilterBlock(filters);
-  return RegisterTile{kb, kb >= 8 ? 8 : 16};
+constexpr RegisterTile HeuristicTile(int filters) {
+  return RegisterTile{FilterBlock(filters), FilterBlock(filters) >= 8 ? 8 : 16};
 }
+// The kernels' dispatch (WithRegisterTile) finds HeuristicTile among the first kHeuristicTiles entries, and
+// the registry makes a tuner's algorithm of each entry after them.
+constexpr bool HeuristicTilesFirst() {
+  for (int i = 0; i < kHeuristicTiles; ++i) {
+    const RegisterTile h = HeuristicTile(1 << i), t = kRegisterTiles[i];
+    if (h.filters != t.filters || h.run != t.run) return false;
+  }
+  return true;
+}
+static_assert(HeuristicTilesFirst(), "kRegisterTiles must start with HeuristicTile(1), (2), (4) and (8), in order");
 
 // A DirectPass as the kernels take it: 32-bit sizes (MakeCorrelation checks that every index fits) and
 // where filter (g, co, ci, tap t) is: filter_g * g + filter_co * co + filter_ci * ci + (flip ? T - 1 - t : t).

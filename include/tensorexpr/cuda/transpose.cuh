@@ -5,7 +5,8 @@
 // TransposeTiles in expr/transpose.h), keeps it in shared memory, and writes it along the output's last
 // dimension (x): both sides coalesced. The tile row is padded by one element so that reading a column of
 // it touches 32 different banks. The source is read through the expression's plan, so any source
-// expression works; the tiles pay only when it reads memory in order along c (a tensor, or a map of them).
+// expression works (a tensor under transpose / swapaxis through a pointer instead: TilePointerReader); the
+// tiles pay only when it reads memory in order along c (a tensor, or a map of them).
 // expr/transpose.h's EvalTranspose calls RunTransposeTiles for dst <saver> transpose(e, axes) / swapaxis /
 // e.T() at the top of an assignment when TransposeTilesPay; otherwise, and inside larger expressions, the
 // map kernel runs.
@@ -34,7 +35,7 @@ constexpr index_t kMinTileSide = 16;
 // How a thread reads output element x of its source row: through a pointer and a step in IndexT when the
 // source is a tensor under transpose(e, axes) / swapaxis (expr::TransposeTensorSource::kAxes), else through
 // the plan. On an H200, swapaxis of 1 GB went from 0.84 of copy (the plan's 64-bit row and column
-// arithmetic per element) to 0.93 through the pointer; a.T() measured the other way round (0.91 through its
+// arithmetic per element) to 0.92 through the pointer; a.T() measured the other way round (0.91 through its
 // plan, 0.81 through the pointer), so it keeps the plan.
 template <typename IndexT, typename RowAt>
 struct TileRowReader {
