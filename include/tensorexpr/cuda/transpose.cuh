@@ -37,11 +37,6 @@ constexpr index_t kMinTileSide = 16;
 // the plan. On an H200, swapaxis of 1 GB went from 0.84 of copy (the plan's 64-bit row and column
 // arithmetic per element) to 0.92 through the pointer; a.T() measured the other way round (0.91 through its
 // plan, 0.81 through the pointer), so it keeps the plan.
-template <typename IndexT, typename RowAt>
-struct TileRowReader {
-  RowAt at;
-  __device__ __forceinline__ auto operator()(IndexT x) const { return at(static_cast<index_t>(x)); }
-};
 template <typename IndexT, typename DType>
 struct TilePointerReader {
   const DType* p;
@@ -53,7 +48,7 @@ __device__ __forceinline__ auto MakeTileReader(const RowAt& at) {
   if constexpr (Source::kAxes) {
     return TilePointerReader<IndexT, DType>{Source::Address(at, 0), static_cast<IndexT>(Source::Step(at))};
   } else {
-    return TileRowReader<IndexT, RowAt>{at};
+    return at;  // called with an IndexT x, which widens to its index_t
   }
 }
 
