@@ -1,10 +1,11 @@
 // bench/cutlass_kernels.cu — every CUTLASS convolution kernel compiled into this build (ops/cuda/cutlass/)
 // on ResNet-50's 20 distinct layers (bench/resnet50_layers.txt, N = 32, channels last), one pass at a time,
-// each kernel timed alone: which kernel is fastest where, for choosing among them in conv_cutlass.h. Only
-// the forward and the data gradient (the weight gradient's kernels run as split reductions whose split
-// the algorithm chooses). Timing: CUDA events around each run, median of --reps after 3 warm-up runs.
+// each kernel timed alone: which kernel is fastest where, for choosing among them in conv_cutlass.h. A
+// weight-gradient kernel runs at each split of its reduction from 1 to 128 (Hopper's: 1) followed by the sum
+// of its float slices into the result (cuda::SumSlices), as the algorithm runs it; the table shows its
+// fastest split (time/split). Timing: CUDA events around each run, median of --reps after 3 warm-up runs.
 //
-// Usage: cutlass_kernels [--dtype fp16|bf16] [--pass fprop|dgrad] [--n 32] [--reps 20] [--layers FILE]
+// Usage: cutlass_kernels [--dtype fp16|bf16] [--pass fprop|dgrad|wgrad] [--n 32] [--reps 20] [--layers FILE]
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -13,6 +14,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
+#include <tensorexpr/cuda/sum_slices.cuh>
+#include <tensorexpr/dtype.h>
 #include "../ops/cuda/cutlass/conv_kernels.h"
 #include "conv_layers.h"
 
@@ -44,15 +47,16 @@ void Fill(void* p, size_t n, Element e, unsigned seed) {
   Check(cudaGetLastError(), "fill");
 }
 
-double MedianMs(int reps, const ConvKernel& k, const Conv2dShape& s, const ConvOperands& o, void* ws) {
+template <typename Run>
+double MedianMs(int reps, const Run& run) {
   cudaEvent_t start, stop;
   Check(cudaEventCreate(&start), "event");
   Check(cudaEventCreate(&stop), "event");
-  for (int i = 0; i < 3; ++i) k.run(s, o, ws, nullptr);
+  for (int i = 0; i < 3; ++i) run();
   std::vector<double> ms;
   for (int r = 0; r < reps; ++r) {
     Check(cudaEventRecord(start), "record");
-    k.run(s, o, ws, nullptr);
+    run();
     Check(cudaEventRecord(stop), "record");
     Check(cudaEventSynchronize(stop), "synchronize");
     float t = 0;
@@ -78,17 +82,18 @@ int main(int argc, char** argv) {
     else if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (a == "--layers" && i + 1 < argc) layers_path = argv[++i];
     else {
-      std::fprintf(stderr, "usage: %s [--dtype fp16|bf16] [--pass fprop|dgrad] [--n 32] [--reps 20] [--layers FILE]\n",
+      std::fprintf(stderr, "usage: %s [--dtype fp16|bf16] [--pass fprop|dgrad|wgrad] [--n 32] [--reps 20] [--layers FILE]\n",
                    argv[0]);
       return 2;
     }
   }
-  if ((dtype != "fp16" && dtype != "bf16") || (pass_name != "fprop" && pass_name != "dgrad") || n < 1 || reps < 1) {
-    std::fprintf(stderr, "cutlass_kernels: --dtype fp16|bf16, --pass fprop|dgrad, --n and --reps >= 1\n");
+  if ((dtype != "fp16" && dtype != "bf16") || (pass_name != "fprop" && pass_name != "dgrad" && pass_name != "wgrad") ||
+      n < 1 || reps < 1) {
+    std::fprintf(stderr, "cutlass_kernels: --dtype fp16|bf16, --pass fprop|dgrad|wgrad, --n and --reps >= 1\n");
     return 2;
   }
   const Element element = dtype == "fp16" ? Element::kF16 : Element::kBF16;
-  const Pass pass = pass_name == "fprop" ? Pass::kFprop : Pass::kDgrad;
+  const Pass pass = pass_name == "fprop" ? Pass::kFprop : pass_name == "dgrad" ? Pass::kDgrad : Pass::kWgrad;
   try {
     if (layers_path.empty()) layers_path = conv_layers::FindFile("TE_CONV_LAYERS", "resnet50_layers.txt");
     const std::vector<conv_layers::Layer> layers = conv_layers::ReadLayers(layers_path);
@@ -123,7 +128,8 @@ int main(int argc, char** argv) {
       Fill(x, act, element, 1), Fill(w, flt, element, 2), Fill(y, out, element, 3);
       ConvOperands o;
       if (pass == Pass::kFprop) o.a = x, o.b = w, o.c = y;
-      else o.a = y, o.b = w, o.c = x;
+      else if (pass == Pass::kDgrad) o.a = y, o.b = w, o.c = x;
+      else o.a = y, o.b = x;  // c: the slices, in the workspace
       char label[64];
       std::snprintf(label, sizeof(label), "%lld:%lld:%lld:%lld:%lld:%lld", (long long)L.C, (long long)L.H,
                     (long long)L.K, (long long)L.R, (long long)L.stride, (long long)L.pad);
@@ -132,17 +138,44 @@ int main(int argc, char** argv) {
       const char* best_name = "-";
       for (size_t i = 0; i < kernels.size(); ++i) {
         const ConvKernel& k = *kernels[i];
-        if (!k.why_not(s).empty()) {
+        double ms = -1;
+        int best_split = 0;
+        for (int split = 1; split <= (pass == Pass::kWgrad ? 128 : 1); split *= 2) {
+          Conv2dShape t = s;
+          t.split_k = split;
+          if (!k.why_not(t).empty()) continue;
+          const size_t slices = pass == Pass::kWgrad ? sizeof(float) * split * flt : 0;
+          const size_t ws_bytes = std::max(k.workspace_bytes(t), slices);
+          if (slices > (size_t(512) << 20)) break;
+          void* ws = nullptr;
+          if (ws_bytes) Check(cudaMalloc(&ws, ws_bytes), "malloc");
+          const double split_ms = MedianMs(reps, [&] {
+            if (pass != Pass::kWgrad) return k.run(t, o, ws, nullptr);
+            ConvOperands ow = o;
+            ow.c = ws;
+            k.run(t, ow, ws, nullptr);
+            const float* partials = static_cast<const float*>(ws);
+            const tensorexpr::index_t size = tensorexpr::index_t(flt);
+            if (element == Element::kF16)
+              tensorexpr::cuda::SumSlices(partials, split, size, size, 0, 0.0f, static_cast<tensorexpr::half_t*>(w), nullptr);
+            else
+              tensorexpr::cuda::SumSlices(partials, split, size, size, 0, 0.0f, static_cast<tensorexpr::bf16_t*>(w), nullptr);
+          });
+          if (ws) cudaFree(ws);
+          if (ms < 0 || split_ms < ms) ms = split_ms, best_split = split;
+        }
+        if (ms < 0) {
           std::printf(" %12s", "-");
           totals[i] = -1e30;
           continue;
         }
-        void* ws = nullptr;
-        const size_t ws_bytes = k.workspace_bytes(s);
-        if (ws_bytes) Check(cudaMalloc(&ws, ws_bytes), "malloc");
-        const double ms = MedianMs(reps, k, s, o, ws);
-        if (ws) cudaFree(ws);
-        std::printf(" %12.4f", ms);
+        if (pass == Pass::kWgrad) {
+          char cell[32];
+          std::snprintf(cell, sizeof(cell), "%.4f/%d", ms, best_split);
+          std::printf(" %12s", cell);
+        } else {
+          std::printf(" %12.4f", ms);
+        }
         totals[i] += ms;
         if (best_name[0] == '-' || ms < best) best = ms, best_name = k.name;
       }

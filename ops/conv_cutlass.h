@@ -222,9 +222,11 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
   }
 
   // The 2-D problem in CUTLASS's terms with C and K as the kernels see them (the geometry is 3-D with a
-  // unit depth; Prepare checked that). Weight-gradient kernels (float slices) also get their split: the
-  // output tiles times the slices fill the GPU about twice, each slice keeps 4 tile steps of the
-  // reduction at least, and the slices stay within the workspace the problem allows.
+  // unit depth; Prepare checked that). Ampere's weight-gradient kernels (float slices) also get their
+  // split: the output tiles times the slices fill the GPU once for the 16-bit kernels (their fastest
+  // splits on ResNet-50's layers gave 1 to 5 blocks per SM: bench/cutlass_kernels --pass wgrad) and twice
+  // for float's, each slice keeps 4 tile steps of the reduction at least, and the slices stay within the
+  // workspace the problem allows. Hopper's do not split.
   static cutlass_conv::Conv2dShape KernelShape(const ConvProblem& pr, const Kernel& k, index_t C, index_t K) {
     const ConvGeometry& g = pr.geom;
     cutlass_conv::Conv2dShape s;
@@ -232,15 +234,17 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     s.R = int(g.kernel[1]), s.S = int(g.kernel[2]), s.P = int(g.out[1]), s.Q = int(g.out[2]);
     s.pad_h = int(g.pad[1]), s.pad_w = int(g.pad[2]), s.stride_h = int(g.stride[1]), s.stride_w = int(g.stride[2]);
     s.dilation_h = int(g.dilate[1]), s.dilation_w = int(g.dilate[2]);
-    if (!k.float_output) return s;
+    if (!k.float_output || k.sm == 90) return s;
     long long mnk[3];
     k.gemm_size(s, mnk);
     const long long tiles = ((mnk[0] + k.tile_m - 1) / k.tile_m) * ((mnk[1] + k.tile_n - 1) / k.tile_n);
+    const long long waves = k.element == cutlass_conv::Element::kF32 ? 2 : 1;
     const long long sms = cuda::CurrentDeviceInfo().sm_count;
     const size_t slice_bytes = sizeof(float) * size_t(mnk[0]) * size_t(mnk[1]);
     const long long by_bytes =
         (long long)(std::min(pr.workspace_limit, kMaxSliceBytes) / std::max<size_t>(slice_bytes, 1));
-    const long long split = std::min({(2 * sms + tiles - 1) / tiles, mnk[2] / (4LL * k.tile_k), by_bytes, 128LL});
+    const long long split =
+        std::min({(waves * sms + tiles - 1) / tiles, mnk[2] / (4LL * k.tile_k), by_bytes, 128LL});
     s.split_k = int(std::max(1LL, split));
     return s;
   }
@@ -263,10 +267,22 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     const long long tiles = ((mnk[0] + 127) / 128) * ((mnk[1] + 127) / 128);
     return tiles <= cuda::CurrentDeviceInfo().sm_count && mnk[2] >= 1024;
   }
+  // Whether kernel k is the one to prefer for a weight gradient of size mnk. Hopper's kernels, which do not
+  // split the reduction, beat Ampere's split ones (bench/cutlass_kernels --pass wgrad, H200, fp16) once their
+  // 128 x 64 tiles of the output occupy 45% of the SMs or more (by 20-45% on ResNet-50's layers at 14x14 and
+  // 7x7), the 128 x 128 tile once its own tiles occupy 7/8 of them; below that Ampere's kernels win.
+  static bool WgradPreferred(const Kernel& k, const long long mnk[3]) {
+    const long long sms = cuda::CurrentDeviceInfo().sm_count;
+    auto tiles = [mnk](long long n) { return ((mnk[0] + 127) / 128) * ((mnk[1] + n - 1) / n); };
+    const bool hopper = 20 * tiles(64) >= 9 * sms;
+    if (k.sm != 90) return !hopper;
+    return hopper && (k.tile_n == 128) == (8 * tiles(128) >= 7 * sms);
+  }
 
   // The compiled kernel that can run `pass` of `pr` (directly or staged) with the least padded work: the
   // implicit GEMM's M x N rounded up to its tiles (a 128-wide tile on 64 channels does twice the work);
-  // on a tie a Hopper kernel where HopperKernelsPay, else the earlier, larger tile. Kernel null with the
+  // on a tie a Hopper kernel where HopperKernelsPay (for the weight gradient: WgradPreferred's kernel), else
+  // the earlier, larger tile. Kernel null with the
   // reason in *why when none can.
   static Plan Prepare(const ConvProblem& pr, ConvPass pass, std::string* why,
                       cutlass_conv::Epilogue epilogue = cutlass_conv::Epilogue::kLinear) {
@@ -311,7 +327,8 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
       k.gemm_size(p.shape, mnk);
       const double work = double((mnk[0] + k.tile_m - 1) / k.tile_m * k.tile_m) *
                           double((mnk[1] + k.tile_n - 1) / k.tile_n * k.tile_n);
-      const bool preferred = (k.sm == 90) == HopperKernelsPay(mnk);
+      const bool preferred =
+          pass == ConvPass::kBackwardWeight ? WgradPreferred(k, mnk) : (k.sm == 90) == HopperKernelsPay(mnk);
       if (best.kernel == nullptr || work < best_work || (work == best_work && preferred && !best_preferred))
         best = p, best_work = work, best_preferred = preferred;
     }

@@ -311,12 +311,18 @@ bool ImplementsPass(const std::string& name, const Case& c, Stream<Device>* stre
   const ops::ConvProblem pr = ops::MakeConvProblem<Device, DType>(g, stream, !c.padded_rows, c.param.workspace);
   return a->CanImplement(pr, pass).ok;
 }
-// ... every pass of case c.
+// The passes algorithm `name` does not implement for case c (Winograd's weight gradient, all but
+// shifted_gemm's, the tuner's gpu_direct tiles' weight gradient) get the req kNullOp in *reqs; false when
+// it implements none of them.
 template <typename Device, typename DType>
-bool Implements(const std::string& name, const Case& c, Stream<Device>* stream) {
-  for (ops::ConvPass pass : {ops::ConvPass::kForward, ops::ConvPass::kBackwardData, ops::ConvPass::kBackwardWeight})
-    if (!ImplementsPass<Device, DType>(name, c, stream, pass)) return false;
-  return true;
+bool OnlyImplementedPasses(const std::string& name, const Case& c, Stream<Device>* stream, Reqs* reqs) {
+  const bool fwd = ImplementsPass<Device, DType>(name, c, stream, ops::ConvPass::kForward),
+             data = ImplementsPass<Device, DType>(name, c, stream, ops::ConvPass::kBackwardData),
+             weight = ImplementsPass<Device, DType>(name, c, stream, ops::ConvPass::kBackwardWeight);
+  if (!fwd) reqs->fwd = kNullOp;
+  if (!data) reqs->data = kNullOp;
+  if (!weight) reqs->weight = kNullOp;
+  return fwd || data || weight;
 }
 
 // The grid, with `algorithm` forced ("" : the library's choice) on the cases it can implement; returns
@@ -333,17 +339,8 @@ int RunGrid(Stream<Device>* stream, size_t seed_offset, const std::string& algor
     c.param.layout = layout;
     if (algorithm == "winograd_4x4") c.tol_scale = kWinograd4x4TolScale;
     Reqs reqs = ReqPattern(pattern);
-    if (!algorithm.empty()) {
-      // The passes an algorithm does not implement (Winograd's weight gradient, all but shifted_gemm's)
-      // run with the req kNullOp; a case it implements no pass of is left out.
-      const bool fwd = ImplementsPass<Device, DType>(algorithm, c, stream, ops::ConvPass::kForward),
-                 data = ImplementsPass<Device, DType>(algorithm, c, stream, ops::ConvPass::kBackwardData),
-                 weight = ImplementsPass<Device, DType>(algorithm, c, stream, ops::ConvPass::kBackwardWeight);
-      if (!fwd && !data && !weight) return;
-      if (!fwd) reqs.fwd = kNullOp;
-      if (!data) reqs.data = kNullOp;
-      if (!weight) reqs.weight = kNullOp;
-    }
+    // A forced algorithm runs the passes it implements; a case it implements none of is left out.
+    if (!algorithm.empty() && !OnlyImplementedPasses<Device, DType>(algorithm, c, stream, &reqs)) return;
     RunCase<Device, DType, d, d>(stream, c, reqs);
     ++ran;
   };
@@ -382,7 +379,8 @@ TE_DEVICE_TEST_CASE("convolution double matches the float64 reference over the g
 }
 
 // Each registered algorithm, forced by name, on every grid case it can implement (strided inputs, every
-// req, groups, dilation, 1-D / 2-D / 3-D), in float and double; half and bf16 on three cases each.
+// req, groups, dilation, 1-D / 2-D / 3-D), in float and double; half and bf16 on three cases each, every
+// pass the algorithm implements.
 TE_DEVICE_TEST_CASE("every convolution algorithm matches the float64 reference where it implements",
                     "[conv][algorithm]") {
   for (const std::string& name : ops::ListConvAlgorithms<Device, float>()) {
@@ -397,8 +395,11 @@ TE_DEVICE_TEST_CASE("every convolution algorithm matches the float64 reference w
     for (const Case& base : {Grid2D()[0], Grid2D()[5], Grid2D()[11]}) {
       Case c = base;
       c.param.algorithm = name;
-      if (Implements<Device, half_t>(name, c, stream)) RunCase<Device, half_t, 4, 4>(stream, c, ReqPattern(1));
-      if (Implements<Device, bf16_t>(name, c, stream)) RunCase<Device, bf16_t, 4, 4>(stream, c, ReqPattern(2));
+      Reqs half_reqs = ReqPattern(1), bf16_reqs = ReqPattern(2);
+      if (OnlyImplementedPasses<Device, half_t>(name, c, stream, &half_reqs))
+        RunCase<Device, half_t, 4, 4>(stream, c, half_reqs);
+      if (OnlyImplementedPasses<Device, bf16_t>(name, c, stream, &bf16_reqs))
+        RunCase<Device, bf16_t, 4, 4>(stream, c, bf16_reqs);
     }
   }
 }

@@ -344,18 +344,18 @@ TE_DEVICE_TEST_CASE("transpose merges dimensions that stay neighbours and keeps 
 // at least 16, edges that are not multiples of the 32-element tile, the source's last dimensions spread
 // over several output dimensions, an inner block between them and the output's last, padded rows on
 // either side, = and +=, both index widths, and a source that is an expression rather than a tensor.
+// The source's layout, = or +=, and a tensor or an expression as the source, as given.
 template <typename Device, typename DType, int dim>
-void CheckTiledTranspose(Stream<Device>* stream, const Shape<dim>& s, const Shape<dim>& axes) {
+void CheckTiledTransposeAs(Stream<Device>* stream, const Shape<dim>& s, const Shape<dim>& axes, Layout layout,
+                           bool add, bool of_expression) {
   Shape<dim> want;
   for (int i = 0; i < dim; ++i) want[i] = s[axes[i]];
   for (bool force64 : Index64Modes<Device>()) {
     Index64Scope scope(force64);
-    const Layout layout = RandLayout();
     auto a = MakeInput<Device, dim, DType>(s, layout, stream);
     TensorContainer<cpu, dim, DType> init;
     auto out = MakeOutput<Device, dim, DType>(want, RandInt(0, 1) == 1, stream, &init);
     Tensor<Device, dim, DType> o = out.view();
-    const bool add = RandInt(0, 1) == 1, of_expression = RandInt(0, 1) == 1;
     if (of_expression) {
       if (add) o += transpose(a.dev * DType(2), axes);
       else o = transpose(a.dev * DType(2), axes);
@@ -372,6 +372,13 @@ void CheckTiledTranspose(Stream<Device>* stream, const Shape<dim>& s, const Shap
       return add ? v + At(init.view(), idx) : v;
     }, add || std::is_same<DType, half_t>::value ? Tol<DType>() : 0.0);  // a float sum rounds
   }
+}
+// ... drawn at random.
+template <typename Device, typename DType, int dim>
+void CheckTiledTranspose(Stream<Device>* stream, const Shape<dim>& s, const Shape<dim>& axes) {
+  const Layout layout = RandLayout();
+  const bool add = RandInt(0, 1) == 1, of_expression = RandInt(0, 1) == 1;
+  CheckTiledTransposeAs<Device, DType>(stream, s, axes, layout, add, of_expression);
 }
 
 TE_DEVICE_TEST_CASE("transposes large enough for tiles match the reference", "[layout][transpose_tiles]") {
@@ -396,6 +403,19 @@ TE_DEVICE_TEST_CASE("transposes large enough for tiles match the reference", "[l
   Tensor<Device, 2, float> o = out.view();
   o = m.dev.T();
   CheckAll(ToHost(o), [&](const Shape<2>& idx) { return At(m.host, Shape2(idx[1], idx[0])); }, 0.0);
+}
+
+// A tensor under transpose(e, axes) is read through a pointer and one step per output row (the GPU's tiles,
+// cpu/transpose.h's blocks): from every source layout, padded rows and a Slice() of them included, with =
+// and +=, in both index widths.
+TE_DEVICE_TEST_CASE("tiled transposes of a tensor read every source layout right", "[layout][transpose_tiles]") {
+  for (Layout layout : {Layout::kContiguous, Layout::kPadded, Layout::kRowsOfPadded}) {
+    for (bool add : {false, true}) {
+      CheckTiledTransposeAs<Device, float>(stream, Shape3(2, 67, 40), Shape3(0, 2, 1), layout, add, false);
+      CheckTiledTransposeAs<Device, half_t>(stream, Shape4(2, 40, 5, 7), Shape4(0, 2, 3, 1), layout, add, false);
+      CheckTiledTransposeAs<Device, double>(stream, Shape4(3, 2, 33, 20), Shape4(3, 1, 0, 2), layout, add, false);
+    }
+  }
 }
 
 #if !defined(__CUDACC__)

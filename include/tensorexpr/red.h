@@ -8,6 +8,14 @@
 #include "dtype.h"
 #include "integer.h"
 
+// On compute capability 8.0 and newer a float maximum or minimum that propagates NaN is one instruction
+// (PTX max.NaN / min.NaN) where red::maximum / red::minimum's rule takes a compare, a NaN test and a
+// select. Its NaN is the canonical quiet NaN, as the CPU's vector loops give (cpu/simd_max_min.h); of -0
+// and +0 either may be kept.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define TE_FLOAT_MAX_NAN_INSTRUCTION 1
+#endif
+
 namespace tensorexpr {
 namespace red {
 
@@ -54,12 +62,28 @@ struct maximum {
   static const char* name() { return "maximum"; }
   template <typename A, typename DType = A> TE_XINLINE static A Init() { return detail::MaxIdentity<A, DType>(); }
   // Once acc is NaN no comparison replaces it; a NaN v replaces anything.
-  template <typename A> TE_XINLINE static void Reduce(A& acc, A v) { if (v > acc || detail::IsNaN(v)) acc = v; }
+  template <typename A> TE_XINLINE static void Reduce(A& acc, A v) {
+#if defined(TE_FLOAT_MAX_NAN_INSTRUCTION)
+    if constexpr (std::is_same<A, float>::value) {
+      asm("max.NaN.f32 %0, %0, %1;" : "+f"(acc) : "f"(v));
+      return;
+    }
+#endif
+    if (v > acc || detail::IsNaN(v)) acc = v;
+  }
 };
 struct minimum {
   static const char* name() { return "minimum"; }
   template <typename A, typename DType = A> TE_XINLINE static A Init() { return detail::MinIdentity<A, DType>(); }
-  template <typename A> TE_XINLINE static void Reduce(A& acc, A v) { if (v < acc || detail::IsNaN(v)) acc = v; }
+  template <typename A> TE_XINLINE static void Reduce(A& acc, A v) {
+#if defined(TE_FLOAT_MAX_NAN_INSTRUCTION)
+    if constexpr (std::is_same<A, float>::value) {
+      asm("min.NaN.f32 %0, %0, %1;" : "+f"(acc) : "f"(v));
+      return;
+    }
+#endif
+    if (v < acc || detail::IsNaN(v)) acc = v;
+  }
 };
 
 // ---- reducers written to mshadow's interface --------------------------------------------------------

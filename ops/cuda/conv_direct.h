@@ -231,8 +231,10 @@ class ConvGpuDirect : public ConvAlgorithm<gpu, DType> {
     return pass != ConvPass::kBackwardData || pr.geom.Kg() <= 32;
   }
   size_t WorkspaceBytes(const ConvProblem& pr, const ConvStores& stores) const override {
+    // Only the weight gradient takes workspace, and a tuner's variant refuses that pass.
     gpu_direct::Correlation c;
-    if (!stores.weight_grad.active || !gpu_direct::MakeCorrelation(pr.geom, ConvPass::kForward, &c, nullptr)) return 0;
+    if (fixed_ || !stores.weight_grad.active || !gpu_direct::MakeCorrelation(pr.geom, ConvPass::kForward, &c, nullptr))
+      return 0;
     const gpu_direct::GradLaunch l = gpu_direct::PlanWeightGrad(c);
     return size_t(l.chunks) * l.weight_elems * sizeof(float);
   }

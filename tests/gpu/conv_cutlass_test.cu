@@ -9,6 +9,7 @@
 #include <string>
 #include <type_traits>
 #include <vector>
+#include <tensorexpr/cuda/sum_slices.cuh>
 #include <tensorexpr/ops/conv_epilogue.h>
 #include <tensorexpr/ops/convolution.h>
 #include "../../ops/cuda/cutlass/conv_kernels.h"
@@ -305,6 +306,9 @@ TEST_CASE("CUTLASS implicit GEMM in half and bf16 matches float64, forward and b
     CheckConv<half_t>(c, kCutlass, s, 1e-2);
     CheckConv<bf16_t>(c, kCutlass, s, 2e-2);
   }
+  // 512 filters of 3 x 3 x 512: a weight gradient whose tiles fill an H100 or H200, which takes Hopper's
+  // unsplit kernel there (conv_cutlass.h's WgradPreferred).
+  CheckConv<half_t>({2, 7, 7, 512, 512, 3, 3, 1, 1, 1, 1}, kCutlass, s, 1e-2);
   DeleteStream(s);
 }
 
@@ -323,11 +327,11 @@ TEST_CASE("CUTLASS implicit GEMM in float, forward and backward: TF32 on tensor 
   DeleteStream(s);
 }
 
-// Every compiled forward and data-gradient kernel for half and bf16 that this GPU runs (Ampere's, and on
-// Hopper also the TMA / wgmma ones), called directly rather than through the algorithm's choice, on each
-// aligned shape it accepts: D = acc, then D = acc + 1 * D (the epilogue's source), against float64.
-TEST_CASE("every compiled CUTLASS half / bf16 forward and data-gradient kernel matches float64 where it runs",
-          "[gpu][conv][cutlass]") {
+// Every compiled kernel for half and bf16 that this GPU runs (Ampere's, and on Hopper also the TMA / wgmma
+// ones), called directly rather than through the algorithm's choice, on each aligned shape it accepts,
+// against float64. Forward and data gradient: D = acc, then D = acc + 1 * D (the epilogue's source). Weight
+// gradient: float slices of the reduction (1 and 3 of them where the kernel splits), summed.
+TEST_CASE("every compiled CUTLASS half / bf16 kernel matches float64 where it runs", "[gpu][conv][cutlass]") {
   TE_REQUIRE_CUTLASS(half_t);
   namespace cc = ops::cutlass_conv;
   int device = 0;
@@ -350,6 +354,31 @@ TEST_CASE("every compiled CUTLASS half / bf16 forward and data-gradient kernel m
     FillRandom(wh.view());
     FillRandom(dyh.view());
     const Reference ref(c, Values(xh), Values(wh), Values(dyh));
+    const double tol = std::is_same<DType, half_t>::value ? 1e-2 : 2e-2;
+    if (k.pass == cc::Pass::kWgrad) {
+      TensorContainer<gpu, 4, DType> dy = Upload(dyh, false, nullptr), x = Upload(xh, false, nullptr);
+      TensorContainer<gpu, 4, float> dw(wh.shape_);
+      int splits = 0;
+      for (int split : {1, 3}) {
+        s.split_k = split;
+        if (!k.why_not(s).empty()) continue;
+        // The slices are the kernel's output and (as conv_cutlass.h hands it) its workspace.
+        const index_t size = wh.shape_.Size();
+        TensorContainer<gpu, 1, float> slices(
+            Shape1(std::max<index_t>(split * size, index_t(k.workspace_bytes(s) / sizeof(float)) + 1)));
+        cc::ConvOperands o;
+        o.a = dy.dptr_, o.b = x.dptr_, o.c = slices.dptr_;
+        INFO("kernel " << k.name << ", split " << split << ", N " << c.N << " H " << c.H << " W " << c.W << " C " << c.C
+                       << " K " << c.K << " kernel " << c.R << "x" << c.S << " stride " << c.stride << " dilate "
+                       << c.dilate << " pad " << c.pad);
+        k.run(s, o, slices.dptr_, nullptr);
+        cuda::SumSlices(slices.dptr_, split, size, size, index_t(0), 0.0f, dw.dptr_, nullptr);
+        REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+        CheckAgainst("weight grad", dw.view(), ops::Layout::kNHWC, ref.dw, 1.0, tol);
+        ++splits;
+      }
+      return splits > 0;
+    }
     const bool fprop = k.pass == cc::Pass::kFprop;
     TensorContainer<gpu, 4, DType> a = Upload(fprop ? xh : dyh, false, nullptr), w = Upload(wh, false, nullptr);
     TensorContainer<gpu, 4, DType> out(fprop ? dyh.shape_ : xh.shape_);
@@ -358,7 +387,6 @@ TEST_CASE("every compiled CUTLASS half / bf16 forward and data-gradient kernel m
     o.a = a.dptr_, o.b = w.dptr_, o.c = out.dptr_;
     INFO("kernel " << k.name << ", N " << c.N << " H " << c.H << " W " << c.W << " C " << c.C << " K " << c.K << " kernel "
                    << c.R << "x" << c.S << " stride " << c.stride << " dilate " << c.dilate << " pad " << c.pad);
-    const double tol = std::is_same<DType, half_t>::value ? 1e-2 : 2e-2;
     for (const float beta : {0.0f, 1.0f}) {
       o.beta = beta;
       k.run(s, o, ws.dptr_, nullptr);
@@ -370,8 +398,7 @@ TEST_CASE("every compiled CUTLASS half / bf16 forward and data-gradient kernel m
   };
   int kernels = 0;
   for (const cc::ConvKernel& k : cc::CompiledConvKernels()) {
-    if ((k.pass != cc::Pass::kFprop && k.pass != cc::Pass::kDgrad) || k.epilogue != cc::Epilogue::kLinear ||
-        k.element == cc::Element::kF32 || (k.sm != 0 && k.sm != sm))
+    if (k.epilogue != cc::Epilogue::kLinear || k.element == cc::Element::kF32 || (k.sm != 0 && k.sm != sm))
       continue;
     int ran = 0;
     for (const Conv2d& c : shapes)

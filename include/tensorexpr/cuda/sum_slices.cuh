@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cuda_runtime.h>
 #include "../base.h"
+#include "../dtype.h"
 #include "check.cuh"
 
 namespace tensorexpr {

@@ -33,10 +33,13 @@ constexpr int kTilesPerBlockX = 2;             // tiles along x a block moves in
 constexpr index_t kMinTileSide = 16;
 
 // How a thread reads output element x of its source row: through a pointer and a step in IndexT when the
-// source is a tensor under transpose(e, axes) / swapaxis (expr::TransposeTensorSource::kAxes), else through
-// the plan. On an H200, swapaxis of 1 GB went from 0.84 of copy (the plan's 64-bit row and column
-// arithmetic per element) to 0.92 through the pointer; a.T() measured the other way round (0.91 through its
-// plan, 0.81 through the pointer), so it keeps the plan.
+// source is a tensor of 3 or more dimensions under transpose(e, axes) / swapaxis, else through the plan.
+// On an H200, swapaxis of 1 GB went from 0.84 of copy (the plan's 64-bit row and column arithmetic per
+// element) to 0.92 through the pointer; 2-D transposes measured the other way round (a.T() 0.92 of copy
+// through its plan, transpose(a, (1, 0)) and swapaxis<1, 0>(a) 0.89 through the pointer), so they keep
+// their plans.
+template <typename Source>
+constexpr bool kTileReadsPointer = Source::kAxes && Source::kDim > 2;
 template <typename IndexT, typename DType>
 struct TilePointerReader {
   const DType* p;
@@ -45,7 +48,7 @@ struct TilePointerReader {
 };
 template <typename Source, typename IndexT, typename DType, typename RowAt>
 __device__ __forceinline__ auto MakeTileReader(const RowAt& at) {
-  if constexpr (Source::kAxes) {
+  if constexpr (kTileReadsPointer<Source>) {
     return TilePointerReader<IndexT, DType>{Source::Address(at, 0), static_cast<IndexT>(Source::Step(at))};
   } else {
     return at;  // called with an IndexT x, which widens to its index_t
@@ -125,7 +128,7 @@ inline void RunTransposeTiles(const Tensor<gpu, dim, DType>& dst, const expr::Tr
   // 32-bit indices when every index formed fits: rows * stride + x, the strided tile starts, and for a
   // tensor source the offsets x * step from a row's first element.
   index_t read_step = 0;
-  if constexpr (Source::kAxes) read_step = Source::Step(plan.AtRow(0));
+  if constexpr (kTileReadsPointer<Source>) read_step = Source::Step(plan.AtRow(0));
   const bool fits32 = s[0] * dst.stride_ + kTile <= INT32_MAX && t.c + kTile <= INT32_MAX && t.x + kTile <= INT32_MAX &&
                       (t.x + kTile) * read_step <= INT32_MAX && !Force64BitIndexFlag().load();
   const cudaStream_t stream = Stream<gpu>::GetStream(dst.stream_);

@@ -175,6 +175,7 @@ struct TransposeTensorSource {
   static constexpr bool kAxes = std::is_same<Plan, typename TransposeAxesExp<Tensor<Device, dim, DType>, DType, dim>::Plan>::value;
   static constexpr bool k2D = dim == 2 && std::is_same<Plan, typename TransposeExp<Tensor<Device, 2, DType>>::Plan>::value;
   static constexpr bool kTensorSource = kAxes || k2D;
+  static constexpr int kDim = dim;
   template <typename RowAt>
   TE_XINLINE static const DType* Address(const RowAt& at, index_t x) {
     if constexpr (kAxes) {

@@ -13,14 +13,17 @@ void AppendFpropBiasF16Kernels(std::vector<ConvKernel>& kernels);
 void AppendFpropBiasBF16Kernels(std::vector<ConvKernel>& kernels);
 void AppendFpropBias32Kernels(std::vector<ConvKernel>& kernels);
 void AppendGrad16Kernels(std::vector<ConvKernel>& kernels);
+void AppendWgrad16Kernels(std::vector<ConvKernel>& kernels);
 void AppendGrad32Kernels(std::vector<ConvKernel>& kernels);
 void AppendSm90Fprop16Kernels(std::vector<ConvKernel>& kernels);
+void AppendSm90Wgrad16Kernels(std::vector<ConvKernel>& kernels);
 
 const std::vector<ConvKernel>& CompiledConvKernels() {
   static const std::vector<ConvKernel> kernels = [] {
     std::vector<ConvKernel> v;
     AppendFprop16Kernels(v);
     AppendGrad16Kernels(v);
+    AppendWgrad16Kernels(v);
     AppendFpropBiasF16Kernels(v);
 #if !TE_CUTLASS_KERNELS_SUBSET
     AppendFprop32Kernels(v);
@@ -30,6 +33,7 @@ const std::vector<ConvKernel>& CompiledConvKernels() {
 #endif
 #if TE_CUTLASS_SM90
     AppendSm90Fprop16Kernels(v);  // conv_cutlass.h says where they are preferred
+    AppendSm90Wgrad16Kernels(v);
 #endif
     return v;
   }();

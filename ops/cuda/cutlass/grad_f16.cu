@@ -1,5 +1,5 @@
-// ops/cuda/cutlass/grad_f16.cu — data- and weight-gradient kernels for half and bf16 on tensor cores
-// (float accumulation; the weight gradient in float slices).
+// ops/cuda/cutlass/grad_f16.cu — data-gradient kernels for half and bf16 on tensor cores (float
+// accumulation). The weight gradient's are in wgrad_f16.cu, a unit of its own to compile beside this one.
 #include "conv_kernel.cuh"
 
 namespace tensorexpr {
@@ -16,7 +16,7 @@ using Mma = Tiles16::Mma;
 
 // The kernels of element type E, in the order of `names`.
 template <typename E>
-void Append(std::vector<ConvKernel>& kernels, Element element, const char* const (&names)[5]) {
+void Append(std::vector<ConvKernel>& kernels, Element element, const char* const (&names)[4]) {
   kernels.push_back(MakeConvKernel<TensorOpDgrad<E, Tile, Warp, Mma, 3, StrideSupport::kUnity>>(
       names[0], Pass::kDgrad, element, Math::kTensorOp));
   kernels.push_back(MakeConvKernel<TensorOpDgrad<E, NarrowTile, NarrowWarp, Mma, 4, StrideSupport::kUnity>>(
@@ -25,20 +25,16 @@ void Append(std::vector<ConvKernel>& kernels, Element element, const char* const
       names[2], Pass::kDgrad, element, Math::kTensorOp));
   kernels.push_back(MakeConvKernel<TensorOpDgrad<E, NarrowTile, NarrowWarp, Mma, 4, StrideSupport::kStrided>>(
       names[3], Pass::kDgrad, element, Math::kTensorOp));
-  kernels.push_back(MakeConvKernel<TensorOpWgrad<E, Tile, Warp, Mma, 3>>(names[4], Pass::kWgrad, element,
-                                                                        Math::kTensorOp));
 }
 }  // namespace
 
 void AppendGrad16Kernels(std::vector<ConvKernel>& kernels) {
   Append<cutlass::half_t>(kernels, Element::kF16,
                           {"f16_tensorop_dgrad_unity_128x128x64_3", "f16_tensorop_dgrad_unity_128x64x64_4",
-                           "f16_tensorop_dgrad_strided_128x128x64_3", "f16_tensorop_dgrad_strided_128x64x64_4",
-                           "f16_tensorop_wgrad_128x128x64_3"});
+                           "f16_tensorop_dgrad_strided_128x128x64_3", "f16_tensorop_dgrad_strided_128x64x64_4"});
   Append<cutlass::bfloat16_t>(kernels, Element::kBF16,
                               {"bf16_tensorop_dgrad_unity_128x128x64_3", "bf16_tensorop_dgrad_unity_128x64x64_4",
-                               "bf16_tensorop_dgrad_strided_128x128x64_3", "bf16_tensorop_dgrad_strided_128x64x64_4",
-                               "bf16_tensorop_wgrad_128x128x64_3"});
+                               "bf16_tensorop_dgrad_strided_128x128x64_3", "bf16_tensorop_dgrad_strided_128x64x64_4"});
 }
 
 }  // namespace cutlass_conv

@@ -6,6 +6,7 @@
 // compute capability 9.0 (sm_90a), so the ConvKernel says sm = 90. Included only by the kernel units.
 #pragma once
 #include <string>
+#include <type_traits>
 #include <cute/tensor.hpp>
 #include <cutlass/cutlass.h>
 #include <cutlass/kernel_hardware_info.hpp>
@@ -15,6 +16,7 @@
 #include <cutlass/conv/dispatch_policy.hpp>
 #include <cutlass/conv/kernel/conv_universal.hpp>
 #include <cutlass/epilogue/collective/collective_builder.hpp>
+#include <cutlass/util/packed_stride.hpp>
 #include <tensorexpr/base.h>
 #include "conv_kernels.h"
 
@@ -22,25 +24,33 @@ namespace tensorexpr {
 namespace ops {
 namespace cutlass_conv {
 
-// The forward on Hopper: activations (N, H, W, C) and filters (K, R, S, C) of element type E, output
-// (N, P, Q, K) in E, float accumulation, D = acc + beta * C; a thread-block tile of TileShape (M: output
-// pixels, N: filters, K: the reduction), clusters of one block.
-template <typename E, typename TileShape>
-struct Sm90Fprop {
+// A Hopper convolution of operator Op (kFprop or kWgrad) on activations (N, H, W, C) of element type E,
+// float accumulation, D = acc + beta * C, a thread-block tile of TileShape, clusters of one block:
+//   kFprop  filters (K, R, S, C) in E -> output (N, P, Q, K) in E; the tile's M is output pixels, N filters
+//   kWgrad  output gradient (N, P, Q, K) in E -> filter gradient (K, R, S, C) in float (a slice, as the
+//           Ampere weight-gradient kernels write: conv_kernels.h); M is filters, N the filters' taps
+template <cutlass::conv::Operator Op, typename E, typename TileShape>
+struct Sm90Config {
+  static constexpr cutlass::conv::Operator kOperator = Op;
   static constexpr int kAlignment = 128 / cutlass::sizeof_bits<E>::value;
-  using Layout = cutlass::layout::TensorNHWC;
+  using Out = std::conditional_t<Op == cutlass::conv::Operator::kWgrad, float, E>;
+  static constexpr int kOutAlignment = 128 / cutlass::sizeof_bits<Out>::value;
+  using Activations = cutlass::layout::TensorNHWC;
+  using OutLayout = std::conditional_t<Op == cutlass::conv::Operator::kWgrad, cutlass::layout::TensorKCSR,
+                                       cutlass::layout::TensorNHWC>;
   using Cluster = cute::Shape<cute::_1, cute::_1, cute::_1>;
   using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, Cluster,
-      cutlass::epilogue::collective::EpilogueTileAuto, float, float, E, Layout, kAlignment, E, Layout, kAlignment,
-      cutlass::epilogue::collective::EpilogueScheduleAuto>::CollectiveOp;
+      cutlass::epilogue::collective::EpilogueTileAuto, float, float, Out, OutLayout, kOutAlignment, Out, OutLayout,
+      kOutAlignment, cutlass::epilogue::collective::EpilogueScheduleAuto>::CollectiveOp;
+  // The mainloop's two operands are channels last for both operators (the filters are (K, R, S, C), which
+  // CUTLASS names NHWC too).
   using CollectiveMainloop = typename cutlass::conv::collective::CollectiveBuilder<
-      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, cutlass::conv::Operator::kFprop, E, Layout, kAlignment, E,
-      Layout, kAlignment, float, TileShape, Cluster,
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Op, E, Activations, kAlignment, E, Activations, kAlignment,
+      float, TileShape, Cluster,
       cutlass::conv::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>,
       cutlass::conv::collective::KernelScheduleAuto>::CollectiveOp;
-  using ProblemShape =
-      cutlass::conv::ConvProblemShape<cutlass::conv::Operator::kFprop, CollectiveMainloop::DispatchPolicy::NumSpatialDimensions>;
+  using ProblemShape = cutlass::conv::ConvProblemShape<Op, CollectiveMainloop::DispatchPolicy::NumSpatialDimensions>;
   using Kernel = cutlass::conv::kernel::ConvUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue>;
   using Operator = cutlass::conv::device::ConvUniversalAdapter<Kernel>;
 };
@@ -72,14 +82,22 @@ struct Sm90Conv {
                         {s.stride_h, s.stride_w}, {s.dilation_h, s.dilation_w}, 1);
   }
 
+  static constexpr bool kWgrad = Config::kOperator == cutlass::conv::Operator::kWgrad;
+
   static Arguments MakeArguments(const Conv2dShape& s, const ConvOperands& o) {
     const ProblemShape p = Problem(s);
     typename Kernel::StrideC stride_c;
     typename Kernel::StrideD stride_d;
-    cute::for_each(cute::make_seq<cute::rank<0>(typename Kernel::StrideC{})>{}, [&](auto i) {
-      cute::get<0, i>(stride_c) = p.stride_C[ProblemShape::RankT - 2 - i];
-      cute::get<0, i>(stride_d) = p.stride_C[ProblemShape::RankT - 2 - i];
-    });
+    if constexpr (kWgrad) {
+      stride_c = cutlass::make_cute_packed_stride(stride_c, p.shape_C, p.stride_C, Config::kOperator);
+      stride_d = cutlass::make_cute_packed_stride(stride_d, p.shape_C, p.stride_C, Config::kOperator);
+    } else {
+      // The forward's output strides: (Q, P, N) pixels, then channels.
+      cute::for_each(cute::make_seq<cute::rank<0>(typename Kernel::StrideC{})>{}, [&](auto i) {
+        cute::get<0, i>(stride_c) = p.stride_C[ProblemShape::RankT - 2 - i];
+        cute::get<0, i>(stride_d) = p.stride_C[ProblemShape::RankT - 2 - i];
+      });
+    }
     auto* c = static_cast<ElementD*>(o.c);
     const auto* source = o.source != nullptr ? static_cast<const ElementC*>(o.source) : c;
     return Arguments{p,
@@ -88,15 +106,22 @@ struct Sm90Conv {
   }
 
   static void GemmSize(const Conv2dShape& s, long long mnk[3]) {
-    mnk[0] = (long long)s.N * s.P * s.Q, mnk[1] = s.K, mnk[2] = (long long)s.R * s.S * s.C;
+    const long long pixels = (long long)s.N * s.P * s.Q, taps = (long long)s.R * s.S * s.C;
+    if (kWgrad) mnk[0] = s.K, mnk[1] = taps, mnk[2] = pixels;
+    else mnk[0] = pixels, mnk[1] = s.K, mnk[2] = taps;
   }
 
   static std::string WhyNot(const Conv2dShape& s) {
+    if (s.split_k != 1) return "CUTLASS's Hopper convolutions do not split the reduction";
     const ProblemShape p = Problem(s);
-    // shape_C is (N, P, Q, K) for the forward: CUTLASS's idea of the output must be ours.
-    if (p.shape_C[1] != s.P || p.shape_C[2] != s.Q)
-      return "CUTLASS's output size for this padding is not the convolution's";
-    const cutlass::Status st = Operator::can_implement(MakeArguments(s, ConvOperands{}));
+    // The tensor of shape (N, P, Q, K), the forward's output and the weight gradient's A: CUTLASS's idea
+    // of the output's size must be ours.
+    const auto& out = kWgrad ? p.shape_A : p.shape_C;
+    if (out[1] != s.P || out[2] != s.Q) return "CUTLASS's output size for this padding is not the convolution's";
+    const Arguments args = MakeArguments(s, ConvOperands{});
+    // The algorithm hands a weight-gradient kernel one buffer, its output (conv_cutlass.h).
+    if (kWgrad && Operator::get_workspace_size(args) != 0) return "it would need a workspace beside its output";
+    const cutlass::Status st = Operator::can_implement(args);
     if (st == cutlass::Status::kSuccess) return std::string();
     return std::string("CUTLASS cannot implement it: ") + cutlassGetStatusString(st);
   }
@@ -112,19 +137,19 @@ struct Sm90Conv {
   }
 };
 
-// The ConvKernel of a Hopper forward configuration (Sm90Fprop).
+// The ConvKernel of a Hopper configuration (Sm90Config).
 template <typename Config>
 ConvKernel MakeSm90ConvKernel(const char* name, Element element) {
   using Adapter = Sm90Conv<Config>;
   using Tile = typename Adapter::TileShape;
   return ConvKernel{name,
-                    Pass::kFprop,
+                    Adapter::kWgrad ? Pass::kWgrad : Pass::kFprop,
                     element,
                     Math::kTensorOp,
                     Epilogue::kLinear,
                     /*fixed_channels=*/false,
                     Config::kAlignment,
-                    /*float_output=*/false,
+                    /*float_output=*/Adapter::kWgrad,
                     int(cute::size<0>(Tile{})),
                     int(cute::size<1>(Tile{})),
                     int(cute::size<2>(Tile{})),

@@ -1,0 +1,40 @@
+// ops/cuda/cutlass/wgrad_f16.cu — weight-gradient kernels for half and bf16 on tensor cores (float
+// accumulation, float slices of a split reduction: conv_kernels.h).
+//
+// The implicit GEMM's M is the filters and N their taps times channels: on ResNet-50's layers (64 to 512
+// filters) a 128 x 128 tile wasted half its work on 64 filters and left most SMs idle on the others unless
+// the reduction was cut into many slices. Narrower tiles measured 10-40% faster there (H200, fp16, N = 32,
+// each kernel at splits 1 to 128, .gpu-style probe of every layer); conv_cutlass.h takes the one that pads
+// the least, in this order on a tie.
+#include "conv_kernel.cuh"
+
+namespace tensorexpr {
+namespace ops {
+namespace cutlass_conv {
+
+namespace {
+using cutlass::gemm::GemmShape;
+using Mma = Tiles16::Mma;
+
+template <typename E>
+void Append(std::vector<ConvKernel>& kernels, Element element, const char* const (&names)[3]) {
+  kernels.push_back(MakeConvKernel<TensorOpWgrad<E, GemmShape<128, 64, 64>, GemmShape<64, 32, 64>, Mma, 4>>(
+      names[0], Pass::kWgrad, element, Math::kTensorOp));
+  kernels.push_back(MakeConvKernel<TensorOpWgrad<E, GemmShape<64, 128, 64>, GemmShape<32, 64, 64>, Mma, 4>>(
+      names[1], Pass::kWgrad, element, Math::kTensorOp));
+  kernels.push_back(MakeConvKernel<TensorOpWgrad<E, GemmShape<64, 64, 64>, GemmShape<32, 32, 64>, Mma, 5>>(
+      names[2], Pass::kWgrad, element, Math::kTensorOp));
+}
+}  // namespace
+
+void AppendWgrad16Kernels(std::vector<ConvKernel>& kernels) {
+  Append<cutlass::half_t>(kernels, Element::kF16,
+                          {"f16_tensorop_wgrad_128x64x64_4", "f16_tensorop_wgrad_64x128x64_4", "f16_tensorop_wgrad_64x64x64_5"});
+  Append<cutlass::bfloat16_t>(
+      kernels, Element::kBF16,
+      {"bf16_tensorop_wgrad_128x64x64_4", "bf16_tensorop_wgrad_64x128x64_4", "bf16_tensorop_wgrad_64x64x64_5"});
+}
+
+}  // namespace cutlass_conv
+}  // namespace ops
+}  // namespace tensorexpr
