@@ -741,6 +741,36 @@ TEST_CASE("SetNumThreads(1) and the default give identical results", "[map][cpu]
   CHECK(GetNumThreads() == before);
 }
 
+// Fewer rows than threads are cut into column chunks (cpu/map.h): one, two and three long padded rows (the
+// row loop, not the flat one), = and += (an element evaluated twice, or never, shows in the sum), row
+// lengths that are not whole chunks or lines, and an output past the caches (streamed stores), at 1, 3
+// and 8 threads with the same bits.
+TEST_CASE("few long rows are threaded over column chunks, each element once", "[map][cpu]") {
+  const int before = GetNumThreads();
+  for (const Shape<2> shape : {Shape2(1, 300007), Shape2(2, 65541), Shape2(3, 12289), Shape2(1, (9 << 20) + 3)}) {
+    INFO("shape " << shape);
+    TensorContainer<cpu, 2, float> a(shape, true), b(shape, true);
+    te_test::FillRandom(a.view(), -3, 3);
+    te_test::FillRandom(b.view(), -3, 3);
+    auto run = [&](int threads) {
+      SetNumThreads(threads);
+      TensorContainer<cpu, 2, float> out(shape, true);
+      out = a * 2.0f + b;
+      out += a;
+      return out;
+    };
+    const TensorContainer<cpu, 2, float> one = run(1), three = run(3), eight = run(8);
+    CheckAll(eight.view(), [&](const Shape<2>& i) { return 3 * te_test::At(a.view(), i) + te_test::At(b.view(), i); });
+    for (const auto* other : {&one, &three}) {
+      bool same = true;
+      for (index_t r = 0; r < shape[0]; ++r)
+        same = same && std::memcmp(eight[r].dptr_, (*other)[r].dptr_, sizeof(float) * size_t(shape[1])) == 0;
+      CHECK(same);
+    }
+  }
+  SetNumThreads(before);
+}
+
 // ================================ errors ===============================================================
 
 TE_DEVICE_TEST_CASE("shape mismatches throw an Error naming both shapes and the operation", "[map]") {

@@ -2,13 +2,27 @@
 // when every tensor involved is contiguous and the expression is elementwise, which the compiler
 // vectorises). A plain `=` into an output far larger than the caches streams its stores past them
 // (streaming_store.h).
+//
+// Fewer rows than threads are cut into column chunks, each thread taking whole chunks: a parameter arena
+// flattened to one row (the trainer's one-pass SGD update) otherwise ran on one of 16 threads, 3.0 ms a
+// step on the 16-core Xeon where PyTorch's update took 0.84.
 #pragma once
+#include <algorithm>
 #include "../tensor.h"
 #include "device.h"
 #include "streaming_store.h"
 #include "threads.h"
 
 namespace tensorexpr {
+namespace detail {
+// How many column chunks each of `rows` rows of `row_bytes` is cut into: 1 when the rows alone give every
+// thread work, else enough for about 4 chunks per thread, each of 16 KB at least.
+inline index_t RowChunks(index_t rows, index_t row_bytes) {
+  const index_t threads = GetNumThreads();
+  if (threads <= 1 || rows >= threads) return 1;
+  return std::max<index_t>(1, std::min<index_t>((4 * threads + rows - 1) / rows, row_bytes / (index_t(16) << 10)));
+}
+}  // namespace detail
 
 template <typename Saver, int dim, typename DType, typename E>
 inline void MapPlan(Tensor<cpu, dim, DType> dst, const E& e) {
@@ -39,24 +53,30 @@ inline void MapPlan(Tensor<cpu, dim, DType> dst, const E& e) {
     }
   }
   const index_t width = s[1];
+  const index_t chunks = detail::RowChunks(s[0], width * index_t(sizeof(DType)));
+  // Whole cache lines per chunk, so that threads share no line of a row that starts on one.
+  constexpr index_t kLine = 64 / index_t(sizeof(DType)) > 0 ? 64 / index_t(sizeof(DType)) : 1;
+  const index_t chunk = ((width + chunks - 1) / chunks + kLine - 1) / kLine * kLine;
   if (streaming) {
     DType* const out = dst.dptr_;
     const index_t stride = dst.stride_;
-    ParallelFor(s[0], width, [plan, out, stride, width](index_t begin, index_t end) {
+    ParallelFor(s[0] * chunks, chunk, [plan, out, stride, width, chunks, chunk](index_t begin, index_t end) {
       const auto p = plan;
-      for (index_t y = begin; y < end; ++y)
-        streaming_store::Store(out + y * stride, width, [&p, y](index_t x) { return p.Eval(y, x); });
+      for (index_t i = begin; i < end; ++i) {
+        const index_t y = i / chunks, x0 = i % chunks * chunk, n = std::min(width, x0 + chunk) - x0;
+        if (n > 0) streaming_store::Store(out + y * stride + x0, n, [&p, y, x0](index_t x) { return p.Eval(y, x0 + x); });
+      }
       streaming_store::Fence();
     });
     return;
   }
   const auto out = dst.plan();
-  ParallelFor(s[0], width, [plan, out, width](index_t begin, index_t end) {
+  ParallelFor(s[0] * chunks, chunk, [plan, out, width, chunks, chunk](index_t begin, index_t end) {
     const auto p = plan;
     const auto o = out;
-    const index_t w = width;
-    for (index_t y = begin; y < end; ++y) {
-      for (index_t x = 0; x < w; ++x) Saver::Save(o.REval(y, x), p.Eval(y, x));
+    for (index_t i = begin; i < end; ++i) {
+      const index_t y = i / chunks, x0 = i % chunks * chunk, x1 = std::min(width, x0 + chunk);
+      for (index_t x = x0; x < x1; ++x) Saver::Save(o.REval(y, x), p.Eval(y, x));
     }
   });
 }
