@@ -90,6 +90,12 @@ inline void EvalInto(Tensor<cpu, dim, DType> dst,
   const auto pooled_plan = e.pooled_.plan();
   const auto grad_plan = e.grad_.plan();
   const bool tiles = w.divisor == PoolDivisor::kNone && w.Tiles();
+  // 2 x 2 windows of stride 2 with tensors for operands (the trainer's max pooling) read their rows
+  // directly, as the forward does.
+  constexpr bool kTensorOperands = std::is_same<ES, Tensor<cpu, dim, DType>>::value &&
+                                   std::is_same<EP, Tensor<cpu, dim, DType>>::value &&
+                                   std::is_same<EG, Tensor<cpu, dim, DType>>::value;
+  [[maybe_unused]] const bool pairs = tiles && w.nd == 2 && w.k[1] == 2 && w.k[2] == 2;
   const index_t window_taps = w.k[0] * w.k[1] * w.k[2];
   ParallelFor(planes, D * H * W + OD * OH * OW * window_taps, [&](index_t begin, index_t end) {
     const auto src = src_plan;
@@ -105,7 +111,27 @@ inline void EvalInto(Tensor<cpu, dim, DType> dst,
             index_t x = 0;
             if (od < OD && oh < OH) {
               const index_t prow = (plane * OD + od) * OH + oh;
-              for (index_t ow = 0; ow < OW; ++ow) {
+              index_t ow = 0;
+              if constexpr (kTensorOperands) {
+                if (pairs) {  // 2 x 2 windows: two pixels per window, selected without branches
+                  const DType* s = e.src_.dptr_ + row * e.src_.stride_;
+                  const DType* gr = e.grad_.dptr_ + prow * e.grad_.stride_;
+                  const DType* pm = e.pooled_.dptr_ + prow * e.pooled_.stride_;
+                  for (const index_t whole = std::min(OW, W / 2); ow < whole; ++ow) {
+                    const DType g = gr[ow];
+                    if constexpr (Route::kEveryWindow) {
+                      Saver::Save(out[2 * ow], g);
+                      Saver::Save(out[2 * ow + 1], g);
+                    } else {
+                      const DType m = pm[ow];
+                      Saver::Save(out[2 * ow], Route::Routes(s[2 * ow], m) ? g : DType(0));
+                      Saver::Save(out[2 * ow + 1], Route::Routes(s[2 * ow + 1], m) ? g : DType(0));
+                    }
+                  }
+                  x = 2 * ow;
+                }
+              }
+              for (; ow < OW; ++ow) {
                 const DType g = grad.Eval(prow, ow);
                 const index_t x1 = std::min(ow * sx + sx, W);
                 if constexpr (Route::kEveryWindow) {
