@@ -224,7 +224,7 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
   // The 2-D problem in CUTLASS's terms with C and K as the kernels see them (the geometry is 3-D with a
   // unit depth; Prepare checked that). Ampere's weight-gradient kernels (float slices) also get their
   // split: the output tiles times the slices fill the GPU once for the 16-bit kernels (their fastest
-  // splits on ResNet-50's layers gave 1 to 5 blocks per SM: bench/cutlass_kernels --pass wgrad) and twice
+  // splits on ResNet-50's layers gave half a block to 5 blocks per SM: bench/cutlass_kernels --pass wgrad) and twice
   // for float's, each slice keeps 4 tile steps of the reduction at least, and the slices stay within the
   // workspace the problem allows. Hopper's do not split.
   static cutlass_conv::Conv2dShape KernelShape(const ConvProblem& pr, const Kernel& k, index_t C, index_t K) {
@@ -282,8 +282,7 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
   // The compiled kernel that can run `pass` of `pr` (directly or staged) with the least padded work: the
   // implicit GEMM's M x N rounded up to its tiles (a 128-wide tile on 64 channels does twice the work);
   // on a tie a Hopper kernel where HopperKernelsPay (for the weight gradient: WgradPreferred's kernel), else
-  // the earlier, larger tile. Kernel null with the
-  // reason in *why when none can.
+  // the earlier, larger tile. Kernel null with the reason in *why when none can.
   static Plan Prepare(const ConvProblem& pr, ConvPass pass, std::string* why,
                       cutlass_conv::Epilogue epilogue = cutlass_conv::Epilogue::kLinear) {
     auto refuse = [why](std::string reason) {
