@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # What the lead runs on the GPU machine in one call (see DEVELOPERS notes): build with CUDA, run the GPU
 # suite, compute-sanitizer memcheck over it and racecheck over the reductions, then the benchmarks.
-#   STEPS="build test sanitize train seeds cputrain cpubench bench families" bash tools/gpu-session.sh
+#   STEPS="build test sanitize train seeds cputrain cpubench bench kernels families" bash tools/gpu-session.sh
 # (seeds: SEEDS="42 1 2 3 4 5", one GPU against two at the same global batch; cputrain: CPU_ROUNDS=3
-#  alternating runs of ours and PyTorch's; cpubench: the CPU conv layers; families: the expression-families
-#  tables, GPU against copy and PyTorch, CPU against memcpy)
+#  alternating runs of ours and PyTorch's; cpubench: the CPU conv layers; kernels: every CUTLASS kernel alone
+#  per layer and pass; families: the expression-families tables, GPU against copy and PyTorch, CPU against
+#  memcpy)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 [ -f .gpu/use-debs.sh ] && source .gpu/use-debs.sh
@@ -95,6 +96,15 @@ fi
 if has bench; then
   for b in build-gpu/bench/bandwidth build-gpu/bench/conv_bench; do
     [ -x "$b" ] && (cd bench && "../$b") 2>&1 | tee "$out/$(basename "$b").log" | tail -40
+  done
+fi
+if has kernels; then
+  # Which CUTLASS kernel is fastest where (the weight gradient's at its fastest split), fp16 and bf16.
+  for d in fp16 bf16; do
+    for p in fprop dgrad wgrad; do
+      (cd bench && ../build-gpu/bench/cutlass_kernels --dtype $d --pass $p --reps 10) 2>&1 |
+        tee "$out/cutlass_kernels_${d}_$p.log" | tail -1
+    done
   done
 fi
 if has families; then
