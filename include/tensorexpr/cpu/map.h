@@ -22,6 +22,13 @@ inline index_t RowChunks(index_t rows, index_t row_bytes) {
   if (threads <= 1 || rows >= threads) return 1;
   return std::max<index_t>(1, std::min<index_t>((4 * threads + rows - 1) / rows, row_bytes / (index_t(16) << 10)));
 }
+// Item i of a loop over `chunks` chunks of `chunk` columns per row: row y, columns [x0, x1) (empty past
+// the row's end).
+struct RowChunk {
+  index_t y, x0, x1;
+  RowChunk(index_t i, index_t chunks, index_t chunk, index_t width)
+      : y(i / chunks), x0(i % chunks * chunk), x1(std::max(x0, std::min(width, x0 + chunk))) {}
+};
 }  // namespace detail
 
 template <typename Saver, int dim, typename DType, typename E>
@@ -63,8 +70,9 @@ inline void MapPlan(Tensor<cpu, dim, DType> dst, const E& e) {
     ParallelFor(s[0] * chunks, chunk, [plan, out, stride, width, chunks, chunk](index_t begin, index_t end) {
       const auto p = plan;
       for (index_t i = begin; i < end; ++i) {
-        const index_t y = i / chunks, x0 = i % chunks * chunk, n = std::min(width, x0 + chunk) - x0;
-        if (n > 0) streaming_store::Store(out + y * stride + x0, n, [&p, y, x0](index_t x) { return p.Eval(y, x0 + x); });
+        const detail::RowChunk c(i, chunks, chunk, width);
+        if (c.x1 > c.x0)
+          streaming_store::Store(out + c.y * stride + c.x0, c.x1 - c.x0, [&p, c](index_t x) { return p.Eval(c.y, c.x0 + x); });
       }
       streaming_store::Fence();
     });
@@ -75,8 +83,9 @@ inline void MapPlan(Tensor<cpu, dim, DType> dst, const E& e) {
     const auto p = plan;
     const auto o = out;
     for (index_t i = begin; i < end; ++i) {
-      const index_t y = i / chunks, x0 = i % chunks * chunk, x1 = std::min(width, x0 + chunk);
-      for (index_t x = x0; x < x1; ++x) Saver::Save(o.REval(y, x), p.Eval(y, x));
+      const detail::RowChunk c(i, chunks, chunk, width);
+      const index_t y = c.y, x1 = c.x1;
+      for (index_t x = c.x0; x < x1; ++x) Saver::Save(o.REval(y, x), p.Eval(y, x));
     }
   });
 }

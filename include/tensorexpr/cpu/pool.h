@@ -39,7 +39,7 @@ inline void EvalInto(Tensor<cpu, dim, DType> dst, const Exp<PoolingExp<Reducer, 
   // max pooling); windows clipped by the image's edge take the general loop.
   constexpr bool kTensorSource = std::is_same<E, Tensor<cpu, dim, DType>>::value;
   [[maybe_unused]] bool pairs = false;
-  if constexpr (kTensorSource) pairs = w.nd == 2 && w.Tiles() && w.k[1] == 2 && w.k[2] == 2;
+  if constexpr (kTensorSource) pairs = w.TwoByTwoTiles();
   ParallelFor(dst.shape_.Size() / OW, OW * w.k[0] * w.k[1] * w.k[2], [&](index_t begin, index_t end) {
     const auto src = src_plan;
     for (index_t row = begin; row < end; ++row) {  // (plane, od, oh)
@@ -95,7 +95,7 @@ inline void EvalInto(Tensor<cpu, dim, DType> dst,
   constexpr bool kTensorOperands = std::is_same<ES, Tensor<cpu, dim, DType>>::value &&
                                    std::is_same<EP, Tensor<cpu, dim, DType>>::value &&
                                    std::is_same<EG, Tensor<cpu, dim, DType>>::value;
-  [[maybe_unused]] const bool pairs = tiles && w.nd == 2 && w.k[1] == 2 && w.k[2] == 2;
+  [[maybe_unused]] const bool pairs = w.TwoByTwoTiles();
   const index_t window_taps = w.k[0] * w.k[1] * w.k[2];
   ParallelFor(planes, D * H * W + OD * OH * OW * window_taps, [&](index_t begin, index_t end) {
     const auto src = src_plan;

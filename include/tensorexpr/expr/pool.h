@@ -87,6 +87,8 @@ struct PoolWindows {
       if (k[a] != s[a] || p[a] != 0 || pe[a] != 0 || d[a] != 1) return false;
     return true;
   }
+  // 2 x 2 windows of stride 2 over an image (the commonest pooling), which the CPU loops read row by row.
+  bool TwoByTwoTiles() const { return nd == 2 && Tiles() && k[1] == 2 && k[2] == 2; }
   // The windows that may cover coordinate i along axis a: [*o0, *o1] (empty when *o0 > *o1); with dilation
   // only those whose taps land on i (Hits) do. by_stride divides by s[a] (a plan's IndexDiv: a 64-bit
   // division is slow on a GPU).
