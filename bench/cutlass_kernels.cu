@@ -1,7 +1,7 @@
 // bench/cutlass_kernels.cu — every CUTLASS convolution kernel compiled into this build (ops/cuda/cutlass/)
 // on ResNet-50's 20 distinct layers (bench/resnet50_layers.txt, N = 32, channels last), one pass at a time,
 // each kernel timed alone: which kernel is fastest where, for choosing among them in conv_cutlass.h. A
-// weight-gradient kernel runs at each split of its reduction from 1 to 128 (Hopper's: 1) followed by the sum
+// weight-gradient kernel runs at each power-of-two split of its reduction from 1 to 128 (Hopper's: 1), then the sum
 // of its float slices into the result (cuda::SumSlices), as the algorithm runs it; the table shows its
 // fastest split (time/split). Timing: CUDA events around each run, median of --reps after 3 warm-up runs.
 //
