@@ -542,17 +542,14 @@ def main():
     if up_to_date(path, digest):
         return 0
     modules, why = import_oracle()
-    if modules is None:
+    oracle = Oracle(*modules) if modules is not None else None
+    if oracle is not None:
+        why = oracle.onnxruntime_fails()
+    if why:
         lines = [FORMAT, "status unavailable " + why]
         print("onnx_cases.py: " + why + "; the [onnx] test cases will be skipped", file=sys.stderr)
     else:
-        oracle = Oracle(*modules)
-        why = oracle.onnxruntime_fails()
-        if why:
-            lines = [FORMAT, "status unavailable " + why]
-            print("onnx_cases.py: " + why + "; the [onnx] test cases will be skipped", file=sys.stderr)
-        else:
-            lines, count = write_cases(oracle, digest)
+        lines, count = write_cases(oracle, digest)
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
