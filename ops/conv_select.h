@@ -15,6 +15,7 @@
 #include <tensorexpr/ops/conv_select.h>
 #include "conv_im2col_gemm.h"
 #include "conv_pointwise_gemm.h"
+#include "conv_recent.h"
 #include "conv_shifted_gemm.h"
 #include "conv_winograd.h"
 #include "cpu/conv_per_image.h"
@@ -210,23 +211,15 @@ const ConvAlgorithm<Device, DType>* SelectConvAlgorithm(
   using Algorithm = ConvAlgorithm<Device, DType>;
   const ConvRegistry<Device, DType>& registry = ConvRegistry<Device, DType>::Get();
   auto& st = detail::ConvSelectState::Get();
-  // A network calls the same few problems over and over: each thread remembers its recent choices, so a
-  // repeated call costs a comparison, not a key string and a lock.
-  struct Recent {
-    ConvProblem problem;
-    ConvPass pass;
-    std::string forced;
-    const Algorithm* algorithm;
-  };
-  thread_local std::vector<Recent> recent;
+  // Each thread remembers its recent choices (conv_recent.h): a repeated call costs comparisons, not a
+  // key string and a lock. A change of generation forgets them.
+  thread_local RecentConvProblems<std::string, const Algorithm*> recent;
   thread_local uint64_t recent_generation = 0;
   const uint64_t generation = st.generation.load(std::memory_order_relaxed);
-  if (recent_generation != generation) recent.clear(), recent_generation = generation;
-  for (const Recent& r : recent)
-    if (r.pass == pass && r.problem == problem && r.forced == forced) return r.algorithm;
+  if (recent_generation != generation) recent.Clear(), recent_generation = generation;
+  if (const Algorithm* const* known = recent.Find(problem, pass, forced)) return *known;
   const Algorithm* chosen = detail::SelectConvAlgorithmLocked<Device, DType>(registry, st, problem, pass, forced, time_ms);
-  if (recent.size() >= 64) recent.erase(recent.begin());
-  recent.push_back(Recent{problem, pass, forced, chosen});
+  recent.Remember(problem, pass, forced, chosen);
   return chosen;
 }
 
