@@ -6,6 +6,7 @@
 // the library's own choice still gets them right.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -366,6 +367,8 @@ TEST_CASE("every compiled CUTLASS half / bf16 kernel matches float64 where it ru
         const index_t size = wh.shape_.Size();
         TensorContainer<gpu, 1, float> slices(
             Shape1(std::max<index_t>(split * size, index_t(k.workspace_bytes(s) / sizeof(float)) + 1)));
+        // NaN first: a slice the kernel left unwritten would show (nothing clears them before it runs).
+        slices = std::numeric_limits<float>::quiet_NaN();
         cc::ConvOperands o;
         o.a = dy.dptr_, o.b = x.dptr_, o.c = slices.dptr_;
         INFO("kernel " << k.name << ", split " << split << ", N " << c.N << " H " << c.H << " W " << c.W << " C " << c.C

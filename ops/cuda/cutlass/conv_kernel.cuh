@@ -87,13 +87,22 @@ struct CutlassConv {
     return Operator::get_workspace_size(MakeArguments(s, ConvOperands{}));
   }
 
+  // What Operator::initialize and run do, less the clearing of a split reduction's slices that initialize
+  // queues first: every block writes its whole tile of its slice (none is read), so that was a pass over
+  // all of them for nothing. The launch is Operator::run's.
   static void Run(const Conv2dShape& s, const ConvOperands& o, void* workspace, cudaStream_t stream) {
-    const Arguments args = MakeArguments(s, o);
-    Operator op;
-    cutlass::Status st = op.initialize(args, workspace, stream);
-    if (st == cutlass::Status::kSuccess) st = op.run(stream);
-    TE_CHECK(st == cutlass::Status::kSuccess, "CUTLASS convolution kernel failed: ", cutlassGetStatusString(st),
-             " (", cudaGetErrorString(cudaGetLastError()), ")");
+    using Kernel = typename Operator::UnderlyingKernel;
+    const typename Kernel::Params params(MakeArguments(s, o), static_cast<int*>(workspace));
+    const dim3 grid = typename Operator::ThreadblockSwizzle().get_grid_shape(params.grid_tiled_shape);
+    constexpr int smem = int(sizeof(typename Kernel::SharedStorage));
+    cudaError_t e = cudaSuccess;
+    if (smem >= (48 << 10))
+      e = cudaFuncSetAttribute(cutlass::Kernel<Kernel>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    if (e == cudaSuccess) {
+      cutlass::Kernel<Kernel><<<grid, dim3(32 * Operator::kWarpCount, 1, 1), smem, stream>>>(params);
+      e = cudaGetLastError();
+    }
+    TE_CHECK(e == cudaSuccess, "CUTLASS convolution kernel failed to launch: ", cudaGetErrorString(e));
   }
 };
 
