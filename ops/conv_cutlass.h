@@ -26,6 +26,7 @@
 #include <type_traits>
 #include <tensorexpr/cuda/tensorexpr_cuda.cuh>
 #include <tensorexpr/ops/conv_algorithm.h>
+#include "conv_recent.h"
 #include "cuda/cutlass/conv_kernels.h"
 
 namespace tensorexpr {
@@ -94,7 +95,7 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
       const Plan p = Prepare(pr, pass, nullptr,
                              pass == ConvPass::kForward ? KernelEpilogue(t.epilogue) : cutlass_conv::Epilogue::kLinear);
       TE_CHECK(p.kernel != nullptr && p.shape.C == st.any.shape.C && p.shape.K == st.any.shape.K &&
-                   KernelWorkspace(*p.kernel, p.shape) <= st.total - st.kernel,
+                   p.kernel_workspace <= st.total - st.kernel,
                "cutlass_implicit_gemm: no ", ConvPassName(pass), " kernel for the layout it planned");
       const cutlass_conv::Conv2dShape& s = p.shape;
       cutlass_conv::ConvOperands o;
@@ -146,11 +147,12 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
                                            : cutlass_conv::Element::kBF16;
   static constexpr size_t kMaxSliceBytes = size_t(256) << 20;  // the weight gradient's float partials, at most
 
-  // A kernel for one pass and the shape it runs (C and K padded when staged).
+  // A kernel for one pass, the shape it runs (C and K padded when staged) and the workspace it takes.
   struct Plan {
     const Kernel* kernel = nullptr;
     cutlass_conv::Conv2dShape shape;
     bool staged = false;
+    size_t kernel_workspace = 0;  // KernelWorkspace(*kernel, shape)
   };
 
   // Where a Run's buffers lie in the workspace (byte offsets, each 256-byte aligned): the staged inputs,
@@ -177,7 +179,7 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
       const Plan p = Prepare(pr, pass, &st.why);
       if (p.kernel == nullptr) return st;
       st.any = p, st.staged = st.staged || p.staged, any = true;
-      kernel_bytes = std::max(kernel_bytes, KernelWorkspace(*p.kernel, p.shape));
+      kernel_bytes = std::max(kernel_bytes, p.kernel_workspace);
       const cutlass_conv::Conv2dShape& s = p.shape;
       const size_t in = size_t(g.N) * g.InSize() * s.C, out = size_t(g.N) * g.OutSize() * s.K,
                    weights = size_t(s.K) * g.KernelSize() * s.C;
@@ -237,7 +239,7 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     if (!k.float_output || k.sm == 90) return s;
     long long mnk[3];
     k.gemm_size(s, mnk);
-    const long long tiles = ((mnk[0] + k.tile_m - 1) / k.tile_m) * ((mnk[1] + k.tile_n - 1) / k.tile_n);
+    const long long tiles = k.output_tiles(s);
     const long long waves = k.element == cutlass_conv::Element::kF32 ? 2 : 1;
     const long long sms = cuda::CurrentDeviceInfo().sm_count;
     const size_t slice_bytes = sizeof(float) * size_t(mnk[0]) * size_t(mnk[1]);
@@ -263,28 +265,50 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
   // half and bf16 (bench/cutlass_kernels): faster by 9-21% where the output is at most one wave of
   // 128 x 128 tiles and the reduction is 1024 or longer (the 3x3 and 1x1 layers at 7x7 and 14x14),
   // slower elsewhere, up to 2.7x on 56x56 1x1 layers. Neither kind has a fixed-channels form on Hopper.
+  // The data gradient (the same GEMM shapes, transposed) takes the same rule.
   static bool HopperKernelsPay(const long long mnk[3]) {
     const long long tiles = ((mnk[0] + 127) / 128) * ((mnk[1] + 127) / 128);
     return tiles <= cuda::CurrentDeviceInfo().sm_count && mnk[2] >= 1024;
   }
-  // Whether kernel k is the one to prefer for a weight gradient of size mnk. Hopper's kernels, which do not
-  // split the reduction, beat Ampere's split ones (bench/cutlass_kernels --pass wgrad, H200, fp16) once their
-  // 128 x 64 tiles of the output occupy 45% of the SMs or more (by 20-45% on ResNet-50's layers at 14x14 and
-  // 7x7), the 128 x 128 tile once its own tiles occupy 7/8 of them; below that Ampere's kernels win.
-  static bool WgradPreferred(const Kernel& k, const long long mnk[3]) {
+  // How much kernel k is preferred for a weight gradient of size mnk, among kernels doing equal work.
+  // Hopper's kernels, which do not split the reduction, beat Ampere's split ones (bench/cutlass_kernels
+  // --pass wgrad, H200, fp16) once their 128 x 64 tiles of the output occupy 45% of the SMs or more (by
+  // 20-45% on ResNet-50's layers at 14x14 and 7x7), the 128 x 128 tile once its own tiles occupy 7/8 of
+  // them; below that Ampere's kernels win. Hopper's other tile comes before Ampere's where Hopper pays.
+  static int WgradPreference(const Kernel& k, const long long mnk[3]) {
     const long long sms = cuda::CurrentDeviceInfo().sm_count;
     auto tiles = [mnk](long long n) { return ((mnk[0] + 127) / 128) * ((mnk[1] + n - 1) / n); };
     const bool hopper = 20 * tiles(64) >= 9 * sms;
-    if (k.sm != 90) return !hopper;
-    return hopper && (k.tile_n == 128) == (8 * tiles(128) >= 7 * sms);
+    if (k.sm != 90) return hopper ? 0 : 2;
+    if (!hopper) return 0;
+    return (k.tile_n == 128) == (8 * tiles(128) >= 7 * sms) ? 2 : 1;
+  }
+
+  // Search's answer for the problem: every Run, WorkspaceBytes and FusesEpilogue asks, and a search puts
+  // each compiled kernel through CUTLASS's can_implement (microseconds apiece, several times per call
+  // before the per-thread memory: conv_recent.h). Kernel null with the reason in *why when none can.
+  static Plan Prepare(const ConvProblem& pr, ConvPass pass, std::string* why,
+                      cutlass_conv::Epilogue epilogue = cutlass_conv::Epilogue::kLinear) {
+    struct Answer {
+      Plan plan;
+      std::string why;
+    };
+    thread_local RecentConvProblems<cutlass_conv::Epilogue, Answer> recent;
+    const Answer* known = recent.Find(pr, pass, epilogue);
+    if (known == nullptr) {
+      Answer fresh;
+      fresh.plan = Search(pr, pass, &fresh.why, epilogue);
+      known = &recent.Remember(pr, pass, epilogue, std::move(fresh));
+    }
+    if (known->plan.kernel == nullptr && why != nullptr) *why = known->why;
+    return known->plan;
   }
 
   // The compiled kernel that can run `pass` of `pr` (directly or staged) with the least padded work: the
   // implicit GEMM's M x N rounded up to its tiles (a 128-wide tile on 64 channels does twice the work);
-  // on a tie a Hopper kernel where HopperKernelsPay (for the weight gradient: WgradPreferred's kernel), else
+  // on a tie a Hopper kernel where HopperKernelsPay (for the weight gradient: WgradPreference's order), else
   // the earlier, larger tile. Kernel null with the reason in *why when none can.
-  static Plan Prepare(const ConvProblem& pr, ConvPass pass, std::string* why,
-                      cutlass_conv::Epilogue epilogue = cutlass_conv::Epilogue::kLinear) {
+  static Plan Search(const ConvProblem& pr, ConvPass pass, std::string* why, cutlass_conv::Epilogue epilogue) {
     auto refuse = [why](std::string reason) {
       if (why != nullptr) *why = std::move(reason);
       return Plan();
@@ -298,11 +322,13 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     const cutlass_conv::Math math =
         std::is_same<DType, float>::value && pr.math == ConvMath::kStrict ? cutlass_conv::Math::kSimt
                                                                          : cutlass_conv::Math::kTensorOp;
-    std::string last_reason = std::string("no ") + ConvPassName(pass) +
-                              " kernel for this element type and math mode is compiled into this build";
+    std::string reasons;  // each refusing kernel's, in the list's order
+    auto refused = [&reasons](const Kernel& k, const std::string& reason) {
+      reasons += (reasons.empty() ? "" : "; ") + std::string(k.name) + ": " + reason;
+    };
     Plan best;
     double best_work = 0;
-    bool best_preferred = false;
+    int best_preference = 0;
     const int device_sm = cuda::CurrentDeviceInfo().major * 10 + cuda::CurrentDeviceInfo().minor;
     for (const Kernel& k : cutlass_conv::CompiledConvKernels()) {
       if (k.pass != KernelPass(pass) || k.element != kElement || k.math != math || k.epilogue != epilogue) continue;
@@ -313,26 +339,31 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
       p.shape = KernelShape(pr, k, C, K);
       p.staged = !g.channels_last || C != g.C || K != g.K || !pr.data_contiguous || !pr.vector_aligned;
       if (k.float_output && KernelWorkspace(k, p.shape) > pr.workspace_limit) {
-        last_reason = std::string(k.name) + " needs " + std::to_string(KernelWorkspace(k, p.shape)) +
-                      " bytes of workspace for its partial sums, over the limit";
+        refused(k, "needs " + std::to_string(KernelWorkspace(k, p.shape)) +
+                       " bytes of workspace for its partial sums, over the limit");
         continue;
       }
       std::string no = k.why_not(p.shape);
       if (!no.empty()) {
-        last_reason = std::string(k.name) + ": " + no;
+        refused(k, no);
         continue;
       }
       long long mnk[3];
       k.gemm_size(p.shape, mnk);
-      const double work = double((mnk[0] + k.tile_m - 1) / k.tile_m * k.tile_m) *
-                          double((mnk[1] + k.tile_n - 1) / k.tile_n * k.tile_n);
-      const bool preferred =
-          pass == ConvPass::kBackwardWeight ? WgradPreferred(k, mnk) : (k.sm == 90) == HopperKernelsPay(mnk);
-      if (best.kernel == nullptr || work < best_work || (work == best_work && preferred && !best_preferred))
-        best = p, best_work = work, best_preferred = preferred;
+      const double work = double(k.output_tiles(p.shape)) * k.tile_m * k.tile_n;
+      const int preference = pass == ConvPass::kBackwardWeight ? WgradPreference(k, mnk)
+                                                               : (k.sm == 90) == HopperKernelsPay(mnk) ? 1 : 0;
+      if (best.kernel == nullptr || work < best_work || (work == best_work && preference > best_preference))
+        best = p, best_work = work, best_preference = preference;
     }
-    if (best.kernel != nullptr) return best;
-    return refuse(last_reason);
+    if (best.kernel == nullptr) {
+      if (reasons.empty())
+        reasons = std::string("no ") + ConvPassName(pass) +
+                  " kernel for this element type and math mode is compiled into this build";
+      return refuse(reasons);
+    }
+    best.kernel_workspace = KernelWorkspace(*best.kernel, best.shape);
+    return best;
   }
 
   // ---- staging: the caller's tensors to and from the kernels' form ------------------------------------------

@@ -308,7 +308,7 @@ TEST_CASE("CUTLASS implicit GEMM in half and bf16 matches float64, forward and b
     CheckConv<bf16_t>(c, kCutlass, s, 2e-2);
   }
   // 512 filters of 3 x 3 x 512: a weight gradient whose tiles fill an H100 or H200, for which
-  // conv_cutlass.h's WgradPreferred picks Hopper's unsplit kernel there (the choice itself is not checked).
+  // conv_cutlass.h's WgradPreference prefers Hopper's unsplit kernel there (the choice itself is not checked).
   CheckConv<half_t>({2, 7, 7, 512, 512, 3, 3, 1, 1, 1, 1}, kCutlass, s, 1e-2);
   DeleteStream(s);
 }

@@ -77,6 +77,13 @@ struct CutlassConv {
     mnk[0] = g.m(), mnk[1] = g.n(), mnk[2] = g.k();
   }
 
+  static long long OutputTiles(const Conv2dShape& s) {
+    long long mnk[3];
+    GemmSize(s, mnk);
+    using Tile = typename Operator::ThreadblockShape;
+    return (mnk[0] + Tile::kM - 1) / Tile::kM * ((mnk[1] + Tile::kN - 1) / Tile::kN);
+  }
+
   static std::string WhyNot(const Conv2dShape& s) {
     const cutlass::Status st = Operator::can_implement(MakeArguments(s, ConvOperands{}));
     if (st == cutlass::Status::kSuccess) return std::string();
@@ -133,6 +140,7 @@ ConvKernel MakeConvKernel(const char* name, Pass pass, Element element, Math mat
                     &Adapter::WhyNot,
                     &Adapter::WorkspaceBytes,
                     &Adapter::GemmSize,
+                    &Adapter::OutputTiles,
                     &Adapter::Run};
 }
 

@@ -16,6 +16,7 @@ void AppendGrad16Kernels(std::vector<ConvKernel>& kernels);
 void AppendWgrad16Kernels(std::vector<ConvKernel>& kernels);
 void AppendGrad32Kernels(std::vector<ConvKernel>& kernels);
 void AppendSm90Fprop16Kernels(std::vector<ConvKernel>& kernels);
+void AppendSm90Dgrad16Kernels(std::vector<ConvKernel>& kernels);
 void AppendSm90Wgrad16Kernels(std::vector<ConvKernel>& kernels);
 
 const std::vector<ConvKernel>& CompiledConvKernels() {
@@ -33,6 +34,7 @@ const std::vector<ConvKernel>& CompiledConvKernels() {
 #endif
 #if TE_CUTLASS_SM90
     AppendSm90Fprop16Kernels(v);  // conv_cutlass.h says where they are preferred
+    AppendSm90Dgrad16Kernels(v);
     AppendSm90Wgrad16Kernels(v);
 #endif
     return v;

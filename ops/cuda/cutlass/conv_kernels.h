@@ -65,6 +65,9 @@ struct ConvKernel {
   size_t (*workspace_bytes)(const Conv2dShape& shape);
   // The implicit GEMM's (M, N, K) for `shape`: M x N is the output, K the length of its reductions.
   void (*gemm_size)(const Conv2dShape& shape, long long mnk[3]);
+  // The thread-block tiles (tile_m x tile_n) that cover the output: M and N each rounded up to the tile,
+  // except where a kernel tiles N by parts (Hopper's weight gradient: each tap's channels on their own).
+  long long (*output_tiles)(const Conv2dShape& shape);
   // Queues the kernel on `stream`; workspace holds workspace_bytes(shape). Throws Error on failure.
   void (*run)(const Conv2dShape& shape, const ConvOperands& operands, void* workspace, cudaStream_t stream);
   // 0: runs on compute capability 8.0 and newer (Ampere's instructions); 90: only on 9.0 (Hopper's TMA and

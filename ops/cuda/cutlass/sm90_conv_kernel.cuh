@@ -24,9 +24,11 @@ namespace tensorexpr {
 namespace ops {
 namespace cutlass_conv {
 
-// A Hopper convolution of operator Op (kFprop or kWgrad) on activations (N, H, W, C) of element type E,
-// float accumulation, D = acc + beta * C, a thread-block tile of TileShape, clusters of one block:
+// A Hopper convolution of operator Op on activations (N, H, W, C) of element type E, float accumulation,
+// D = acc + beta * C, a thread-block tile of TileShape, clusters of one block:
 //   kFprop  filters (K, R, S, C) in E -> output (N, P, Q, K) in E; the tile's M is output pixels, N filters
+//   kDgrad  output gradient and filters in E -> data gradient (N, H, W, C) in E; M is input pixels, N
+//           channels (unit strides only: Sm90Conv::WhyNot)
 //   kWgrad  output gradient (N, P, Q, K) in E -> filter gradient (K, R, S, C) in float (a slice, as the
 //           Ampere weight-gradient kernels write: conv_kernels.h); M is filters, N the filters' taps
 template <cutlass::conv::Operator Op, typename E, typename TileShape>
@@ -43,7 +45,7 @@ struct Sm90Config {
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, Cluster,
       cutlass::epilogue::collective::EpilogueTileAuto, float, float, Out, OutLayout, kOutAlignment, Out, OutLayout,
       kOutAlignment, cutlass::epilogue::collective::EpilogueScheduleAuto>::CollectiveOp;
-  // The mainloop's two operands are channels last for both operators (the filters are (K, R, S, C), which
+  // The mainloop's two operands are channels last for every operator (the filters are (K, R, S, C), which
   // CUTLASS names NHWC too).
   using CollectiveMainloop = typename cutlass::conv::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Op, E, Activations, kAlignment, E, Activations, kAlignment,
@@ -83,6 +85,8 @@ struct Sm90Conv {
   }
 
   static constexpr bool kWgrad = Config::kOperator == cutlass::conv::Operator::kWgrad;
+  static constexpr bool kDgrad = Config::kOperator == cutlass::conv::Operator::kDgrad;
+  static constexpr Pass kPass = kWgrad ? Pass::kWgrad : kDgrad ? Pass::kDgrad : Pass::kFprop;
 
   static Arguments MakeArguments(const Conv2dShape& s, const ConvOperands& o) {
     const ProblemShape p = Problem(s);
@@ -92,7 +96,7 @@ struct Sm90Conv {
       stride_c = cutlass::make_cute_packed_stride(stride_c, p.shape_C, p.stride_C, Config::kOperator);
       stride_d = cutlass::make_cute_packed_stride(stride_d, p.shape_C, p.stride_C, Config::kOperator);
     } else {
-      // The forward's output strides: (Q, P, N) pixels, then channels.
+      // The output's strides (the forward's output, the data gradient): (Q, P, N) pixels, then channels.
       cute::for_each(cute::make_seq<cute::rank<0>(typename Kernel::StrideC{})>{}, [&](auto i) {
         cute::get<0, i>(stride_c) = p.stride_C[ProblemShape::RankT - 2 - i];
         cute::get<0, i>(stride_d) = p.stride_C[ProblemShape::RankT - 2 - i];
@@ -108,15 +112,29 @@ struct Sm90Conv {
   static void GemmSize(const Conv2dShape& s, long long mnk[3]) {
     const long long pixels = (long long)s.N * s.P * s.Q, taps = (long long)s.R * s.S * s.C;
     if (kWgrad) mnk[0] = s.K, mnk[1] = taps, mnk[2] = pixels;
+    else if (kDgrad) mnk[0] = (long long)s.N * s.H * s.W, mnk[1] = s.C, mnk[2] = (long long)s.K * s.R * s.S;
     else mnk[0] = pixels, mnk[1] = s.K, mnk[2] = taps;
+  }
+
+  // The weight gradient's N is (C, S, R) nested, the tile running over C alone: a tile's columns never
+  // span two taps, so each tap's channels round up to the tile on their own.
+  static long long OutputTiles(const Conv2dShape& s) {
+    constexpr long long tm = cute::size<0>(TileShape{}), tn = cute::size<1>(TileShape{});
+    long long mnk[3];
+    GemmSize(s, mnk);
+    if (kWgrad) return (s.K + tm - 1) / tm * ((s.C + tn - 1) / tn) * s.R * s.S;
+    return (mnk[0] + tm - 1) / tm * ((mnk[1] + tn - 1) / tn);
   }
 
   static std::string WhyNot(const Conv2dShape& s) {
     if (s.split_k != 1) return "CUTLASS's Hopper convolutions do not split the reduction";
+    // (Its im2col copy walks the output gradient with the forward's stride, which only unit strides make
+    // the data gradient's; CUTLASS's can_implement does not check.)
+    if (kDgrad && (s.stride_h != 1 || s.stride_w != 1)) return "CUTLASS's Hopper data gradient takes unit strides only";
     const ProblemShape p = Problem(s);
-    // The tensor of shape (N, P, Q, K), the forward's output and the weight gradient's A: CUTLASS's idea
-    // of the output's size must be ours.
-    const auto& out = kWgrad ? p.shape_A : p.shape_C;
+    // The tensor of shape (N, P, Q, K), the forward's output and the gradients' A: CUTLASS's idea of the
+    // output's size must be ours.
+    const auto& out = kWgrad || kDgrad ? p.shape_A : p.shape_C;
     if (out[1] != s.P || out[2] != s.Q) return "CUTLASS's output size for this padding is not the convolution's";
     const Arguments args = MakeArguments(s, ConvOperands{});
     // The algorithm hands a weight-gradient kernel one buffer, its output (conv_cutlass.h).
@@ -143,7 +161,7 @@ ConvKernel MakeSm90ConvKernel(const char* name, Element element) {
   using Adapter = Sm90Conv<Config>;
   using Tile = typename Adapter::TileShape;
   return ConvKernel{name,
-                    Adapter::kWgrad ? Pass::kWgrad : Pass::kFprop,
+                    Adapter::kPass,
                     element,
                     Math::kTensorOp,
                     Epilogue::kLinear,
@@ -156,6 +174,7 @@ ConvKernel MakeSm90ConvKernel(const char* name, Element element) {
                     &Adapter::WhyNot,
                     &Adapter::WorkspaceBytes,
                     &Adapter::GemmSize,
+                    &Adapter::OutputTiles,
                     &Adapter::Run,
                     /*sm=*/90};
 }

@@ -5,7 +5,8 @@
 // filters) a 128 x 128 tile wasted half its work on 64 filters and left most SMs idle on the others unless
 // the reduction was cut into many slices. Narrower tiles ran those layers 10-40% faster when both were
 // timed on an H200 (fp16, N = 32, each at power-of-two splits 1 to 128; bench/cutlass_kernels --pass wgrad
-// times the kernels kept); conv_cutlass.h takes the one that pads the least, in this order on a tie.
+// times the kernels kept); conv_cutlass.h takes the one that pads the least, in this order on a tie (64 x 64
+// before 64 x 128: it needs half the slices to fill the GPU, and ran 10% faster on 64 filters at 56 x 56).
 #include "conv_kernel.cuh"
 
 namespace tensorexpr {
@@ -20,19 +21,19 @@ template <typename E>
 void Append(std::vector<ConvKernel>& kernels, Element element, const char* const (&names)[3]) {
   kernels.push_back(MakeConvKernel<TensorOpWgrad<E, GemmShape<128, 64, 64>, GemmShape<64, 32, 64>, Mma, 4>>(
       names[0], Pass::kWgrad, element, Math::kTensorOp));
-  kernels.push_back(MakeConvKernel<TensorOpWgrad<E, GemmShape<64, 128, 64>, GemmShape<32, 64, 64>, Mma, 4>>(
-      names[1], Pass::kWgrad, element, Math::kTensorOp));
   kernels.push_back(MakeConvKernel<TensorOpWgrad<E, GemmShape<64, 64, 64>, GemmShape<32, 32, 64>, Mma, 5>>(
+      names[1], Pass::kWgrad, element, Math::kTensorOp));
+  kernels.push_back(MakeConvKernel<TensorOpWgrad<E, GemmShape<64, 128, 64>, GemmShape<32, 64, 64>, Mma, 4>>(
       names[2], Pass::kWgrad, element, Math::kTensorOp));
 }
 }  // namespace
 
 void AppendWgrad16Kernels(std::vector<ConvKernel>& kernels) {
   Append<cutlass::half_t>(kernels, Element::kF16,
-                          {"f16_tensorop_wgrad_128x64x64_4", "f16_tensorop_wgrad_64x128x64_4", "f16_tensorop_wgrad_64x64x64_5"});
+                          {"f16_tensorop_wgrad_128x64x64_4", "f16_tensorop_wgrad_64x64x64_5", "f16_tensorop_wgrad_64x128x64_4"});
   Append<cutlass::bfloat16_t>(
       kernels, Element::kBF16,
-      {"bf16_tensorop_wgrad_128x64x64_4", "bf16_tensorop_wgrad_64x128x64_4", "bf16_tensorop_wgrad_64x64x64_5"});
+      {"bf16_tensorop_wgrad_128x64x64_4", "bf16_tensorop_wgrad_64x64x64_5", "bf16_tensorop_wgrad_64x128x64_4"});
 }
 
 }  // namespace cutlass_conv

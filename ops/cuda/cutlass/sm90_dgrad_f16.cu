@@ -1,0 +1,27 @@
+// ops/cuda/cutlass/sm90_dgrad_f16.cu — Hopper data-gradient kernels for half and bf16 (sm90_conv_kernel.cuh):
+// the output gradient by TMA im2col, the filters by TMA tiles, wgmma, float accumulation; unit strides
+// only (the strided data gradient stays on Ampere's kernels). Compiled for sm_90a only (ops/meson.build).
+#include "sm90_conv_kernel.cuh"
+
+namespace tensorexpr {
+namespace ops {
+namespace cutlass_conv {
+
+void AppendSm90Dgrad16Kernels(std::vector<ConvKernel>& kernels) {
+  using cute::_128;
+  using cute::_64;
+  // M is the input's pixels, N its channels, K the filters times their taps (a mode of its own).
+  using Wide = cute::Shape<_128, _128, cute::Shape<_64>>;
+  using Narrow = cute::Shape<_128, _64, cute::Shape<_64>>;
+  constexpr auto kDgrad = cutlass::conv::Operator::kDgrad;
+  kernels.push_back(MakeSm90ConvKernel<Sm90Config<kDgrad, cutlass::half_t, Wide>>("f16_sm90_dgrad_128x128x64", Element::kF16));
+  kernels.push_back(MakeSm90ConvKernel<Sm90Config<kDgrad, cutlass::half_t, Narrow>>("f16_sm90_dgrad_128x64x64", Element::kF16));
+  kernels.push_back(
+      MakeSm90ConvKernel<Sm90Config<kDgrad, cutlass::bfloat16_t, Wide>>("bf16_sm90_dgrad_128x128x64", Element::kBF16));
+  kernels.push_back(
+      MakeSm90ConvKernel<Sm90Config<kDgrad, cutlass::bfloat16_t, Narrow>>("bf16_sm90_dgrad_128x64x64", Element::kBF16));
+}
+
+}  // namespace cutlass_conv
+}  // namespace ops
+}  // namespace tensorexpr
