@@ -3,7 +3,9 @@
 // each kernel timed alone: which kernel is fastest where, for choosing among them in conv_cutlass.h. A
 // weight-gradient kernel runs at each power-of-two split of its reduction from 1 to 128 (Hopper's: 1), then the sum
 // of its float slices into the result (cuda::SumSlices), as the algorithm runs it; the table shows its
-// fastest split (time/split). Timing: CUDA events around each run, median of --reps after 3 warm-up runs.
+// fastest split (time/split). Channels a kernel's vectors do not divide (the stem's 3) are padded for it,
+// as the algorithm stages them (the staging is not timed). Timing: CUDA events around each run, median of
+// --reps after 3 warm-up runs.
 //
 // Usage: cutlass_kernels [--dtype fp16|bf16] [--pass fprop|dgrad|wgrad] [--n 32] [--reps 20] [--layers FILE]
 #include <algorithm>
@@ -119,8 +121,10 @@ int main(int argc, char** argv) {
       s.N = n, s.H = s.W = int(L.H), s.C = int(L.C), s.K = int(L.K), s.R = s.S = int(L.R);
       s.stride_h = s.stride_w = int(L.stride), s.pad_h = s.pad_w = int(L.pad);
       s.P = s.Q = int((L.H + 2 * L.pad - L.R) / L.stride + 1);
-      const size_t act = size_t(s.N) * s.H * s.W * s.C, flt = size_t(s.K) * s.R * s.S * s.C,
-                   out = size_t(s.N) * s.P * s.Q * s.K;
+      // Room for C and K padded to 8, the widest vector any kernel takes (the stem's 3 channels).
+      auto padded = [](int v, int to) { return (v + to - 1) / to * to; };
+      const size_t act = size_t(s.N) * s.H * s.W * padded(s.C, 8), flt = size_t(padded(s.K, 8)) * s.R * s.S * padded(s.C, 8),
+                   out = size_t(s.N) * s.P * s.Q * padded(s.K, 8);
       void *x, *w, *y;
       Check(cudaMalloc(&x, 2 * act), "malloc");
       Check(cudaMalloc(&w, 2 * flt), "malloc");
@@ -141,10 +145,13 @@ int main(int argc, char** argv) {
         double ms = -1;
         int best_split = 0;
         for (int split = 1; split <= (pass == Pass::kWgrad ? 128 : 1); split *= 2) {
+          // C and K padded to the kernel's vectors, as conv_cutlass.h stages them.
           Conv2dShape t = s;
+          t.C = padded(s.C, k.alignment), t.K = padded(s.K, k.alignment);
           t.split_k = split;
           if (!k.why_not(t).empty()) continue;
-          const size_t slices = pass == Pass::kWgrad ? sizeof(float) * split * flt : 0;
+          const size_t filters = size_t(t.K) * t.R * t.S * t.C;
+          const size_t slices = pass == Pass::kWgrad ? sizeof(float) * split * filters : 0;
           const size_t ws_bytes = std::max(k.workspace_bytes(t), slices);
           if (slices > (size_t(512) << 20)) break;
           void* ws = nullptr;
@@ -155,7 +162,7 @@ int main(int argc, char** argv) {
             ow.c = ws;
             k.run(t, ow, ws, nullptr);
             const float* partials = static_cast<const float*>(ws);
-            const tensorexpr::index_t size = tensorexpr::index_t(flt);
+            const tensorexpr::index_t size = tensorexpr::index_t(filters);
             if (element == Element::kF16)
               tensorexpr::cuda::SumSlices(partials, split, size, size, 0, 0.0f, static_cast<tensorexpr::half_t*>(w), nullptr);
             else

@@ -210,7 +210,8 @@ void AppendFpropBias16(std::vector<ConvKernel>& kernels, Element element, const 
 
 // Forward for inputs of exactly one vector of channels per pixel (8 halves, 4 floats: an RGB stem padded
 // by staging): each K step of the tile packs several filter taps, where the optimized iterators would
-// spend a whole K step per tap on mostly padding.
+// spend a whole K step per tap on mostly padding. (A 4-half form, 8-byte vectors, did half the MMA work on a
+// 3-channel stem and ran 38% slower: 0.215 against 0.156 ms on ResNet-50's stem, H200, N = 32.)
 template <typename E, typename ThreadblockShape, typename WarpShape, typename InstructionShape, int kStages>
 using TensorOpFpropFixedChannels =
     cutlass::conv::device::ImplicitGemmConvolution<typename cutlass::conv::kernel::DefaultConv2dFprop<
