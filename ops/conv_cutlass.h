@@ -8,8 +8,7 @@
 // that form (transposed from channels first, channels zero-padded up to the width), the kernels write
 // staged outputs, and those are stored back into the caller's tensors with the req's store. A staged
 // problem pays for the copies (about two passes over each tensor it touches, at memory bandwidth); the
-// padded channels cost MMA work, so the heuristic recommends staging only while the padding at most
-// triples it.
+// padded channels cost MMA work, which Recommended weighs with the tiles' own padding.
 //
 // The forward fuses the epilogue act(convolution + bias + residual) (ConvEpilogue) into its kernels'
 // store where one of them computes it: the bias needs K unpadded, the residual an unstaged output, and
@@ -47,7 +46,8 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     return Prepare(pr, pass, &why).kernel != nullptr ? ConvSupport::Yes() : ConvSupport::No(why);
   }
   // Tensor cores beat im2col + cuBLAS while padding at most quadruples the products: the channels staged
-  // up to the kernel's vectors, the output up to whole tiles. On ResNet-50's stem (3 channels staged to
+  // up to the kernel's vectors, the output up to whole tiles (the reduction's rounding of each tap's
+  // channels up to tile_k is not counted). On ResNet-50's stem (3 channels staged to
   // 8; fp16, N = 32, H200) the forward pads 2.7 times and the weight gradient 3.05 times, and both beat
   // im2col_gemm by far (the forward's kernel 0.16 ms against 0.97 for im2col's pass, the weight gradient
   // 0.31 against 0.99); the data gradient, 3 channels in tiles 64 wide, pads 21 times and lost (0.76
@@ -275,7 +275,7 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
   // half and bf16 (bench/cutlass_kernels): faster by 9-21% where the output is at most one wave of
   // 128 x 128 tiles and the reduction is 1024 or longer (the 3x3 and 1x1 layers at 7x7 and 14x14),
   // slower elsewhere, up to 2.7x on 56x56 1x1 layers. Neither kind has a fixed-channels form on Hopper.
-  // The data gradient (the same GEMM shapes, transposed) takes the same rule.
+  // The data gradient (the forward's GEMM with C and K swapped) takes the same rule.
   static bool HopperKernelsPay(const long long mnk[3]) {
     const long long tiles = ((mnk[0] + 127) / 128) * ((mnk[1] + 127) / 128);
     return tiles <= cuda::CurrentDeviceInfo().sm_count && mnk[2] >= 1024;

@@ -96,7 +96,8 @@ struct CutlassConv {
 
   // What Operator::initialize and run do, less the clearing of a split reduction's slices that initialize
   // queues first: every block writes its whole tile of its slice (none is read), so that was a pass over
-  // all of them for nothing. The launch is Operator::run's.
+  // all of them for nothing. The launch is Operator::run's. (A split is always parallel here: MakeArguments.
+  // A serial split would need that clearing, of its semaphores.)
   static void Run(const Conv2dShape& s, const ConvOperands& o, void* workspace, cudaStream_t stream) {
     using Kernel = typename Operator::UnderlyingKernel;
     const typename Kernel::Params params(MakeArguments(s, o), static_cast<int*>(workspace));
