@@ -10,6 +10,13 @@
 // problem pays for the copies (about two passes over each tensor it touches, at memory bandwidth); the
 // padded channels cost MMA work, which Recommended weighs with the tiles' own padding.
 //
+// A strided convolution on few channels (an RGB stem: 3 channels in vectors of 8) is staged folded: each
+// run of `fold` adjacent columns (fold divides the stride) becomes one column of fold x C channels, so the
+// vector's padding carries real channels. The 7 x 7 stride-2 stem becomes a 7 x 4 stride-(2, 1)
+// convolution on 6 of 8 channels: 28 taps of 8 channels where it was 49 (the padding of W and the
+// kernel's missing eighth column are zeros in the staged tensors). The caller's padding along W is
+// written into the staged activations, so the folded problem pads W by nothing.
+//
 // The forward fuses the epilogue act(convolution + bias + residual) (ConvEpilogue) into its kernels'
 // store where one of them computes it: the bias needs K unpadded, the residual an unstaged output, and
 // an output the req adds to only takes a bias (adding act(...) is not what those kernels compute).
@@ -45,23 +52,19 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     std::string why;
     return Prepare(pr, pass, &why).kernel != nullptr ? ConvSupport::Yes() : ConvSupport::No(why);
   }
-  // Tensor cores beat im2col + cuBLAS while padding at most quadruples the products: the channels staged
-  // up to the kernel's vectors, the output up to whole tiles (the reduction's rounding of each tap's
-  // channels up to tile_k is not counted). On ResNet-50's stem (3 channels staged to
-  // 8; fp16, N = 32, H200) the forward pads 2.7 times and the weight gradient 3.05 times, and both beat
-  // im2col_gemm by far (the forward's kernel 0.16 ms against 0.97 for im2col's pass, the weight gradient
-  // 0.31 against 0.99); the data gradient, 3 channels in tiles 64 wide, pads 21 times and lost (0.76
-  // against 0.66). The strict-fp32 SIMT kernels are left to the tuner.
+  // Tensor cores beat im2col + cuBLAS while padding at most quadruples the products (PaddedProducts: the
+  // channels staged up to the kernel's vectors, the output up to whole tiles, the reduction up to tile_k).
+  // On ResNet-50's stem (3 channels; fp16, N = 32, H200, bench/conv_bench) the forward (folded: 1.7
+  // times) and the weight gradient beat im2col_gemm by far. The folded data gradient (6 channels in tiles
+  // 64 wide) pads 6.3 times and is left to im2col_gemm, though it measured faster (0.48 against 0.66 ms;
+  // unfolded, 21 times, it lost: 0.76): where between them the bound belongs is not measured yet. The
+  // strict-fp32 SIMT kernels are left to the tuner.
   bool Recommended(const ConvProblem& pr, ConvPass pass) const override {
     const Plan p = Prepare(pr, pass, nullptr);
     if (p.kernel == nullptr || p.kernel->math != cutlass_conv::Math::kTensorOp) return false;
-    cutlass_conv::Conv2dShape unpadded = p.shape;
-    unpadded.C = int(pr.geom.C), unpadded.K = int(pr.geom.K);
-    long long padded_mnk[3], mnk[3];
-    p.kernel->gemm_size(p.shape, padded_mnk);
-    p.kernel->gemm_size(unpadded, mnk);
-    const double padded = double(p.kernel->output_tiles(p.shape)) * p.kernel->tile_m * p.kernel->tile_n * double(padded_mnk[2]);
-    return padded <= 4.0 * double(mnk[0]) * double(mnk[1]) * double(mnk[2]);
+    long long mnk[3];
+    p.kernel->gemm_size(KernelShape(pr, *p.kernel, pr.geom.C, pr.geom.K, 1), mnk);
+    return PaddedProducts(*p.kernel, p.shape) <= 4.0 * double(mnk[0]) * double(mnk[1]) * double(mnk[2]);
   }
   bool FusesEpilogue(const ConvProblem& pr, const ConvEpilogue<DType>& ep, ReqStore store) const override {
     const Plan p = Prepare(pr, ConvPass::kForward, nullptr, KernelEpilogue(ep));
@@ -70,6 +73,9 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     // it and a pass over the output are faster.
     const Plan plain = Prepare(pr, ConvPass::kForward, nullptr);
     if (plain.kernel != nullptr && plain.kernel->fixed_channels && !p.kernel->fixed_channels) return false;
+    // Run stages the inputs once, for the plain kernel's shape: an epilogue kernel must run on it.
+    if (plain.kernel == nullptr || plain.fold != p.fold || plain.shape.C != p.shape.C || plain.shape.K != p.shape.K)
+      return false;
     auto aligned = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
     if (ep.bias != nullptr && (p.shape.K != pr.geom.K || !aligned(ep.bias))) return false;
     if (ep.residual != nullptr && (p.staged || store.add || !aligned(ep.residual))) return false;
@@ -94,9 +100,10 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     const DType* dy = t.out_grad;
     if (st.staged) {
       const cutlass_conv::Conv2dShape& s = st.any.shape;
-      if (st.x_bytes) StageActivations(t.data, t.data_stride, g, g.in, g.C, s.C, at(st.x), stream), x = at(st.x);
-      if (st.w_bytes) StageWeights(t.weight, g, s.K, s.C, at(st.w), stream), w = at(st.w);
-      if (st.dy_bytes) StageActivations(t.out_grad, OutRowStride(g), g, g.out, g.K, s.K, at(st.dy), stream), dy = at(st.dy);
+      const ColumnFold x_fold = ActivationFold(st.any, g), w_fold = WeightFold(st.any);
+      if (st.x_bytes) StageActivations(t.data, t.data_stride, g, g.in, g.C, s.C, x_fold, at(st.x), stream), x = at(st.x);
+      if (st.w_bytes) StageWeights(t.weight, g, s.K, s.C, w_fold, at(st.w), stream), w = at(st.w);
+      if (st.dy_bytes) StageActivations(t.out_grad, OutRowStride(g), g, g.out, g.K, s.K, ColumnFold(), at(st.dy), stream), dy = at(st.dy);
     }
     void* const kernel_ws = ws + st.kernel;
     for (ConvPass pass : kPasses) {
@@ -104,8 +111,8 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
       // The forward's epilogue kernel, when there is one, runs on the staging laid out for the plain one.
       const Plan p = Prepare(pr, pass, nullptr,
                              pass == ConvPass::kForward ? KernelEpilogue(t.epilogue) : cutlass_conv::Epilogue::kLinear);
-      TE_CHECK(p.kernel != nullptr && p.shape.C == st.any.shape.C && p.shape.K == st.any.shape.K &&
-                   p.kernel_workspace <= st.total - st.kernel,
+      TE_CHECK(p.kernel != nullptr && p.fold == st.any.fold && p.shape.C == st.any.shape.C &&
+                   p.shape.K == st.any.shape.K && p.kernel_workspace <= st.total - st.kernel,
                "cutlass_implicit_gemm: no ", ConvPassName(pass), " kernel for the layout it planned");
       const cutlass_conv::Conv2dShape& s = p.shape;
       cutlass_conv::ConvOperands o;
@@ -115,7 +122,8 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
           if (st.staged) {
             o.c = at(st.out);
             p.kernel->run(s, o, kernel_ws, cs);
-            UnstageActivations(at(st.out), g, g.out, g.K, s.K, t.out, OutRowStride(g), stores.out.add, stream);
+            UnstageActivations(at(st.out), g, g.out, g.K, s.K, ColumnFold(), t.out, OutRowStride(g), stores.out.add,
+                               stream);
           } else {
             o.c = t.out, o.beta = stores.out.beta();
             if (t.epilogue.residual != nullptr) o.source = t.epilogue.residual, o.beta = 1.0f;
@@ -127,7 +135,7 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
           if (st.staged) {
             o.c = at(st.out);
             p.kernel->run(s, o, kernel_ws, cs);
-            UnstageActivations(at(st.out), g, g.in, g.C, s.C, t.data_grad, t.data_grad_stride,
+            UnstageActivations(at(st.out), g, g.in, g.C, s.C, ActivationFold(p, g), t.data_grad, t.data_grad_stride,
                                stores.data_grad.add, stream);
           } else {
             o.c = t.data_grad, o.beta = stores.data_grad.beta();
@@ -137,12 +145,12 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
         case ConvPass::kBackwardWeight: {
           o.a = dy, o.b = x, o.c = kernel_ws;
           p.kernel->run(s, o, kernel_ws, cs);
-          const index_t size = index_t(s.K) * g.KernelSize() * s.C;
+          const index_t size = index_t(s.K) * s.R * s.S * s.C;
           DType* const sum = st.staged ? at(st.out) : t.weight_grad;
           const bool add = !st.staged && stores.weight_grad.add;
           cuda::SumSlices(static_cast<const float*>(kernel_ws), index_t(s.split_k), size, size, index_t(0),
                           add ? 1.0f : 0.0f, sum, cs);
-          if (st.staged) UnstageWeights(sum, g, s.K, s.C, t.weight_grad, stores.weight_grad.add, stream);
+          if (st.staged) UnstageWeights(sum, g, s.C, WeightFold(p), t.weight_grad, stores.weight_grad.add, stream);
           break;
         }
       }
@@ -157,10 +165,12 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
                                            : cutlass_conv::Element::kBF16;
   static constexpr size_t kMaxSliceBytes = size_t(256) << 20;  // the weight gradient's float partials, at most
 
-  // A kernel for one pass, the shape it runs (C and K padded when staged) and the workspace it takes.
+  // A kernel for one pass, the shape it runs (C and K padded when staged, columns folded when fold > 1)
+  // and the workspace it takes.
   struct Plan {
     const Kernel* kernel = nullptr;
     cutlass_conv::Conv2dShape shape;
+    int fold = 1;  // ColumnFoldFor(geometry, kernel's alignment)
     bool staged = false;
     size_t kernel_workspace = 0;  // KernelWorkspace(*kernel, shape)
   };
@@ -176,12 +186,12 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
   };
 
   static size_t Round256(size_t b) { return (b + 255) / 256 * 256; }
+  static long long RoundUp(long long v, long long to) { return (v + to - 1) / to * to; }
   // The output (and its gradient) is dense: rows of K channels, or of the output's width.
   static index_t OutRowStride(const ConvGeometry& g) { return g.channels_last ? g.K : g.out[2]; }
 
   static Staging Layout(const ConvProblem& pr, const ConvStores& stores) {
     Staging st;
-    const ConvGeometry& g = pr.geom;
     size_t kernel_bytes = 0, out_bytes = 0;
     bool reads_x = false, reads_w = false, reads_dy = false, any = false;
     for (ConvPass pass : kPasses) {
@@ -191,8 +201,8 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
       st.any = p, st.staged = st.staged || p.staged, any = true;
       kernel_bytes = std::max(kernel_bytes, p.kernel_workspace);
       const cutlass_conv::Conv2dShape& s = p.shape;
-      const size_t in = size_t(g.N) * g.InSize() * s.C, out = size_t(g.N) * g.OutSize() * s.K,
-                   weights = size_t(s.K) * g.KernelSize() * s.C;
+      const size_t in = size_t(s.N) * s.H * s.W * s.C, out = size_t(s.N) * s.P * s.Q * s.K,
+                   weights = size_t(s.K) * s.R * s.S * s.C;
       out_bytes = std::max(out_bytes, sizeof(DType) * (pass == ConvPass::kForward        ? out
                                                        : pass == ConvPass::kBackwardData ? in
                                                                                          : weights));
@@ -209,9 +219,9 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     };
     if (st.staged) {
       const cutlass_conv::Conv2dShape& s = st.any.shape;
-      if (reads_x) st.x_bytes = sizeof(DType) * size_t(g.N) * g.InSize() * s.C;
-      if (reads_w) st.w_bytes = sizeof(DType) * size_t(s.K) * g.KernelSize() * s.C;
-      if (reads_dy) st.dy_bytes = sizeof(DType) * size_t(g.N) * g.OutSize() * s.K;
+      if (reads_x) st.x_bytes = sizeof(DType) * size_t(s.N) * s.H * s.W * s.C;
+      if (reads_w) st.w_bytes = sizeof(DType) * size_t(s.K) * s.R * s.S * s.C;
+      if (reads_dy) st.dy_bytes = sizeof(DType) * size_t(s.N) * s.P * s.Q * s.K;
       take(st.x_bytes, &st.x);
       take(st.w_bytes, &st.w);
       take(st.dy_bytes, &st.dy);
@@ -220,6 +230,32 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     take(kernel_bytes, &st.kernel);
     st.total = offset;
     return st;
+  }
+
+  // How many columns staging folds into one for kernels of this vector width (the header): the largest
+  // fold that divides the stride and pads the channels no further than the vector already does, 1 where
+  // none does (or the kernel has one column, is dilated along W, or pads W by its width or more).
+  static int ColumnFoldFor(const ConvGeometry& g, int alignment) {
+    const index_t S = g.kernel[2];
+    if (S < 2 || g.dilate[2] != 1 || g.pad[2] >= S) return 1;
+    for (index_t f = g.stride[2]; f >= 2; --f)
+      if (g.stride[2] % f == 0 && RoundUp(f * g.C, alignment) == RoundUp(g.C, alignment)) return int(f);
+    return 1;
+  }
+
+  // The products kernel k forms on shape s, padding included: its output tiles times its reduction. The
+  // forward's and data gradient's reductions round up to whole tile_k steps, which start afresh at each
+  // filter tap where a step holds one tap's channels (all but the fixed-channels kernels); the weight
+  // gradient's long reduction is cut into slices and its rounding is left out.
+  static double PaddedProducts(const Kernel& k, const cutlass_conv::Conv2dShape& s) {
+    long long mnk[3];
+    k.gemm_size(s, mnk);
+    const long long taps = (long long)s.R * s.S;
+    const long long reduction = k.pass == cutlass_conv::Pass::kWgrad ? mnk[2]
+                                : k.fixed_channels                  ? RoundUp(mnk[2], k.tile_k)
+                                : k.pass == cutlass_conv::Pass::kFprop ? taps * RoundUp(s.C, k.tile_k)
+                                                                       : taps * RoundUp(s.K, k.tile_k);
+    return double(k.output_tiles(s)) * k.tile_m * k.tile_n * double(reduction);
   }
 
   static cutlass_conv::Epilogue KernelEpilogue(const ConvEpilogue<DType>& ep) {
@@ -233,19 +269,23 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
                                              : cutlass_conv::Pass::kWgrad;
   }
 
-  // The 2-D problem in CUTLASS's terms with C and K as the kernels see them (the geometry is 3-D with a
-  // unit depth; Prepare checked that). Ampere's weight-gradient kernels (float slices) also get their
+  // The 2-D problem in CUTLASS's terms with C and K as the kernels see them, its columns folded by `fold`
+  // (the header; the geometry is 3-D with a unit depth: Prepare checked that). Ampere's weight-gradient kernels (float slices) also get their
   // split: the output tiles times the slices fill the GPU once for the 16-bit kernels (their fastest
   // splits on ResNet-50's layers gave half a block to 5 blocks per SM: bench/cutlass_kernels --pass wgrad) and twice
   // for float's, each slice keeps 4 tile steps of the reduction at least, and the slices stay within the
   // workspace the problem allows. Hopper's do not split.
-  static cutlass_conv::Conv2dShape KernelShape(const ConvProblem& pr, const Kernel& k, index_t C, index_t K) {
+  static cutlass_conv::Conv2dShape KernelShape(const ConvProblem& pr, const Kernel& k, index_t C, index_t K, int fold) {
     const ConvGeometry& g = pr.geom;
     cutlass_conv::Conv2dShape s;
     s.N = int(g.N), s.H = int(g.in[1]), s.W = int(g.in[2]), s.C = int(C), s.K = int(K);
     s.R = int(g.kernel[1]), s.S = int(g.kernel[2]), s.P = int(g.out[1]), s.Q = int(g.out[2]);
     s.pad_h = int(g.pad[1]), s.pad_w = int(g.pad[2]), s.stride_h = int(g.stride[1]), s.stride_w = int(g.stride[2]);
     s.dilation_h = int(g.dilate[1]), s.dilation_w = int(g.dilate[2]);
+    if (fold > 1) {
+      s.S = (s.S + fold - 1) / fold, s.stride_w /= fold, s.pad_w = 0;
+      s.W = (s.Q - 1) * s.stride_w + s.S;  // the folded columns the taps reach, the caller's padding among them
+    }
     if (!k.float_output || k.sm == 90) return s;
     long long mnk[3];
     k.gemm_size(s, mnk);
@@ -314,10 +354,9 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     return known->plan;
   }
 
-  // The compiled kernel that can run `pass` of `pr` (directly or staged) with the least padded work: the
-  // implicit GEMM's M x N rounded up to its tiles (a 128-wide tile on 64 channels does twice the work);
-  // on a tie a Hopper kernel where HopperKernelsPay (for the weight gradient: WgradPreference's order), else
-  // the earlier, larger tile. Kernel null with the reason in *why when none can.
+  // The compiled kernel that can run `pass` of `pr` (directly or staged) with the least padded work
+  // (PaddedProducts: a 128-wide tile on 64 channels does twice the work); on a tie a Hopper kernel where
+  // HopperKernelsPay (for the weight gradient: WgradPreference's order), else the earlier, larger tile. Kernel null with the reason in *why when none can.
   static Plan Search(const ConvProblem& pr, ConvPass pass, std::string* why, cutlass_conv::Epilogue epilogue) {
     auto refuse = [why](std::string reason) {
       if (why != nullptr) *why = std::move(reason);
@@ -343,11 +382,12 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     for (const Kernel& k : cutlass_conv::CompiledConvKernels()) {
       if (k.pass != KernelPass(pass) || k.element != kElement || k.math != math || k.epilogue != epilogue) continue;
       if (k.sm != 0 && k.sm != device_sm) continue;  // Hopper's kernels exist for 9.0 alone
-      const index_t a = k.alignment, C = (g.C + a - 1) / a * a, K = (g.K + a - 1) / a * a;
       Plan p;
       p.kernel = &k;
-      p.shape = KernelShape(pr, k, C, K);
-      p.staged = !g.channels_last || C != g.C || K != g.K || !pr.data_contiguous || !pr.vector_aligned;
+      p.fold = ColumnFoldFor(g, k.alignment);
+      const index_t C = RoundUp(p.fold * g.C, k.alignment), K = RoundUp(g.K, k.alignment);
+      p.shape = KernelShape(pr, k, C, K, p.fold);
+      p.staged = p.fold > 1 || !g.channels_last || C != g.C || K != g.K || !pr.data_contiguous || !pr.vector_aligned;
       if (k.float_output && KernelWorkspace(k, p.shape) > pr.workspace_limit) {
         refused(k, "needs " + std::to_string(KernelWorkspace(k, p.shape)) +
                        " bytes of workspace for its partial sums, over the limit");
@@ -360,7 +400,7 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
       }
       long long mnk[3];
       k.gemm_size(p.shape, mnk);
-      const double work = double(k.output_tiles(p.shape)) * k.tile_m * k.tile_n;
+      const double work = PaddedProducts(k, p.shape);
       const int preference = pass == ConvPass::kBackwardWeight ? WgradPreference(k, mnk)
                                                                : (k.sm == 90) == HopperKernelsPay(mnk) ? 1 : 0;
       if (best.kernel == nullptr || work < best_work || (work == best_work && preference > best_preference))
@@ -380,12 +420,79 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
   // Strided copies go through F<op::identity> (one map kernel): assigning one Tensor to another rebinds
   // the view, as in mshadow, and Copy's cudaMemcpy2D crawls over rows of a few bytes.
 
+  // How a staged tensor's columns are folded (the header): `by` caller's columns to one, `cols` folded
+  // columns per row, the first `before` of the caller's columns zeros (its padding). by = 1: not folded.
+  struct ColumnFold {
+    index_t by = 1, cols = 0, before = 0;
+  };
+  static ColumnFold ActivationFold(const Plan& p, const ConvGeometry& g) { return {p.fold, p.shape.W, g.pad[2]}; }
+  static ColumnFold WeightFold(const Plan& p) { return {p.fold, p.shape.S, 0}; }
+  // The caller's columns a folded row holds (those past it no tap reaches).
+  static index_t FoldedColumnsUsed(index_t W, const ColumnFold& f) { return std::min(W, f.by * f.cols - f.before); }
+
+  // Calls use(e) with a caller's 4-D tensor of `shape` (outer, rows, columns, channels), stored channels
+  // last or (outer, channels, rows, columns) with rows `row_stride` apart, seen as the 3-D expression
+  // (outer x rows, columns, channels).
+  template <typename Use>
+  static void AsPixelRows(const DType* src, bool channels_last, Shape<4> shape, index_t row_stride, Stream<gpu>* s,
+                          Use&& use) {
+    DType* const p = const_cast<DType*>(src);
+    const Shape<3> rows = Shape3(shape[0] * shape[1], shape[2], shape[3]);
+    if (channels_last) {
+      use(Tensor<gpu, 3, DType>(p, rows, row_stride, s));
+    } else {
+      const Tensor<gpu, 4, DType> first(p, Shape4(shape[0], shape[3], shape[1], shape[2]), row_stride, s);
+      use(expr::reshape(expr::transpose(first, Shape4(0, 2, 3, 1)), rows));
+    }
+  }
+  // Stores e, an (outer x rows, columns, channels) expression, into a caller's tensor laid out as
+  // AsPixelRows reads it, = or +=.
+  template <typename E>
+  static void StorePixelRows(const E& e, DType* dst, bool channels_last, Shape<4> shape, index_t row_stride, bool add,
+                             Stream<gpu>* s) {
+    if (channels_last) {
+      Tensor<gpu, 3, DType> to(dst, Shape3(shape[0] * shape[1], shape[2], shape[3]), row_stride, s);
+      if (add) to += e; else to = e;
+    } else {
+      Tensor<gpu, 4, DType> to(dst, Shape4(shape[0], shape[3], shape[1], shape[2]), row_stride, s);
+      const auto from = expr::transpose(expr::reshape(e, shape), Shape4(0, 3, 1, 2));
+      if (add) to += from; else to = from;
+    }
+  }
+
+  // (outer x rows, W, C) pixels folded into (outer x rows x fold.cols, Cp) dense rows in one pass: the
+  // folded row's columns before and after the caller's, and channels fold.by x C .. Cp, zero.
+  template <typename Pixels>
+  static void StageFolded(const Pixels& px, const ColumnFold& fold, index_t Cp, DType* dst, Stream<gpu>* s) {
+    const Shape<3> in = px.shape();
+    const index_t wide = fold.by * fold.cols, used = FoldedColumnsUsed(in[1], fold), rows = in[0] * fold.cols;
+    const auto columns =
+        expr::pad(expr::slice<1>(px, 0, used), Shape3(0, fold.before, 0), Shape3(0, wide - fold.before - used, 0));
+    Tensor<gpu, 2, DType>(dst, Shape2(rows, Cp), s) =
+        expr::pad(expr::reshape(columns, Shape2(rows, fold.by * in[2])), Shape2(0, 0), Shape2(0, Cp - fold.by * in[2]));
+  }
+  // StageFolded's inverse for a result: the (outer x rows x fold.cols, Cp) staged rows as the caller's
+  // (outer x rows, W, C) pixels, zero in the columns no tap reached.
+  static auto Unfolded(const DType* staged, index_t outer_rows, index_t W, index_t C, index_t Cp,
+                       const ColumnFold& fold, Stream<gpu>* s) {
+    const Tensor<gpu, 2, DType> t(const_cast<DType*>(staged), Shape2(outer_rows * fold.cols, fold.by * C), Cp, s);
+    const index_t used = FoldedColumnsUsed(W, fold);
+    const auto columns = expr::slice<1>(expr::reshape(t, Shape3(outer_rows, fold.by * fold.cols, C)), fold.before,
+                                        fold.before + used);
+    return expr::pad(columns, Shape3(0, 0, 0), Shape3(0, W - used, 0));
+  }
+
   // Activations (N, C, spatial) or (N, spatial, C) with rows `row_stride` apart, into (N, H, W, Cp)
-  // dense with channels C..Cp zero.
+  // dense with channels C..Cp zero; folded (N, H, fold.cols, Cp) when fold.by > 1.
   static void StageActivations(const DType* src, index_t row_stride, const ConvGeometry& g, const index_t* sp,
-                               index_t C, index_t Cp, DType* dst, Stream<gpu>* s) {
+                               index_t C, index_t Cp, const ColumnFold& fold, DType* dst, Stream<gpu>* s) {
     const index_t N = g.N, H = sp[1], W = sp[2];
     DType* const in = const_cast<DType*>(src);
+    if (fold.by > 1) {
+      AsPixelRows(src, g.channels_last, Shape4(N, H, W, C), row_stride, s,
+                  [&](const auto& px) { StageFolded(px, fold, Cp, dst, s); });
+      return;
+    }
     if (g.channels_last) {
       // Whole padded rows in one dense pass: writing C of every Cp values, then the zeros apart, cost a
       // stem (3 of 8) two scattered passes.
@@ -400,12 +507,15 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     if (Cp > C) Tensor<gpu, 2, DType>(dst + C, Shape2(N * H * W, Cp - C), Cp, s) = DType(0.0f);
   }
 
-  // A staged (N, H, W, Cp) result into the caller's activations tensor, = or +=.
+  // A staged (N, H, W, Cp) result (folded: (N, H, fold.cols, Cp)) into the caller's activations, = or +=.
   static void UnstageActivations(const DType* src, const ConvGeometry& g, const index_t* sp, index_t C, index_t Cp,
-                                 DType* dst, index_t row_stride, bool add, Stream<gpu>* s) {
+                                 const ColumnFold& fold, DType* dst, index_t row_stride, bool add, Stream<gpu>* s) {
     const index_t N = g.N, H = sp[1], W = sp[2];
     DType* const staged = const_cast<DType*>(src);
-    if (g.channels_last) {
+    if (fold.by > 1) {
+      StorePixelRows(Unfolded(src, N * H, W, C, Cp, fold, s), dst, g.channels_last, Shape4(N, H, W, C), row_stride,
+                     add, s);
+    } else if (g.channels_last) {
       Tensor<gpu, 2, DType> to(dst, Shape2(N * H * W, C), row_stride, s);
       const Tensor<gpu, 2, DType> from(staged, Shape2(N * H * W, C), Cp, s);
       if (add) to += from; else to = expr::F<op::identity>(from);
@@ -416,34 +526,45 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     }
   }
 
-  // Filters (K, C, kernel) or (K, kernel, C) into (Kp, kernel, Cp) with the padding zero.
-  static void StageWeights(const DType* src, const ConvGeometry& g, index_t Kp, index_t Cp, DType* dst,
-                           Stream<gpu>* s) {
-    const index_t K = g.K, C = g.C, RS = g.KernelSize();
+  // Filters (K, C, kernel) or (K, kernel, C) into (Kp, kernel, Cp) with the padding zero (folded:
+  // (Kp, R, fold.cols, Cp)).
+  static void StageWeights(const DType* src, const ConvGeometry& g, index_t Kp, index_t Cp, const ColumnFold& fold,
+                           DType* dst, Stream<gpu>* s) {
+    const index_t K = g.K, C = g.C, R = g.kernel[1], S = g.kernel[2];
     DType* const w = const_cast<DType*>(src);
-    if (g.channels_last) {
-      Tensor<gpu, 2, DType>(dst, Shape2(K * RS, C), Cp, s) = expr::F<op::identity>(Tensor<gpu, 2, DType>(w, Shape2(K * RS, C), s));
+    if (fold.by > 1) {
+      AsPixelRows(src, g.channels_last, Shape4(K, R, S, C), g.channels_last ? C : S, s,
+                  [&](const auto& taps) { StageFolded(taps, fold, Cp, dst, s); });
     } else {
-      Tensor<gpu, 3, DType>(dst, Shape3(K, RS, C), Cp, s) =
-          expr::swapaxis<2, 1>(Tensor<gpu, 3, DType>(w, Shape3(K, C, RS), s));
+      if (g.channels_last) {
+        Tensor<gpu, 2, DType>(dst, Shape2(K * R * S, C), Cp, s) =
+            expr::F<op::identity>(Tensor<gpu, 2, DType>(w, Shape2(K * R * S, C), s));
+      } else {
+        Tensor<gpu, 3, DType>(dst, Shape3(K, R * S, C), Cp, s) =
+            expr::swapaxis<2, 1>(Tensor<gpu, 3, DType>(w, Shape3(K, C, R * S), s));
+      }
+      if (Cp > C) Tensor<gpu, 2, DType>(dst + C, Shape2(K * R * S, Cp - C), Cp, s) = DType(0.0f);
     }
-    if (Cp > C) Tensor<gpu, 2, DType>(dst + C, Shape2(K * RS, Cp - C), Cp, s) = DType(0.0f);
-    if (Kp > K) Tensor<gpu, 2, DType>(dst + K * RS * Cp, Shape2((Kp - K) * RS, Cp), s) = DType(0.0f);
+    const index_t taps = R * (fold.by > 1 ? fold.cols : S);
+    if (Kp > K) Tensor<gpu, 2, DType>(dst + K * taps * Cp, Shape2((Kp - K) * taps, Cp), s) = DType(0.0f);
   }
 
-  // A staged (Kp, kernel, Cp) weight gradient into the caller's filters' layout, = or +=.
-  static void UnstageWeights(const DType* src, const ConvGeometry& g, index_t Kp, index_t Cp, DType* dst, bool add,
-                             Stream<gpu>* s) {
-    (void)Kp;
-    const index_t K = g.K, C = g.C, RS = g.KernelSize();
+  // A staged (Kp, kernel, Cp) weight gradient (folded: (Kp, R, fold.cols, Cp)) into the caller's
+  // filters' layout, = or +=.
+  static void UnstageWeights(const DType* src, const ConvGeometry& g, index_t Cp, const ColumnFold& fold, DType* dst,
+                             bool add, Stream<gpu>* s) {
+    const index_t K = g.K, C = g.C, R = g.kernel[1], S = g.kernel[2];
     DType* const staged = const_cast<DType*>(src);
-    if (g.channels_last) {
-      Tensor<gpu, 2, DType> to(dst, Shape2(K * RS, C), s);
-      const Tensor<gpu, 2, DType> from(staged, Shape2(K * RS, C), Cp, s);
+    if (fold.by > 1) {
+      StorePixelRows(Unfolded(src, K * R, S, C, Cp, fold, s), dst, g.channels_last, Shape4(K, R, S, C),
+                     g.channels_last ? C : S, add, s);
+    } else if (g.channels_last) {
+      Tensor<gpu, 2, DType> to(dst, Shape2(K * R * S, C), s);
+      const Tensor<gpu, 2, DType> from(staged, Shape2(K * R * S, C), Cp, s);
       if (add) to += from; else to = expr::F<op::identity>(from);
     } else {
-      Tensor<gpu, 3, DType> to(dst, Shape3(K, C, RS), s);
-      const auto from = expr::swapaxis<2, 1>(Tensor<gpu, 3, DType>(staged, Shape3(K, RS, C), Cp, s));
+      Tensor<gpu, 3, DType> to(dst, Shape3(K, C, R * S), s);
+      const auto from = expr::swapaxis<2, 1>(Tensor<gpu, 3, DType>(staged, Shape3(K, R * S, C), Cp, s));
       if (add) to += from; else to = from;
     }
   }

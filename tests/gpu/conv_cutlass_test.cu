@@ -202,6 +202,8 @@ std::vector<Conv2d> AlignedShapes() {
       {1, 13, 13, 24, 8, 5, 5, 2, 1, 2, 1},   // padding after differs from before
       {2, 8, 9, 16, 32, 1, 1, 2, 1, 0, 0},    // 1x1 with stride 2
       {4, 17, 15, 64, 136, 3, 3, 1, 1, 1, 1}, // several 128 x 128 tiles
+      {2, 9, 9, 16, 24, 3, 3, 1, 1, 1, 0},    // unit strides, no padding after (Hopper's data gradient)
+      {2, 6, 7, 16, 8, 3, 3, 1, 1, 3, 3},     // padding wider than the kernel reaches: border outputs are 0
   };
 }
 
@@ -209,17 +211,24 @@ std::vector<Conv2d> AlignedShapes() {
 // padded channels must not leak into the results, nor the gradients into the caller's padding).
 std::vector<Conv2d> StagedShapes() {
   std::vector<Conv2d> v = {
-      {2, 12, 11, 3, 16, 7, 7, 2, 1, 3, 3},  // an RGB stem
+      {2, 12, 11, 3, 16, 7, 7, 2, 1, 3, 3},  // an RGB stem (columns folded in pairs: 6 of 8 channels)
       {2, 9, 9, 13, 5, 3, 3, 1, 1, 1, 1},    // odd C and K
       {3, 7, 8, 20, 12, 3, 3, 2, 1, 1, 0},   // C and K multiples of 4, not of 8
+      // Folded columns (conv_cutlass.h): 4 channels in pairs, the last column read by no tap; 1 channel
+      // in fours (stride 4) with padding after unlike before; 2 channels, K staged too.
+      {2, 7, 13, 4, 8, 2, 2, 2, 1, 0, 0},
+      {2, 9, 18, 1, 8, 5, 5, 4, 1, 2, 1},
+      {3, 8, 10, 2, 12, 3, 3, 2, 1, 1, 0},
   };
   for (Conv2d c : AlignedShapes()) {
     c.layout = ops::Layout::kNCHW;
     v.push_back(c);
   }
-  Conv2d odd_first{2, 9, 10, 5, 7, 3, 3, 1, 1, 1, 1};
-  odd_first.layout = ops::Layout::kNCHW;
-  v.push_back(odd_first);
+  for (Conv2d c : {Conv2d{2, 9, 10, 5, 7, 3, 3, 1, 1, 1, 1}, Conv2d{2, 12, 11, 3, 16, 7, 7, 2, 1, 3, 3},
+                   Conv2d{2, 9, 18, 1, 8, 5, 5, 4, 1, 2, 1}}) {
+    c.layout = ops::Layout::kNCHW;  // odd channels, and folded stems, channels first
+    v.push_back(c);
+  }
   return v;
 }
 
