@@ -83,17 +83,24 @@ void RunBlock(const void* body, index_t begin, index_t end) {
   (*static_cast<const Body*>(body))(begin, end);
 }
 
-// Runs fn over [0, n) on `nthreads` threads (> 1) in shares of `share` items and blocks of `block`.
-inline void RunShares(index_t n, int nthreads, index_t share, index_t block, BlockFn fn, const void* body) {
+// Runs fn over [0, n) in `nthreads` (> 1) shares of `share` items and blocks of `block`, from a region of
+// `team` >= nthreads threads whose first nthreads each own a share.
+//
+// The region always has the caller's whole budget of threads, however few the work wants: libgomp keeps
+// one pool of threads, lets the threads a smaller region leaves out end, and creates new ones for the
+// next larger region. With teams sized by each loop's work, a 16-thread budget alternating between loops
+// of 16 and of 3 threads created 13 threads per pair of loops (tests/threads_test.cc counts them). Threads
+// past nthreads take no share and wait at the region's end.
+inline void RunShares(index_t n, int team, int nthreads, index_t share, index_t block, BlockFn fn, const void* body) {
 #ifdef _OPENMP
   std::unique_ptr<BlockCounter[]> taken(new BlockCounter[static_cast<size_t>(nthreads)]);
   std::exception_ptr error;
   std::atomic<bool> failed{false};
-#pragma omp parallel num_threads(nthreads)
+#pragma omp parallel num_threads(team)
   {
     // Own share first, then the others' (all nthreads shares, should OpenMP have granted fewer threads).
     const int t = omp_get_thread_num();
-    for (int k = 0; k < nthreads && !failed.load(std::memory_order_relaxed); ++k) {
+    for (int k = 0; t < nthreads && k < nthreads && !failed.load(std::memory_order_relaxed); ++k) {
       const index_t owner = (t + k) % nthreads, lo = owner * share, hi = std::min(n, lo + share);
       while (!failed.load(std::memory_order_relaxed)) {
         const index_t begin = lo + taken[static_cast<size_t>(owner)].next.fetch_add(1, std::memory_order_relaxed) * block;
@@ -109,7 +116,7 @@ inline void RunShares(index_t n, int nthreads, index_t share, index_t block, Blo
   }
   if (error) std::rethrow_exception(error);
 #else
-  (void)nthreads, (void)share, (void)block;
+  (void)team, (void)nthreads, (void)share, (void)block;
   fn(body, index_t(0), n);
 #endif
 }
@@ -130,17 +137,17 @@ template <typename Body>
 inline void ParallelFor(index_t n, index_t cost_per_item, Body body) {
   if (n <= 0) return;
   const detail::BlockFn run = &detail::RunBlock<Body>;
-  int nthreads = GetNumThreads();
+  const int team = GetNumThreads();
   const index_t cost = std::max<index_t>(cost_per_item, 1), total = n * cost;
-  if (nthreads <= 1 || total < kSerialCutoff || n == 1) {
+  if (team <= 1 || total < kSerialCutoff || n == 1) {
     run(&body, index_t(0), n);
     return;
   }
-  nthreads = static_cast<int>(std::min<index_t>(nthreads, std::min<index_t>(n, total / (kSerialCutoff / 4) + 1)));
+  const int nthreads = static_cast<int>(std::min<index_t>(team, std::min<index_t>(n, total / (kSerialCutoff / 4) + 1)));
   // Blocks per share: up to 4, each of at least kSerialCutoff / 4 operations.
   const index_t share = (n + nthreads - 1) / nthreads;
   const index_t per_share = std::max<index_t>(1, std::min<index_t>({4, share, share * cost / (kSerialCutoff / 4)}));
-  detail::RunShares(n, nthreads, share, (share + per_share - 1) / per_share, run, &body);
+  detail::RunShares(n, team, nthreads, share, (share + per_share - 1) / per_share, run, &body);
 }
 
 }  // namespace tensorexpr
