@@ -90,7 +90,8 @@ void RunBlock(const void* body, index_t begin, index_t end) {
 // one pool of threads, lets the threads a smaller region leaves out end, and creates new ones for the
 // next larger region. With teams sized by each loop's work, a 16-thread budget alternating between loops
 // of 16 and of 3 threads created 13 threads per pair of loops (tests/threads_test.cc counts them). Threads
-// past nthreads take no share and wait at the region's end.
+// past nthreads take no share and wait at the region's end (PyTorch's parallel_for does the same for the
+// same reason: pytorch/pytorch#32875).
 inline void RunShares(index_t n, int team, int nthreads, index_t share, index_t block, BlockFn fn, const void* body) {
 #ifdef _OPENMP
   std::unique_ptr<BlockCounter[]> taken(new BlockCounter[static_cast<size_t>(nthreads)]);
