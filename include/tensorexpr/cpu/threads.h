@@ -90,14 +90,16 @@ void RunBlock(const void* body, index_t begin, index_t end) {
 // one pool of threads, lets the threads a smaller region leaves out end, and creates new ones for the
 // next larger region. With teams sized by each loop's work, a 16-thread budget alternating between loops
 // of 16 and of 3 threads created 13 threads per pair of loops (tests/threads_test.cc counts them). Threads
-// past nthreads take no share and wait at the region's end (PyTorch's parallel_for does the same for the
-// same reason: pytorch/pytorch#32875).
+// past nthreads take no share and wait at the region's end, which costs a wake-up per loop where the
+// budget exceeds the free cores. (PyTorch's parallel_for works around the same behaviour the same way:
+// pytorch/pytorch#32008, fixed by #32875.) A nested region, which libgomp never takes from the pool,
+// asks for the shares' threads alone.
 inline void RunShares(index_t n, int team, int nthreads, index_t share, index_t block, BlockFn fn, const void* body) {
 #ifdef _OPENMP
   std::unique_ptr<BlockCounter[]> taken(new BlockCounter[static_cast<size_t>(nthreads)]);
   std::exception_ptr error;
   std::atomic<bool> failed{false};
-#pragma omp parallel num_threads(team)
+#pragma omp parallel num_threads(omp_in_parallel() ? nthreads : team)
   {
     // Own share first, then the others' (all nthreads shares, should OpenMP have granted fewer threads).
     const int t = omp_get_thread_num();
