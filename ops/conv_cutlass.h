@@ -4,11 +4,12 @@
 // when the stream allows it) or, for strict float, on the CUDA cores.
 //
 // The kernels read and write channels-last tensors whose C and K are multiples of their vector width,
-// starting on 16-byte boundaries. Other problems are staged: the inputs are copied into the workspace in
-// that form (transposed from channels first, channels zero-padded up to the width), the kernels write
-// staged outputs, and those are stored back into the caller's tensors with the req's store. A staged
-// problem pays for the copies (about two passes over each tensor it touches, at memory bandwidth); the
-// padded channels cost MMA work, which Recommended weighs with the tiles' own padding.
+// starting on 16-byte boundaries. Other tensors are staged: an input is copied into the workspace in
+// that form (transposed from channels first, channels zero-padded up to the width), or a kernel writes a
+// staged output, which is stored back into the caller's tensor with the req's store; a tensor already
+// in that form is used in place (a stem's output). Staging costs about two passes over each tensor it
+// copies, at memory bandwidth; the padded channels cost MMA work, which Recommended weighs with the
+// tiles' own padding.
 //
 // A strided convolution on few channels (an RGB stem: 3 channels in vectors of 8) is staged folded: each
 // run of `fold` adjacent columns (fold divides the stride) becomes one column of fold x C channels, so the
@@ -53,12 +54,12 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     return Prepare(pr, pass, &why).kernel != nullptr ? ConvSupport::Yes() : ConvSupport::No(why);
   }
   // Tensor cores beat im2col + cuBLAS while padding at most quadruples the products (PaddedProducts: the
-  // channels staged up to the kernel's vectors, the output up to whole tiles, the reduction up to tile_k).
-  // On ResNet-50's stem (3 channels; fp16, N = 32, H200, bench/conv_bench) the forward (folded: 1.7
-  // times) and the weight gradient beat im2col_gemm by far. The folded data gradient (6 channels in tiles
-  // 64 wide) pads 6.3 times and is left to im2col_gemm, though it measured faster (0.48 against 0.66 ms;
-  // unfolded, 21 times, it lost: 0.76): where between them the bound belongs is not measured yet. The
-  // strict-fp32 SIMT kernels are left to the tuner.
+  // channels staged up to the kernel's vectors, the output up to whole tiles, the forward's and data
+  // gradient's reductions up to tile_k). On ResNet-50's stem (3 channels; fp16, N = 32, H200,
+  // bench/conv_bench) the forward (folded: 1.7 times) and the weight gradient beat im2col_gemm by far.
+  // Its folded data gradient padded 6.3 times in tiles 64 wide and still beat im2col_gemm (0.48 against
+  // 0.66 ms; unfolded, 21 times, it lost: 0.76); the slim tile pads it 3.1 times. The strict-fp32 SIMT
+  // kernels are left to the tuner.
   bool Recommended(const ConvProblem& pr, ConvPass pass) const override {
     const Plan p = Prepare(pr, pass, nullptr);
     if (p.kernel == nullptr || p.kernel->math != cutlass_conv::Math::kTensorOp) return false;
@@ -78,8 +79,9 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
       return false;
     auto aligned = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
     if (ep.bias != nullptr && (p.shape.K != pr.geom.K || !aligned(ep.bias))) return false;
-    if (ep.residual != nullptr && (p.staged || store.add || !aligned(ep.residual))) return false;
-    return !store.add || p.staged || ep.activation == ConvActivation::kIdentity;
+    const bool out_staged = Staged(pr, p, Role::kOutput);
+    if (ep.residual != nullptr && (out_staged || store.add || !aligned(ep.residual))) return false;
+    return !store.add || out_staged || ep.activation == ConvActivation::kIdentity;
   }
   size_t WorkspaceBytes(const ConvProblem& pr, const ConvStores& stores) const override {
     const Staging st = Layout(pr, stores);
@@ -94,16 +96,19 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     const cudaStream_t cs = Stream<gpu>::GetStream(stream);
     const ConvGeometry& g = pr.geom;
     auto at = [ws](size_t offset) { return reinterpret_cast<DType*>(ws + offset); };
-    // The inputs, staged once for every pass that reads them.
+    // The inputs that need it, staged once for every pass that reads them.
     const DType* x = t.data;
     const DType* w = t.weight;
     const DType* dy = t.out_grad;
-    if (st.staged) {
-      const cutlass_conv::Conv2dShape& s = st.any.shape;
-      const ColumnFold x_fold = ActivationFold(st.any, g), w_fold = WeightFold(st.any);
-      if (st.x_bytes) StageActivations(t.data, t.data_stride, g, g.in, g.C, s.C, x_fold, at(st.x), stream), x = at(st.x);
-      if (st.w_bytes) StageWeights(t.weight, g, s.K, s.C, w_fold, at(st.w), stream), w = at(st.w);
-      if (st.dy_bytes) StageActivations(t.out_grad, OutRowStride(g), g, g.out, g.K, s.K, ColumnFold(), at(st.dy), stream), dy = at(st.dy);
+    const cutlass_conv::Conv2dShape& staged = st.any.shape;
+    if (st.x_bytes) {
+      StageActivations(t.data, t.data_stride, g, g.in, g.C, staged.C, ActivationFold(st.any, g), at(st.x), stream);
+      x = at(st.x);
+    }
+    if (st.w_bytes) StageWeights(t.weight, g, staged.K, staged.C, WeightFold(st.any), at(st.w), stream), w = at(st.w);
+    if (st.dy_bytes) {
+      StageActivations(t.out_grad, OutRowStride(g), g, g.out, g.K, staged.K, ColumnFold(), at(st.dy), stream);
+      dy = at(st.dy);
     }
     void* const kernel_ws = ws + st.kernel;
     for (ConvPass pass : kPasses) {
@@ -119,7 +124,7 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
       switch (pass) {
         case ConvPass::kForward:
           o.a = x, o.b = w, o.bias = t.epilogue.bias;
-          if (st.staged) {
+          if (Staged(pr, p, Role::kOutput)) {
             o.c = at(st.out);
             p.kernel->run(s, o, kernel_ws, cs);
             UnstageActivations(at(st.out), g, g.out, g.K, s.K, ColumnFold(), t.out, OutRowStride(g), stores.out.add,
@@ -132,7 +137,7 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
           break;
         case ConvPass::kBackwardData:
           o.a = dy, o.b = w;
-          if (st.staged) {
+          if (Staged(pr, p, Role::kData)) {
             o.c = at(st.out);
             p.kernel->run(s, o, kernel_ws, cs);
             UnstageActivations(at(st.out), g, g.in, g.C, s.C, ActivationFold(p, g), t.data_grad, t.data_grad_stride,
@@ -146,11 +151,12 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
           o.a = dy, o.b = x, o.c = kernel_ws;
           p.kernel->run(s, o, kernel_ws, cs);
           const index_t size = index_t(s.K) * s.R * s.S * s.C;
-          DType* const sum = st.staged ? at(st.out) : t.weight_grad;
-          const bool add = !st.staged && stores.weight_grad.add;
+          const bool out_staged = Staged(pr, p, Role::kWeight);
+          DType* const sum = out_staged ? at(st.out) : t.weight_grad;
+          const bool add = !out_staged && stores.weight_grad.add;
           cuda::SumSlices(static_cast<const float*>(kernel_ws), index_t(s.split_k), size, size, index_t(0),
                           add ? 1.0f : 0.0f, sum, cs);
-          if (st.staged) UnstageWeights(sum, g, s.C, WeightFold(p), t.weight_grad, stores.weight_grad.add, stream);
+          if (out_staged) UnstageWeights(sum, g, s.C, WeightFold(p), t.weight_grad, stores.weight_grad.add, stream);
           break;
         }
       }
@@ -165,22 +171,21 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
                                            : cutlass_conv::Element::kBF16;
   static constexpr size_t kMaxSliceBytes = size_t(256) << 20;  // the weight gradient's float partials, at most
 
-  // A kernel for one pass, the shape it runs (C and K padded when staged, columns folded when fold > 1)
-  // and the workspace it takes.
+  // A kernel for one pass, the shape it runs (C and K padded up to its vectors, columns folded when
+  // fold > 1) and the workspace it takes.
   struct Plan {
     const Kernel* kernel = nullptr;
     cutlass_conv::Conv2dShape shape;
     int fold = 1;  // ColumnFoldFor(geometry, kernel's alignment)
-    bool staged = false;
     size_t kernel_workspace = 0;  // KernelWorkspace(*kernel, shape)
   };
 
-  // Where a Run's buffers lie in the workspace (byte offsets, each 256-byte aligned): the staged inputs,
-  // one staged output (the passes run one after another), and the kernels' own workspace.
+  // Where a Run's buffers lie in the workspace (byte offsets, each 256-byte aligned; sizes 0 for tensors
+  // used in place): the staged inputs, one staged output (the passes run one after another), and the
+  // kernels' own workspace.
   struct Staging {
     bool valid = false;
     std::string why;
-    bool staged = false;
     Plan any;  // a wanted pass's plan: the staged C and K are the same for every pass
     size_t x = 0, x_bytes = 0, w = 0, w_bytes = 0, dy = 0, dy_bytes = 0, out = 0, kernel = 0, total = 0;
   };
@@ -198,14 +203,16 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
       if (!stores.Wants(pass)) continue;
       const Plan p = Prepare(pr, pass, &st.why);
       if (p.kernel == nullptr) return st;
-      st.any = p, st.staged = st.staged || p.staged, any = true;
+      st.any = p, any = true;
       kernel_bytes = std::max(kernel_bytes, p.kernel_workspace);
       const cutlass_conv::Conv2dShape& s = p.shape;
       const size_t in = size_t(s.N) * s.H * s.W * s.C, out = size_t(s.N) * s.P * s.Q * s.K,
                    weights = size_t(s.K) * s.R * s.S * s.C;
-      out_bytes = std::max(out_bytes, sizeof(DType) * (pass == ConvPass::kForward        ? out
-                                                       : pass == ConvPass::kBackwardData ? in
-                                                                                         : weights));
+      const Role writes = pass == ConvPass::kForward        ? Role::kOutput
+                          : pass == ConvPass::kBackwardData ? Role::kData
+                                                            : Role::kWeight;
+      const size_t written = writes == Role::kOutput ? out : writes == Role::kData ? in : weights;
+      if (Staged(pr, p, writes)) out_bytes = std::max(out_bytes, sizeof(DType) * written);
       reads_x = reads_x || pass != ConvPass::kBackwardData;
       reads_w = reads_w || pass != ConvPass::kBackwardWeight;
       reads_dy = reads_dy || pass != ConvPass::kForward;
@@ -217,19 +224,35 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
       *at = offset;
       offset += Round256(bytes);
     };
-    if (st.staged) {
-      const cutlass_conv::Conv2dShape& s = st.any.shape;
-      if (reads_x) st.x_bytes = sizeof(DType) * size_t(s.N) * s.H * s.W * s.C;
-      if (reads_w) st.w_bytes = sizeof(DType) * size_t(s.K) * s.R * s.S * s.C;
-      if (reads_dy) st.dy_bytes = sizeof(DType) * size_t(s.N) * s.P * s.Q * s.K;
-      take(st.x_bytes, &st.x);
-      take(st.w_bytes, &st.w);
-      take(st.dy_bytes, &st.dy);
-      take(out_bytes, &st.out);
-    }
+    const cutlass_conv::Conv2dShape& s = st.any.shape;
+    if (reads_x && Staged(pr, st.any, Role::kData)) st.x_bytes = sizeof(DType) * size_t(s.N) * s.H * s.W * s.C;
+    if (reads_w && Staged(pr, st.any, Role::kWeight)) st.w_bytes = sizeof(DType) * size_t(s.K) * s.R * s.S * s.C;
+    if (reads_dy && Staged(pr, st.any, Role::kOutput)) st.dy_bytes = sizeof(DType) * size_t(s.N) * s.P * s.Q * s.K;
+    take(st.x_bytes, &st.x);
+    take(st.w_bytes, &st.w);
+    take(st.dy_bytes, &st.dy);
+    take(out_bytes, &st.out);
     take(kernel_bytes, &st.kernel);
     st.total = offset;
     return st;
+  }
+
+  // A convolution's tensors by role: the input activations, the filters and the output, each with its
+  // gradient (the same layout and channel count).
+  enum class Role { kData, kWeight, kOutput };
+  // Whether plan p stages the tensors of role r: the kernels take channels-last tensors on 16-byte
+  // boundaries, the activations dense, with C and K as the plan has them (padded up to the vectors,
+  // folded). A tensor already so is read and written in place, though others are staged.
+  static bool Staged(const ConvProblem& pr, const Plan& p, Role r) {
+    const ConvGeometry& g = pr.geom;
+    if (!g.channels_last || !pr.vector_aligned) return true;
+    const bool c_as_is = p.fold == 1 && p.shape.C == g.C, k_as_is = p.shape.K == g.K;
+    switch (r) {
+      case Role::kData: return !c_as_is || !pr.data_contiguous;
+      case Role::kWeight: return !c_as_is || !k_as_is;
+      case Role::kOutput: return !k_as_is;
+    }
+    return true;
   }
 
   // How many columns staging folds into one for kernels of this vector width (the header): the largest
@@ -269,12 +292,13 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
                                              : cutlass_conv::Pass::kWgrad;
   }
 
-  // The 2-D problem in CUTLASS's terms with C and K as the kernels see them, its columns folded by `fold`
-  // (the header; the geometry is 3-D with a unit depth: Prepare checked that). Ampere's weight-gradient kernels (float slices) also get their
-  // split: the output tiles times the slices fill the GPU once for the 16-bit kernels (their fastest
-  // splits on ResNet-50's layers gave half a block to 5 blocks per SM: bench/cutlass_kernels --pass wgrad) and twice
-  // for float's, each slice keeps 4 tile steps of the reduction at least, and the slices stay within the
-  // workspace the problem allows. Hopper's do not split.
+  // The 2-D problem in CUTLASS's terms with C and K as the kernels see them, its columns folded by
+  // `fold` (the header; the geometry is 3-D with a unit depth: Prepare checked that). Ampere's
+  // weight-gradient kernels (float slices) also get their split: the output tiles times the slices fill
+  // the GPU once for the 16-bit kernels (their fastest splits on ResNet-50's layers gave half a block to
+  // 5 blocks per SM: bench/cutlass_kernels --pass wgrad) and twice for float's, each slice keeps 4 tile
+  // steps of the reduction at least, and the slices stay within the workspace the problem allows.
+  // Hopper's do not split.
   static cutlass_conv::Conv2dShape KernelShape(const ConvProblem& pr, const Kernel& k, index_t C, index_t K, int fold) {
     const ConvGeometry& g = pr.geom;
     cutlass_conv::Conv2dShape s;
@@ -356,7 +380,8 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
 
   // The compiled kernel that can run `pass` of `pr` (directly or staged) with the least padded work
   // (PaddedProducts: a 128-wide tile on 64 channels does twice the work); on a tie a Hopper kernel where
-  // HopperKernelsPay (for the weight gradient: WgradPreference's order), else the earlier, larger tile. Kernel null with the reason in *why when none can.
+  // HopperKernelsPay (for the weight gradient: WgradPreference's order), else the earlier, larger tile.
+  // Kernel null with the reason in *why when none can.
   static Plan Search(const ConvProblem& pr, ConvPass pass, std::string* why, cutlass_conv::Epilogue epilogue) {
     auto refuse = [why](std::string reason) {
       if (why != nullptr) *why = std::move(reason);
@@ -387,7 +412,6 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
       p.fold = ColumnFoldFor(g, k.alignment);
       const index_t C = RoundUp(p.fold * g.C, k.alignment), K = RoundUp(g.K, k.alignment);
       p.shape = KernelShape(pr, k, C, K, p.fold);
-      p.staged = p.fold > 1 || !g.channels_last || C != g.C || K != g.K || !pr.data_contiguous || !pr.vector_aligned;
       if (k.float_output && KernelWorkspace(k, p.shape) > pr.workspace_limit) {
         refused(k, "needs " + std::to_string(KernelWorkspace(k, p.shape)) +
                        " bytes of workspace for its partial sums, over the limit");
@@ -400,6 +424,12 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
       }
       long long mnk[3];
       k.gemm_size(p.shape, mnk);
+      // A slim tile (a quarter of the wide tile's warps) is for outputs it covers whole, a folded stem's 8
+      // channels: on wider ones its lesser padding would win the count unmeasured.
+      if (k.tile_n < 64 && mnk[1] > k.tile_n) {
+        refused(k, "a slim tile, for outputs of at most " + std::to_string(k.tile_n) + " channels");
+        continue;
+      }
       const double work = PaddedProducts(k, p.shape);
       const int preference = pass == ConvPass::kBackwardWeight ? WgradPreference(k, mnk)
                                                                : (k.sm == 90) == HopperKernelsPay(mnk) ? 1 : 0;

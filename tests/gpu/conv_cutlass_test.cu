@@ -213,6 +213,8 @@ std::vector<Conv2d> StagedShapes() {
   std::vector<Conv2d> v = {
       {2, 12, 11, 3, 16, 7, 7, 2, 1, 3, 3},  // an RGB stem (columns folded in pairs: 6 of 8 channels)
       {2, 9, 9, 13, 5, 3, 3, 1, 1, 1, 1},    // odd C and K
+      {2, 9, 9, 13, 16, 3, 3, 1, 1, 1, 1},   // odd C: the input staged, the output in place
+      {2, 9, 9, 16, 13, 3, 3, 1, 1, 1, 1},   // odd K: the input in place, the filters and output staged
       {3, 7, 8, 20, 12, 3, 3, 2, 1, 1, 0},   // C and K multiples of 4, not of 8
       // Folded columns (conv_cutlass.h): 4 channels in pairs, the last column read by no tap; 1 channel
       // in fours (stride 4) with padding after unlike before; 2 channels, K staged too.
@@ -533,5 +535,45 @@ TEST_CASE("CUTLASS implicit GEMM on tensors that do not start on a 16-byte bound
     for (index_t i = 0; i < a.shape_.Size(); ++i) differ += static_cast<float>(a.dptr_[i]) != static_cast<float>(b2.dptr_[i]);
     CHECK(differ == 0);
   }
+  DeleteStream(s);
+}
+
+// Channels last with padded rows (each pixel's C channels, then a gap): the input and its gradient are
+// staged, the filters and the output used in place; the values are those of dense tensors.
+TEST_CASE("CUTLASS implicit GEMM on an input with padded rows: the input staged, the same values",
+          "[gpu][conv][cutlass]") {
+  TE_REQUIRE_CUTLASS(half_t);
+  Stream<gpu>* s = NewStream<gpu>(false);
+  const Conv2d c{2, 9, 9, 16, 24, 3, 3, 2, 1, 1, 1};
+  const ops::ConvolutionParam param = c.Param(kCutlass);
+  TensorContainer<cpu, 4, half_t> xh(Shape4(c.N, c.H, c.W, c.C)), wh(Shape4(c.K, c.R, c.S, c.C)),
+      dyh(Shape4(c.N, c.P(), c.Q(), c.K));
+  for (Tensor<cpu, 4, half_t> t : {xh.view(), wh.view(), dyh.view()}) FillRandom(t);
+  TensorContainer<gpu, 4, half_t> x = Upload(xh, false, s), w = Upload(wh, false, s), dy = Upload(dyh, false, s);
+  const index_t pitch = c.C + 8;  // rows of 24 halves: still 16-byte aligned, not dense
+  TensorContainer<gpu, 1, half_t> x_rows(Shape1(xh.shape_.Size() / c.C * pitch)), dx_rows(x_rows.shape_);
+  x_rows.set_stream(s);
+  dx_rows.set_stream(s);
+  const Tensor<gpu, 4, half_t> x_padded(x_rows.dptr_, xh.shape_, pitch, s), dx_padded(dx_rows.dptr_, xh.shape_, pitch, s);
+  Copy(x_padded, xh.view(), s);
+  TensorContainer<gpu, 4, half_t> y(dyh.shape_), y_padded(dyh.shape_), dx(xh.shape_), dw(wh.shape_), dw_padded(wh.shape_);
+  TensorContainer<gpu, 1, half_t> b(Shape1(c.K));
+  for (auto* t : {&y, &y_padded, &dx, &dw, &dw_padded}) t->set_stream(s);
+  b.set_stream(s);
+  ops::ConvolutionForward(param, x.view(), w.view(), b.view(), kWriteTo, y.view());
+  ops::ConvolutionBackward(param, dy.view(), x.view(), w.view(), kWriteTo, dx.view(), kWriteTo, dw.view(), kNullOp,
+                           b.view());
+  ops::ConvolutionForward(param, x_padded, w.view(), b.view(), kWriteTo, y_padded.view());
+  ops::ConvolutionBackward(param, dy.view(), x_padded, w.view(), kWriteTo, dx_padded, kWriteTo, dw_padded.view(),
+                           kNullOp, b.view());
+  auto same = [](const TensorContainer<cpu, 4, half_t>& a, const TensorContainer<cpu, 4, half_t>& b2) {
+    index_t differ = 0;
+    for (index_t i = 0; i < a.shape_.Size(); ++i)
+      differ += static_cast<float>(a.dptr_[i]) != static_cast<float>(b2.dptr_[i]);
+    return differ;
+  };
+  CHECK(same(ToHost(y.view()), ToHost(y_padded.view())) == 0);
+  CHECK(same(ToHost(dx.view()), ToHost(dx_padded)) == 0);
+  CHECK(same(ToHost(dw.view()), ToHost(dw_padded.view())) == 0);
   DeleteStream(s);
 }

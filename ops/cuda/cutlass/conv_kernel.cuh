@@ -185,6 +185,9 @@ struct Tiles16 {
   using Warp = cutlass::gemm::GemmShape<64, 64, 64>;
   using NarrowTile = cutlass::gemm::GemmShape<128, 64, 64>;
   using NarrowWarp = cutlass::gemm::GemmShape<64, 32, 64>;
+  // For a data gradient of few channels (a folded stem's 8), where even 64 would waste 7 of 8 products.
+  using SlimTile = cutlass::gemm::GemmShape<128, 32, 64>;
+  using SlimWarp = cutlass::gemm::GemmShape<64, 32, 64>;
   using Mma = cutlass::gemm::GemmShape<16, 8, 16>;
 };
 

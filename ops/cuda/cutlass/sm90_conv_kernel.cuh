@@ -179,6 +179,16 @@ ConvKernel MakeSm90ConvKernel(const char* name, Element element) {
                     /*sm=*/90};
 }
 
+// A pass's four kernels: half and bf16, each with the Wide and the Narrow tile, named by `names` in that
+// order (each sm90_*_f16.cu unit appends one pass's).
+template <cutlass::conv::Operator kOperator, typename Wide, typename Narrow>
+void AppendSm90Kernels16(std::vector<ConvKernel>& kernels, const char* const (&names)[4]) {
+  kernels.push_back(MakeSm90ConvKernel<Sm90Config<kOperator, cutlass::half_t, Wide>>(names[0], Element::kF16));
+  kernels.push_back(MakeSm90ConvKernel<Sm90Config<kOperator, cutlass::half_t, Narrow>>(names[1], Element::kF16));
+  kernels.push_back(MakeSm90ConvKernel<Sm90Config<kOperator, cutlass::bfloat16_t, Wide>>(names[2], Element::kBF16));
+  kernels.push_back(MakeSm90ConvKernel<Sm90Config<kOperator, cutlass::bfloat16_t, Narrow>>(names[3], Element::kBF16));
+}
+
 }  // namespace cutlass_conv
 }  // namespace ops
 }  // namespace tensorexpr

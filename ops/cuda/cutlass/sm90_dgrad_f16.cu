@@ -13,13 +13,9 @@ void AppendSm90Dgrad16Kernels(std::vector<ConvKernel>& kernels) {
   // M is the input's pixels, N its channels, K the filters times their taps (a mode of its own).
   using Wide = cute::Shape<_128, _128, cute::Shape<_64>>;
   using Narrow = cute::Shape<_128, _64, cute::Shape<_64>>;
-  constexpr auto kDgrad = cutlass::conv::Operator::kDgrad;
-  kernels.push_back(MakeSm90ConvKernel<Sm90Config<kDgrad, cutlass::half_t, Wide>>("f16_sm90_dgrad_128x128x64", Element::kF16));
-  kernels.push_back(MakeSm90ConvKernel<Sm90Config<kDgrad, cutlass::half_t, Narrow>>("f16_sm90_dgrad_128x64x64", Element::kF16));
-  kernels.push_back(
-      MakeSm90ConvKernel<Sm90Config<kDgrad, cutlass::bfloat16_t, Wide>>("bf16_sm90_dgrad_128x128x64", Element::kBF16));
-  kernels.push_back(
-      MakeSm90ConvKernel<Sm90Config<kDgrad, cutlass::bfloat16_t, Narrow>>("bf16_sm90_dgrad_128x64x64", Element::kBF16));
+  AppendSm90Kernels16<cutlass::conv::Operator::kDgrad, Wide, Narrow>(
+      kernels, {"f16_sm90_dgrad_128x128x64", "f16_sm90_dgrad_128x64x64", "bf16_sm90_dgrad_128x128x64",
+                "bf16_sm90_dgrad_128x64x64"});
 }
 
 }  // namespace cutlass_conv

@@ -12,11 +12,9 @@ void AppendSm90Fprop16Kernels(std::vector<ConvKernel>& kernels) {
   // The reduction's tile is a mode of its own (CUTLASS's convolutions split it over channels and taps).
   using Wide = cute::Shape<_128, _128, cute::Shape<_64>>;
   using Narrow = cute::Shape<_128, _64, cute::Shape<_64>>;
-  constexpr auto kFprop = cutlass::conv::Operator::kFprop;
-  kernels.push_back(MakeSm90ConvKernel<Sm90Config<kFprop, cutlass::half_t, Wide>>("f16_sm90_fprop_128x128x64", Element::kF16));
-  kernels.push_back(MakeSm90ConvKernel<Sm90Config<kFprop, cutlass::half_t, Narrow>>("f16_sm90_fprop_128x64x64", Element::kF16));
-  kernels.push_back(MakeSm90ConvKernel<Sm90Config<kFprop, cutlass::bfloat16_t, Wide>>("bf16_sm90_fprop_128x128x64", Element::kBF16));
-  kernels.push_back(MakeSm90ConvKernel<Sm90Config<kFprop, cutlass::bfloat16_t, Narrow>>("bf16_sm90_fprop_128x64x64", Element::kBF16));
+  AppendSm90Kernels16<cutlass::conv::Operator::kFprop, Wide, Narrow>(
+      kernels, {"f16_sm90_fprop_128x128x64", "f16_sm90_fprop_128x64x64", "bf16_sm90_fprop_128x128x64",
+                "bf16_sm90_fprop_128x64x64"});
 }
 
 }  // namespace cutlass_conv

@@ -14,13 +14,9 @@ void AppendSm90Wgrad16Kernels(std::vector<ConvKernel>& kernels) {
   // M is the filters; N the taps times channels and K the output pixels, each a mode of its own.
   using Wide = cute::Shape<_128, cute::Shape<_128>, cute::Shape<_64>>;
   using Narrow = cute::Shape<_128, cute::Shape<_64>, cute::Shape<_64>>;
-  constexpr auto kWgrad = cutlass::conv::Operator::kWgrad;
-  kernels.push_back(MakeSm90ConvKernel<Sm90Config<kWgrad, cutlass::half_t, Wide>>("f16_sm90_wgrad_128x128x64", Element::kF16));
-  kernels.push_back(MakeSm90ConvKernel<Sm90Config<kWgrad, cutlass::half_t, Narrow>>("f16_sm90_wgrad_128x64x64", Element::kF16));
-  kernels.push_back(
-      MakeSm90ConvKernel<Sm90Config<kWgrad, cutlass::bfloat16_t, Wide>>("bf16_sm90_wgrad_128x128x64", Element::kBF16));
-  kernels.push_back(
-      MakeSm90ConvKernel<Sm90Config<kWgrad, cutlass::bfloat16_t, Narrow>>("bf16_sm90_wgrad_128x64x64", Element::kBF16));
+  AppendSm90Kernels16<cutlass::conv::Operator::kWgrad, Wide, Narrow>(
+      kernels, {"f16_sm90_wgrad_128x128x64", "f16_sm90_wgrad_128x64x64", "bf16_sm90_wgrad_128x128x64",
+                "bf16_sm90_wgrad_128x64x64"});
 }
 
 }  // namespace cutlass_conv
