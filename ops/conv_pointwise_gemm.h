@@ -5,67 +5,138 @@
 //   weight grad  dW[g] (Kg, Cg) (+)= sum over n of dY_n[g] (Kg, P) . x_n[g]^T (P, Cg)
 // Channels-last data is the same products with the operands transposed (RunChannelsLast).
 //
-// A strided 1x1 kernel (no padding) reads only every stride-th pixel: its weight gradient is the same
-// product on those pixels, gathered into the workspace by one strided copy (a quarter of the input at
-// stride 2). That is one gemm for cuBLAS or OpenBLAS where an implicit GEMM walks the whole input's
-// geometry. Its forward and data gradient stay with the other algorithms (the data gradient would have
-// to scatter into an input mostly zero).
+// Channels first on the GPU, images of fewer than pointwise::kNarrowImage pixels make per-image products
+// narrower than one of cuBLAS's tiles: ResNet-50's 1x1 layers at 7 x 7 (49 columns) ran at 1.2 to 2.6 times
+// cuDNN's time that way in half, bf16 and TF32 (H200, N = 32), against 0.6 to 1.1 channels last. There the
+// batch is moved channels last through the workspace (tiled transposes), runs as one product of N x P rows,
+// and the result is moved back with the req (RunStaged).
+//
+// A strided 1x1 kernel (no padding) reads only every stride-th pixel: its passes are the same products
+// on those pixels, gathered into the workspace by one strided copy (a quarter of the input at stride 2),
+// then run as above (staged too where the gathered images are narrow); the data gradient computed there
+// is spread back onto the input's grid, zeros at the pixels the kernel skips (ScatterPixels, col2im). That is one
+// gemm for cuBLAS or OpenBLAS where an implicit GEMM walks the whole input's geometry, and for
+// channels-first data transposes of a quarter of the input where the implicit GEMM stages all of it.
 #pragma once
 #include <type_traits>
 #include <tensorexpr/gemm.h>
+#include <tensorexpr/patch.h>
 #include <tensorexpr/ops/conv_algorithm.h>
 
 namespace tensorexpr {
 namespace ops {
+namespace pointwise {
+
+constexpr index_t kNarrowImage = 128;
+
+// A 1x1(x1) kernel without padding whose stride is more than 1 somewhere.
+inline bool IsStrided(const ConvGeometry& g) {
+  bool strided = false;
+  for (int i = 0; i < 3; ++i) {
+    if (g.kernel[i] != 1 || g.pad[i] != 0 || g.pad_end[i] != 0) return false;
+    strided = strided || g.stride[i] != 1;
+  }
+  return strided;
+}
+// The geometry on a strided kernel's gathered pixels: the input is the output's size, the stride 1.
+inline ConvGeometry Gathered(ConvGeometry g) {
+  for (int i = 0; i < 3; ++i) g.in[i] = g.out[i], g.stride[i] = 1;
+  return g;
+}
+// n elements rounded up to 64, so that what follows them in the workspace starts as aligned as it does
+// (cuBLAS takes its fastest kernels on 16-byte-aligned operands).
+inline index_t Aligned(index_t n) { return SaturatingAdd(n, 63) / 64 * 64; }
+// The gathered pixels of a strided kernel, (N, C, P) or (N, P, C), as laid out in the workspace.
+inline index_t GatheredElems(const ConvGeometry& g) {
+  return Aligned(SaturatingMul(SaturatingMul(g.N, g.C), g.OutSize()));
+}
+// Where y starts among the staged copies (after x).
+inline index_t StagedInputElems(const ConvGeometry& g) {
+  return Aligned(SaturatingMul(SaturatingMul(g.N, g.OutSize()), g.C));
+}
+
+// The elements a channels-first problem is staged through on the GPU, x (N, P, C) then y (N, P, K); 0
+// where it runs per image: wide images, one image, or a workspace limit that does not admit the copies.
+inline index_t StagedElems(const ConvGeometry& g, size_t limit_bytes, size_t dtype_bytes) {
+  if (g.channels_last || g.N < 2 || g.OutSize() >= kNarrowImage) return 0;
+  const index_t elems = SaturatingAdd(StagedInputElems(g), SaturatingMul(SaturatingMul(g.N, g.OutSize()), g.K));
+  return static_cast<size_t>(elems) <= limit_bytes / dtype_bytes ? elems : 0;
+}
+
+// All the workspace a GPU run takes (a strided kernel's gathered pixels, then the staged copies), in
+// elements: what ConvolutionWorkspaceBytes bounds whatever the device.
+inline index_t GpuWorkspaceElems(const ConvGeometry& g, size_t limit_bytes, size_t dtype_bytes) {
+  if (!IsStrided(g)) return StagedElems(g, limit_bytes, dtype_bytes);
+  const index_t gathered = GatheredElems(g);
+  const size_t used = static_cast<size_t>(gathered) * dtype_bytes;
+  return SaturatingAdd(gathered, StagedElems(Gathered(g), limit_bytes > used ? limit_bytes - used : 0, dtype_bytes));
+}
+
+}  // namespace pointwise
 
 template <typename Device, typename DType>
 class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
  public:
   const char* Name() const override { return "pointwise_gemm"; }
   ConvSupport CanImplement(const ConvProblem& pr, ConvPass pass) const override {
-    if (IsStridedPointwise(pr.geom)) {
-      if (pass == ConvPass::kBackwardWeight) return ConvSupport::Yes();
-      return ConvSupport::No("a strided 1x1 kernel: only its weight gradient runs here (on the gathered pixels)");
-    }
+    if (pointwise::IsStrided(pr.geom)) return ConvSupport::Yes();  // on the gathered pixels
     if (!pr.geom.IsPointwise()) return ConvSupport::No("the kernel is not 1x1 with stride 1 and no padding");
     if (!pr.data_contiguous) return ConvSupport::No("the input or its gradient has padded rows");
     return ConvSupport::Yes();
   }
-  // A strided kernel's weight gradient on the GPU where ResNet-50's 1x1 stride-2 layers measured it
-  // ahead of cutlass_implicit_gemm (H200, fp16, N = 32): channels last, filters of 512 x 1024 values or
-  // more (smaller ones spend longer gathering than the implicit GEMM takes in all, 1.2 to 1.8 times as
-  // long); channels first, where the implicit GEMM pays for two transposes, below 2048 x 1024 (there the
-  // per-image products' partial sums cost more). On the CPU it is left to the tuner.
-  bool Recommended(const ConvProblem& pr, ConvPass) const override {
-    if (!IsStridedPointwise(pr.geom)) return true;
+  // A strided kernel on the GPU: the forward of channels-first data, where the implicit GEMM stages the
+  // whole input, and its data gradient where the gathered images are staged (ResNet-50's at 14 x 14 ->
+  // 7 x 7 took 1.7-1.9 times cuDNN's time on the implicit GEMM, NCHW fp16); the weight gradient where ResNet-50's 1x1 stride-2 layers measured it ahead of
+  // cutlass_implicit_gemm (H200, fp16, N = 32): channels last, filters of 512 x 1024 values or more
+  // (smaller ones spend longer gathering than the implicit GEMM takes in all, 1.2 to 1.8 times as long);
+  // channels first below 2048 x 1024, where per-image products' partial sums cost more, or where the
+  // gathered images are staged into one product. On the CPU it is left to the tuner.
+  bool Recommended(const ConvProblem& pr, ConvPass pass) const override {
+    if (!pointwise::IsStrided(pr.geom)) return true;
     if (!std::is_same<Device, gpu>::value) return false;
+    if (pass == ConvPass::kForward) return !pr.geom.channels_last;
+    if (pass == ConvPass::kBackwardData) return !pr.geom.channels_last && StagedElems(GatheredProblem(pr)) != 0;
     const double filter = double(pr.geom.Kg()) * double(pr.geom.Cg());
-    return pr.geom.channels_last ? filter >= double(1 << 19) : filter < double(1 << 21);
+    if (pr.geom.channels_last) return filter >= double(1 << 19);
+    return filter < double(1 << 21) || StagedElems(GatheredProblem(pr)) != 0;
   }
   size_t WorkspaceBytes(const ConvProblem& pr, const ConvStores& st) const override {
-    if (!IsStridedPointwise(pr.geom) || !st.weight_grad.active) return 0;
-    return sizeof(DType) * static_cast<size_t>(pr.geom.N * pr.geom.C * pr.geom.OutSize());
+    if (!pointwise::IsStrided(pr.geom)) return sizeof(DType) * static_cast<size_t>(StagedElems(pr));
+    if (!st.out.active && !st.weight_grad.active && !st.data_grad.active) return 0;
+    const index_t gathered = pointwise::GatheredElems(pr.geom);
+    return sizeof(DType) * static_cast<size_t>(SaturatingAdd(gathered, StagedElems(GatheredProblem(pr))));
   }
 
   void Run(const ConvProblem& pr, const ConvTensors<DType>& t, const ConvStores& st, void* workspace,
            Stream<Device>* s) const override {
-    if (IsStridedPointwise(pr.geom)) {
-      TE_CHECK(!st.out.active && !st.data_grad.active,
-               "pointwise_gemm runs only the weight gradient of a strided 1x1 convolution");
-      if (!st.weight_grad.active) return;
+    if (pointwise::IsStrided(pr.geom)) {
+      // The workspace: the gathered pixels (then the data gradient on them), then the dense run's.
+      const ConvGeometry& g = pr.geom;
+      DType* const space = static_cast<DType*>(workspace);
+      DType* const rest = space + pointwise::GatheredElems(g);
       ConvTensors<DType> gathered = t;
-      gathered.data = GatherPixels(pr.geom, t.data, t.data_stride, static_cast<DType*>(workspace), s);
-      gathered.data_stride = pr.geom.channels_last ? pr.geom.C : pr.geom.out[2];
-      ConvProblem dense = pr;
-      dense.geom = Gathered(pr.geom);
-      dense.data_contiguous = true;
-      Run(dense, gathered, st, nullptr, s);
+      gathered.data_stride = gathered.data_grad_stride = g.channels_last ? g.C : g.out[2];
+      if (st.out.active || st.weight_grad.active) {
+        gathered.data = GatherPixels(g, t.data, t.data_stride, space, s);
+        ConvStores reads_input = st;
+        reads_input.data_grad = ReqStore{};
+        Run(GatheredProblem(pr), gathered, reads_input, rest, s);
+      }
+      if (st.data_grad.active) {
+        gathered.data_grad = space;
+        Run(GatheredProblem(pr), gathered, ConvStores::Only(ConvPass::kBackwardData, ReqStore{true, false}), rest, s);
+        ScatterPixels(g, space, t.data_grad, t.data_grad_stride, st.data_grad.add, s);
+      }
       return;
     }
     const ConvGeometry& g = pr.geom;
     const index_t P = g.OutSize(), Kg = g.Kg(), Cg = g.Cg();
     if (g.channels_last) {
       RunChannelsLast(g, t, st, s);
+      return;
+    }
+    if (StagedElems(pr) != 0) {
+      RunStaged(g, t, st, static_cast<DType*>(workspace), s);
       return;
     }
     // Matrix (image n, group g): W[g] (Kg, Cg), x_n[g] (Cg, P), y_n[g] (Kg, P).
@@ -83,20 +154,75 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
   }
 
  private:
-  // A 1x1(x1) kernel without padding whose stride is more than 1 somewhere.
-  static bool IsStridedPointwise(const ConvGeometry& g) {
-    bool strided = false;
-    for (int i = 0; i < 3; ++i) {
-      if (g.kernel[i] != 1 || g.pad[i] != 0 || g.pad_end[i] != 0) return false;
-      strided = strided || g.stride[i] != 1;
+  // pointwise::StagedElems on the GPU; the CPU runs per image (OpenBLAS's per-image products measured
+  // near its peak on narrow images too).
+  static index_t StagedElems(const ConvProblem& pr) {
+    if (!std::is_same<Device, gpu>::value) return 0;
+    return pointwise::StagedElems(pr.geom, pr.workspace_limit, sizeof(DType));
+  }
+
+  // The channels-first problem run channels last on staged copies (StagedElems): x (N, P, C) and y
+  // (N, P, K) in `space`, the output gradient staged into y and the data gradient computed into x once
+  // the weight gradient has read it. The filters are (K, Cg) in both layouts. Staged results are written
+  // whole, then stored into the caller's tensors with their req.
+  static void RunStaged(const ConvGeometry& g, const ConvTensors<DType>& t, const ConvStores& st, DType* space,
+                        Stream<Device>* s) {
+    const index_t N = g.N, P = g.OutSize(), C = g.C, K = g.K;
+    DType* const x = space;
+    DType* const y = space + pointwise::StagedInputElems(g);
+    ConvGeometry last = g;
+    last.channels_last = true;
+    ConvTensors<DType> staged = t;
+    staged.data = x, staged.data_grad = x, staged.out = y, staged.out_grad = y;
+    staged.data_stride = staged.data_grad_stride = C;
+    const ReqStore write{true, false};
+    // (N, ch, P) -> (N, P, ch), and back with the req.
+    auto to_last = [&](const DType* from, index_t ch, DType* to) {
+      Tensor<Device, 3, DType>(to, Shape3(N, P, ch), s) =
+          expr::transpose(Tensor<Device, 3, DType>(const_cast<DType*>(from), Shape3(N, ch, P), s), Shape3(0, 2, 1));
+    };
+    auto to_first = [&](const DType* from, index_t ch, DType* to, bool add) {
+      Tensor<Device, 3, DType> dst(to, Shape3(N, ch, P), s);
+      const auto src =
+          expr::transpose(Tensor<Device, 3, DType>(const_cast<DType*>(from), Shape3(N, P, ch), s), Shape3(0, 2, 1));
+      if (add) dst += src; else dst = src;
+    };
+    if (st.out.active) {
+      to_last(t.data, C, x);
+      RunChannelsLast(last, staged, ConvStores::Only(ConvPass::kForward, write), s);
+      to_first(y, K, t.out, st.out.add);
     }
-    return strided;
+    if (!st.weight_grad.active && !st.data_grad.active) return;
+    to_last(t.out_grad, K, y);
+    if (st.weight_grad.active) {
+      if (!st.out.active) to_last(t.data, C, x);  // (after the forward x holds it already)
+      RunChannelsLast(last, staged, ConvStores::Only(ConvPass::kBackwardWeight, st.weight_grad), s);
+    }
+    if (st.data_grad.active) {
+      RunChannelsLast(last, staged, ConvStores::Only(ConvPass::kBackwardData, write), s);
+      to_first(x, C, t.data_grad, st.data_grad.add);
+    }
   }
-  // The problem on the gathered pixels: the input is the output's size, the stride 1.
-  static ConvGeometry Gathered(ConvGeometry g) {
-    for (int i = 0; i < 3; ++i) g.in[i] = g.out[i], g.stride[i] = 1;
-    return g;
+
+  // The problem on the gathered pixels: the input is the output's size, the stride 1, dense, and the
+  // workspace what the gathered pixels leave of the limit.
+  static ConvProblem GatheredProblem(const ConvProblem& pr) {
+    ConvProblem dense = pr;
+    dense.geom = pointwise::Gathered(pr.geom);
+    dense.data_contiguous = true;
+    const size_t gathered = sizeof(DType) * static_cast<size_t>(pointwise::GatheredElems(pr.geom));
+    dense.workspace_limit = pr.workspace_limit > gathered ? pr.workspace_limit - gathered : 0;
+    return dense;
   }
+  // GatherPixels' adjoint for a gradient: the dense gradient on the gathered pixels (`from`, laid out as
+  // GatherPixels writes them) stored into the input's gradient (rows `row_stride` apart), = or +=, zeros
+  // at the pixels the kernel skips. That layout is a 1x1 kernel's column matrix of all images at once,
+  // so im2col_gemm's col2im (patch.h) runs it, one pass over the input's gradient.
+  static void ScatterPixels(const ConvGeometry& g, const DType* from, DType* to, index_t row_stride, bool add,
+                            Stream<Device>* s) {
+    Col2Im(s, g, PatchChunk::Whole(g), from, to, row_stride, add);
+  }
+
   // Every stride-th pixel of the input (rows `row_stride` apart) into `to`, dense; returns `to`.
   static const DType* GatherPixels(const ConvGeometry& g, const DType* data, index_t row_stride, DType* to,
                                    Stream<Device>* s) {

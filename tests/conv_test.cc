@@ -439,10 +439,10 @@ TE_DEVICE_TEST_CASE("convolution every req on one geometry", "[conv]") {
   }
 }
 
-// A strided 1x1 kernel: pointwise_gemm takes the weight gradient (on the gathered pixels) and refuses
-// the other passes, which the library gives to another algorithm; each layout, odd extents the stride
-// does not divide, groups, padded rows and every req of the weight gradient.
-TE_DEVICE_TEST_CASE("convolution 1x1 strided: the weight gradient on the gathered pixels", "[conv][algorithm]") {
+// A strided 1x1 kernel: pointwise_gemm runs every pass on the gathered pixels (the data gradient spread
+// back onto the input's grid); each layout, odd extents the stride does not divide, groups, padded rows
+// and every req of every pass, forced and by the library's choice.
+TE_DEVICE_TEST_CASE("convolution 1x1 strided: every pass on the gathered pixels", "[conv][algorithm]") {
   const std::vector<Case> cases = {
       MakeCase({2, 4, 7, 5}, {1, 1}, {2, 2}, {0, 0}, {1, 1}, 3, 1, true),
       MakeCase({3, 6, 9, 8}, {1, 1}, {3, 2}, {}, {}, 4, 2, false),
@@ -456,19 +456,93 @@ TE_DEVICE_TEST_CASE("convolution 1x1 strided: the weight gradient on the gathere
       c.padded_rows = i % 2 == 0;
       INFO("case " << i << " " << ops::LayoutName(layout));
       CHECK(ImplementsPass<Device, float>("pointwise_gemm", c, stream, ops::ConvPass::kBackwardWeight));
-      CHECK_FALSE(ImplementsPass<Device, float>("pointwise_gemm", c, stream, ops::ConvPass::kForward));
-      CHECK_FALSE(ImplementsPass<Device, float>("pointwise_gemm", c, stream, ops::ConvPass::kBackwardData));
+      CHECK(ImplementsPass<Device, float>("pointwise_gemm", c, stream, ops::ConvPass::kForward));
+      CHECK(ImplementsPass<Device, float>("pointwise_gemm", c, stream, ops::ConvPass::kBackwardData));
       for (OpReqType req : {kWriteTo, kAddTo, kWriteInplace}) {
-        Case forced = c;  // the weight gradient alone, pointwise_gemm forced
+        Case forced = c;  // each pass alone and all together, pointwise_gemm forced
         forced.param.algorithm = "pointwise_gemm";
-        for (const auto& [run, reqs] : {std::make_pair(c, Reqs{kWriteTo, kAddTo, req, kWriteTo}),
-                                         std::make_pair(forced, Reqs{kNullOp, kNullOp, req, kNullOp})}) {
+        for (const auto& [run, reqs] : {std::make_pair(c, Reqs{req, kAddTo, req, kWriteTo}),
+                                         std::make_pair(forced, Reqs{req, kNullOp, kNullOp, kNullOp}),
+                                         std::make_pair(forced, Reqs{kNullOp, req, kNullOp, kNullOp}),
+                                         std::make_pair(forced, Reqs{kNullOp, kNullOp, req, kNullOp}),
+                                         std::make_pair(forced, Reqs{req, req, req, req})}) {
           if (run.data.size() == 3) RunCase<Device, float, 3, 3>(stream, run, reqs);
           else if (run.data.size() == 4) RunCase<Device, float, 4, 4>(stream, run, reqs);
           else RunCase<Device, double, 5, 5>(stream, run, reqs);
         }
       }
       ++i;
+    }
+  }
+}
+
+// pointwise_gemm on channels-first data: on the GPU a batch of images narrower than a gemm tile runs
+// channels last on staged copies (the workspace holds x and y), a wide image or a workspace too small for
+// the copies per image; the CPU always per image. Each way: groups, every req of every pass, float and
+// half.
+TE_DEVICE_TEST_CASE("convolution pointwise_gemm channels first: staged for narrow images, per image otherwise",
+                    "[conv][algorithm]") {
+  struct Way {
+    Case c;
+    bool staged_on_gpu;
+  };
+  std::vector<Way> ways = {
+      {MakeCase({3, 6, 5, 7}, {1, 1}, {1, 1}, {}, {}, 4, 2, true), true},     // 35 pixels
+      {MakeCase({2, 5, 4, 6, 3}, {1, 1, 1}, {}, {}, {}, 7, 1, false), true},  // 3-D, 72 pixels
+      {MakeCase({2, 4, 12, 11}, {1, 1}, {1, 1}, {}, {}, 6, 2, true), false},  // 132 pixels: per image
+      {MakeCase({3, 6, 5, 7}, {1, 1}, {1, 1}, {}, {}, 4, 2, true), false},    // below: no room to stage
+  };
+  ways.back().c.param.workspace = 1e-4;  // 104 bytes, below the 3 * 35 * (6 + 4) floats staging takes
+  const bool on_gpu = std::is_same<Device, gpu>::value;
+  for (size_t i = 0; i < ways.size(); ++i) {
+    Case c = ways[i].c;
+    c.param.algorithm = "pointwise_gemm";
+    INFO("case " << i);
+    const ops::ConvGeometry g = ops::MakeConvGeometry(c.param, c.data);
+    const ops::ConvProblem pr = ops::MakeConvProblem<Device, float>(g, stream, true, c.param.workspace);
+    const auto* pointwise = ops::ConvRegistry<Device, float>::Get().Find("pointwise_gemm");
+    for (ops::ConvPass pass : {ops::ConvPass::kForward, ops::ConvPass::kBackwardData, ops::ConvPass::kBackwardWeight}) {
+      const size_t x_elems = (g.N * g.OutSize() * g.C + 63) / 64 * 64;  // y starts 64 elements aligned
+      const size_t staged = sizeof(float) * (x_elems + size_t(g.N * g.OutSize() * g.K));
+      const size_t bytes = pointwise->WorkspaceBytes(pr, ops::ConvStores::Only(pass, ReqStore{true, false}));
+      CHECK(bytes == (on_gpu && ways[i].staged_on_gpu ? staged : 0));
+      CHECK(bytes <= ops::ConvolutionWorkspaceBytes(c.param, c.data, sizeof(float)));
+    }
+    std::vector<Reqs> reqs = {ReqPattern(2), ReqPattern(3), ReqPattern(4), ReqPattern(5)};  // mixed, kNullOp too
+    for (OpReqType req : {kWriteTo, kWriteInplace, kAddTo}) reqs.push_back(Reqs{req, req, req, req});
+    for (const Reqs& r : reqs) {
+      if (c.data.size() == 4) {
+        RunCase<Device, float, 4, 4>(stream, c, r);
+        RunCase<Device, half_t, 4, 4>(stream, c, r);
+      } else {
+        RunCase<Device, float, 5, 5>(stream, c, r);
+      }
+    }
+  }
+  // A strided kernel: its gathered pixels (3 x 4 x 30, aligned to 64), then on the GPU their staged copies
+  // (x 3 x 30 x 4 aligned, y 3 x 30 x 6), for every pass; only the gathered pixels where the limit leaves
+  // no room for the copies.
+  Case strided = MakeCase({3, 4, 9, 11}, {1, 1}, {2, 2}, {}, {}, 6, 2, true);  // 5 x 6 pixels read
+  const auto* pointwise = ops::ConvRegistry<Device, float>::Get().Find("pointwise_gemm");
+  const size_t gathered = sizeof(float) * 384, copies = sizeof(float) * (384 + 540);
+  for (double cap_mb : {strided.param.workspace, double(gathered + 8) / 1048576.0}) {
+    strided.param.workspace = cap_mb;
+    INFO("strided, cap " << cap_mb << " MB");
+    const ops::ConvGeometry g = ops::MakeConvGeometry(strided.param, strided.data);
+    const ops::ConvProblem pr = ops::MakeConvProblem<Device, float>(g, stream, true, cap_mb);
+    const bool room = cap_mb * 1048576.0 >= double(gathered + copies);
+    const ReqStore write{true, false};
+    for (ops::ConvPass pass : {ops::ConvPass::kForward, ops::ConvPass::kBackwardData, ops::ConvPass::kBackwardWeight}) {
+      const size_t bytes = pointwise->WorkspaceBytes(pr, ops::ConvStores::Only(pass, write));
+      CHECK(bytes == gathered + (on_gpu && room ? copies : 0));
+      CHECK(bytes <= ops::ConvolutionWorkspaceBytes(strided.param, strided.data, sizeof(float)));
+    }
+    Case forced = strided;
+    forced.param.algorithm = "pointwise_gemm";
+    for (OpReqType req : {kWriteTo, kAddTo}) {
+      RunCase<Device, float, 4, 4>(stream, forced, Reqs{req, req, req, req});
+      RunCase<Device, half_t, 4, 4>(stream, forced, Reqs{req, req, req, req});
+      RunCase<Device, float, 4, 4>(stream, strided, Reqs{req, req, req, req});
     }
   }
 }

@@ -210,6 +210,8 @@ std::vector<DeconvCase> Grid() {
   v.push_back(MakeDeconv({2, 4, 3, 5}, {3, 2}, {1, 3}, {2, 1}, {0, 1}, {0, 2}, 4, 4, true));  // depthwise
   v.back().param.pad_end = {2, 0};
   v.push_back(MakeDeconv({1, 2, 5, 5}, {1, 1}, {}, {}, {}, {}, 3, 1, true));  // pointwise
+  v.push_back(MakeDeconv({2, 4, 5, 5}, {1, 1}, {}, {}, {}, {}, 3, 1, true));  // a batch of them (staged on the GPU)
+  v.push_back(MakeDeconv({2, 4, 3, 3}, {1, 1}, {2, 2}, {}, {}, {}, 3, 1, false));  // strided (gathered)
   v.push_back(MakeDeconv({3, 2, 4, 3}, {3, 3}, {3, 2}, {1, 2}, {2, 0}, {2, 1}, 3, 1, false));
   v.push_back(MakeDeconv({2, 6, 3, 4}, {2, 3}, {2, 1}, {}, {}, {}, 4, 2, true));
   v.back().padded_rows = true;
