@@ -7,7 +7,9 @@
 // as the algorithm stages them (the staging is not timed). Timing: CUDA events around each run, median of
 // --reps after 3 warm-up runs.
 //
-// Usage: cutlass_kernels [--dtype fp16|bf16] [--pass fprop|dgrad|wgrad] [--n 32] [--reps 20] [--layers FILE]
+// --dtype tf32 times the float kernels on TF32 tensor cores.
+//
+// Usage: cutlass_kernels [--dtype fp16|bf16|tf32] [--pass fprop|dgrad|wgrad] [--n 32] [--reps 20] [--layers FILE]
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -43,9 +45,12 @@ __global__ void FillKernel(T* p, size_t n, unsigned seed) {
   }
 }
 
+size_t ElementBytes(Element e) { return e == Element::kF32 ? 4 : 2; }
+
 void Fill(void* p, size_t n, Element e, unsigned seed) {
   if (e == Element::kF16) FillKernel<<<1024, 256>>>(static_cast<__half*>(p), n, seed);
-  else FillKernel<<<1024, 256>>>(static_cast<__nv_bfloat16*>(p), n, seed);
+  else if (e == Element::kBF16) FillKernel<<<1024, 256>>>(static_cast<__nv_bfloat16*>(p), n, seed);
+  else FillKernel<<<1024, 256>>>(static_cast<float*>(p), n, seed);
   Check(cudaGetLastError(), "fill");
 }
 
@@ -84,17 +89,17 @@ int main(int argc, char** argv) {
     else if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (a == "--layers" && i + 1 < argc) layers_path = argv[++i];
     else {
-      std::fprintf(stderr, "usage: %s [--dtype fp16|bf16] [--pass fprop|dgrad|wgrad] [--n 32] [--reps 20] [--layers FILE]\n",
+      std::fprintf(stderr, "usage: %s [--dtype fp16|bf16|tf32] [--pass fprop|dgrad|wgrad] [--n 32] [--reps 20] [--layers FILE]\n",
                    argv[0]);
       return 2;
     }
   }
-  if ((dtype != "fp16" && dtype != "bf16") || (pass_name != "fprop" && pass_name != "dgrad" && pass_name != "wgrad") ||
+  if ((dtype != "fp16" && dtype != "bf16" && dtype != "tf32") || (pass_name != "fprop" && pass_name != "dgrad" && pass_name != "wgrad") ||
       n < 1 || reps < 1) {
-    std::fprintf(stderr, "cutlass_kernels: --dtype fp16|bf16, --pass fprop|dgrad|wgrad, --n and --reps >= 1\n");
+    std::fprintf(stderr, "cutlass_kernels: --dtype fp16|bf16|tf32, --pass fprop|dgrad|wgrad, --n and --reps >= 1\n");
     return 2;
   }
-  const Element element = dtype == "fp16" ? Element::kF16 : Element::kBF16;
+  const Element element = dtype == "fp16" ? Element::kF16 : dtype == "bf16" ? Element::kBF16 : Element::kF32;
   const Pass pass = pass_name == "fprop" ? Pass::kFprop : pass_name == "dgrad" ? Pass::kDgrad : Pass::kWgrad;
   try {
     if (layers_path.empty()) layers_path = conv_layers::FindFile("TE_CONV_LAYERS", "resnet50_layers.txt");
@@ -126,9 +131,10 @@ int main(int argc, char** argv) {
       const size_t act = size_t(s.N) * s.H * s.W * padded(s.C, 8), flt = size_t(padded(s.K, 8)) * s.R * s.S * padded(s.C, 8),
                    out = size_t(s.N) * s.P * s.Q * padded(s.K, 8);
       void *x, *w, *y;
-      Check(cudaMalloc(&x, 2 * act), "malloc");
-      Check(cudaMalloc(&w, 2 * flt), "malloc");
-      Check(cudaMalloc(&y, 2 * out), "malloc");
+      const size_t bytes = ElementBytes(element);
+      Check(cudaMalloc(&x, bytes * act), "malloc");
+      Check(cudaMalloc(&w, bytes * flt), "malloc");
+      Check(cudaMalloc(&y, bytes * out), "malloc");
       Fill(x, act, element, 1), Fill(w, flt, element, 2), Fill(y, out, element, 3);
       ConvOperands o;
       if (pass == Pass::kFprop) o.a = x, o.b = w, o.c = y;
@@ -165,8 +171,10 @@ int main(int argc, char** argv) {
             const tensorexpr::index_t size = tensorexpr::index_t(filters);
             if (element == Element::kF16)
               tensorexpr::cuda::SumSlices(partials, split, size, size, 0, 0.0f, static_cast<tensorexpr::half_t*>(w), nullptr);
-            else
+            else if (element == Element::kBF16)
               tensorexpr::cuda::SumSlices(partials, split, size, size, 0, 0.0f, static_cast<tensorexpr::bf16_t*>(w), nullptr);
+            else
+              tensorexpr::cuda::SumSlices(partials, split, size, size, 0, 0.0f, static_cast<float*>(w), nullptr);
           });
           if (ws) cudaFree(ws);
           if (ms < 0 || split_ms < ms) ms = split_ms, best_split = split;

@@ -339,7 +339,7 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
   // half and bf16 (bench/cutlass_kernels): faster by 9-21% where the output is at most one wave of
   // 128 x 128 tiles and the reduction is 1024 or longer (the 3x3 and 1x1 layers at 7x7 and 14x14),
   // slower elsewhere, up to 2.7x on 56x56 1x1 layers. Neither kind has a fixed-channels form on Hopper.
-  // The data gradient (the forward's GEMM with C and K swapped) takes the same rule.
+  // The data gradient (the forward's GEMM with C and K swapped) and TF32's forward take the same rule.
   static bool HopperKernelsPay(const long long mnk[3]) {
     const long long tiles = ((mnk[0] + 127) / 128) * ((mnk[1] + 127) / 128);
     return tiles <= cuda::CurrentDeviceInfo().sm_count && mnk[2] >= 1024;

@@ -178,18 +178,22 @@ using TensorOpFpropBias =
         BiasEpilogue<E, Act>, cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<4>, kStages,
         cutlass::arch::OpMultiplyAdd, cutlass::conv::IteratorAlgorithm::kOptimized>::Kernel>;
 
-// The tiles of the 16-bit (half, bf16) kernels: a 128 x 128 thread-block tile, and a narrow one for 64
-// channels on the tile's N side, which would waste half of a 128-wide tile.
-struct Tiles16 {
-  using Tile = cutlass::gemm::GemmShape<128, 128, 64>;
-  using Warp = cutlass::gemm::GemmShape<64, 64, 64>;
-  using NarrowTile = cutlass::gemm::GemmShape<128, 64, 64>;
-  using NarrowWarp = cutlass::gemm::GemmShape<64, 32, 64>;
+// The tiles of the tensor-core kernels, a reduction step of kStep elements (64 halves or 32 floats: a
+// stage holds as many bytes either way): a 128 x 128 thread-block tile, and a narrow one for 64 channels
+// on the tile's N side, which would waste half of a 128-wide tile.
+template <int kStep, typename MmaShape>
+struct TileSet {
+  using Tile = cutlass::gemm::GemmShape<128, 128, kStep>;
+  using Warp = cutlass::gemm::GemmShape<64, 64, kStep>;
+  using NarrowTile = cutlass::gemm::GemmShape<128, 64, kStep>;
+  using NarrowWarp = cutlass::gemm::GemmShape<64, 32, kStep>;
   // For a data gradient of few channels (a folded stem's 8), where even 64 would waste 7 of 8 products.
-  using SlimTile = cutlass::gemm::GemmShape<128, 32, 64>;
-  using SlimWarp = cutlass::gemm::GemmShape<64, 32, 64>;
-  using Mma = cutlass::gemm::GemmShape<16, 8, 16>;
+  using SlimTile = cutlass::gemm::GemmShape<128, 32, kStep>;
+  using SlimWarp = cutlass::gemm::GemmShape<64, 32, kStep>;
+  using Mma = MmaShape;
 };
+using Tiles16 = TileSet<64, cutlass::gemm::GemmShape<16, 8, 16>>;  // half, bf16
+using Tiles32 = TileSet<32, cutlass::gemm::GemmShape<16, 8, 8>>;   // float as TF32
 
 // The bias-epilogue forward kernels for a 16-bit element type E on Tiles16: names
 // {bias 128x128, bias 128x64, bias_relu 128x128, bias_relu 128x64}.
@@ -245,6 +249,48 @@ using TensorOpWgrad = cutlass::conv::device::ImplicitGemmConvolution<typename cu
     cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80, ThreadblockShape, WarpShape, InstructionShape,
     TensorOpEpilogue<E, float>, cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<4>, kStages, MathOperator,
     cutlass::conv::IteratorAlgorithm::kOptimized>::Kernel>;
+
+// Each pass's Ampere kernels for element type E on Tiles (TileSet), named by `names` in the order listed.
+// Forward: 128 x 128, 128 x 64.
+template <typename E, typename Tiles>
+void AppendFpropKernels(std::vector<ConvKernel>& kernels, Element element, const char* const (&names)[2]) {
+  kernels.push_back(MakeConvKernel<TensorOpFprop<E, typename Tiles::Tile, typename Tiles::Warp, typename Tiles::Mma, 3>>(
+      names[0], Pass::kFprop, element, Math::kTensorOp));
+  kernels.push_back(
+      MakeConvKernel<TensorOpFprop<E, typename Tiles::NarrowTile, typename Tiles::NarrowWarp, typename Tiles::Mma, 4>>(
+          names[1], Pass::kFprop, element, Math::kTensorOp));
+}
+
+// Data gradient: unit strides 128 x 128 and 128 x 64, then any stride 128 x 128, 128 x 64 and 128 x 32.
+template <typename E, typename Tiles>
+void AppendDgradKernels(std::vector<ConvKernel>& kernels, Element element, const char* const (&names)[5]) {
+  using cutlass::conv::StrideSupport;
+  using T = Tiles;
+  kernels.push_back(MakeConvKernel<TensorOpDgrad<E, typename T::Tile, typename T::Warp, typename T::Mma, 3,
+                                                 StrideSupport::kUnity>>(names[0], Pass::kDgrad, element, Math::kTensorOp));
+  kernels.push_back(MakeConvKernel<TensorOpDgrad<E, typename T::NarrowTile, typename T::NarrowWarp, typename T::Mma, 4,
+                                                 StrideSupport::kUnity>>(names[1], Pass::kDgrad, element, Math::kTensorOp));
+  kernels.push_back(MakeConvKernel<TensorOpDgrad<E, typename T::Tile, typename T::Warp, typename T::Mma, 3,
+                                                 StrideSupport::kStrided>>(names[2], Pass::kDgrad, element, Math::kTensorOp));
+  kernels.push_back(MakeConvKernel<TensorOpDgrad<E, typename T::NarrowTile, typename T::NarrowWarp, typename T::Mma, 4,
+                                                 StrideSupport::kStrided>>(names[3], Pass::kDgrad, element, Math::kTensorOp));
+  kernels.push_back(MakeConvKernel<TensorOpDgrad<E, typename T::SlimTile, typename T::SlimWarp, typename T::Mma, 4,
+                                                 StrideSupport::kStrided>>(names[4], Pass::kDgrad, element, Math::kTensorOp));
+}
+
+// Weight gradient, M the filters (wgrad_f16.cu says why these tiles): 128 x 64, 64 x 64, 64 x 128.
+template <typename E, typename Tiles>
+void AppendWgradKernels(std::vector<ConvKernel>& kernels, Element element, const char* const (&names)[3]) {
+  using cutlass::gemm::GemmShape;
+  constexpr int k = Tiles::Tile::kK;
+  using Mma = typename Tiles::Mma;
+  kernels.push_back(MakeConvKernel<TensorOpWgrad<E, GemmShape<128, 64, k>, GemmShape<64, 32, k>, Mma, 4>>(
+      names[0], Pass::kWgrad, element, Math::kTensorOp));
+  kernels.push_back(MakeConvKernel<TensorOpWgrad<E, GemmShape<64, 64, k>, GemmShape<32, 32, k>, Mma, 5>>(
+      names[1], Pass::kWgrad, element, Math::kTensorOp));
+  kernels.push_back(MakeConvKernel<TensorOpWgrad<E, GemmShape<64, 128, k>, GemmShape<32, 64, k>, Mma, 4>>(
+      names[2], Pass::kWgrad, element, Math::kTensorOp));
+}
 
 }  // namespace cutlass_conv
 }  // namespace ops

@@ -15,9 +15,11 @@ void AppendFpropBias32Kernels(std::vector<ConvKernel>& kernels);
 void AppendGrad16Kernels(std::vector<ConvKernel>& kernels);
 void AppendWgrad16Kernels(std::vector<ConvKernel>& kernels);
 void AppendGrad32Kernels(std::vector<ConvKernel>& kernels);
+void AppendWgrad32Kernels(std::vector<ConvKernel>& kernels);
 void AppendSm90Fprop16Kernels(std::vector<ConvKernel>& kernels);
 void AppendSm90Dgrad16Kernels(std::vector<ConvKernel>& kernels);
 void AppendSm90Wgrad16Kernels(std::vector<ConvKernel>& kernels);
+void AppendSm90FpropTf32Kernels(std::vector<ConvKernel>& kernels);
 
 const std::vector<ConvKernel>& CompiledConvKernels() {
   static const std::vector<ConvKernel> kernels = [] {
@@ -29,6 +31,7 @@ const std::vector<ConvKernel>& CompiledConvKernels() {
 #if !TE_CUTLASS_KERNELS_SUBSET
     AppendFprop32Kernels(v);
     AppendGrad32Kernels(v);
+    AppendWgrad32Kernels(v);
     AppendFpropBiasBF16Kernels(v);
     AppendFpropBias32Kernels(v);
 #endif
@@ -36,6 +39,9 @@ const std::vector<ConvKernel>& CompiledConvKernels() {
     AppendSm90Fprop16Kernels(v);  // conv_cutlass.h says where they are preferred
     AppendSm90Dgrad16Kernels(v);
     AppendSm90Wgrad16Kernels(v);
+#if !TE_CUTLASS_KERNELS_SUBSET
+    AppendSm90FpropTf32Kernels(v);
+#endif
 #endif
     return v;
   }();

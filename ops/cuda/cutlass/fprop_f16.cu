@@ -6,8 +6,6 @@ namespace ops {
 namespace cutlass_conv {
 
 void AppendFprop16Kernels(std::vector<ConvKernel>& kernels) {
-  using Tile = Tiles16::Tile;
-  using Warp = Tiles16::Warp;
   using NarrowTile = Tiles16::NarrowTile;
   using NarrowWarp = Tiles16::NarrowWarp;
   using Mma = Tiles16::Mma;
@@ -16,14 +14,10 @@ void AppendFprop16Kernels(std::vector<ConvKernel>& kernels) {
       "f16_tensorop_fprop_fixed_channels_128x64x64_3", Pass::kFprop, Element::kF16, Math::kTensorOp));
   kernels.push_back(MakeConvKernel<TensorOpFpropFixedChannels<cutlass::bfloat16_t, NarrowTile, NarrowWarp, Mma, 3>>(
       "bf16_tensorop_fprop_fixed_channels_128x64x64_3", Pass::kFprop, Element::kBF16, Math::kTensorOp));
-  kernels.push_back(MakeConvKernel<TensorOpFprop<cutlass::half_t, Tile, Warp, Mma, 3>>(
-      "f16_tensorop_fprop_128x128x64_3", Pass::kFprop, Element::kF16, Math::kTensorOp));
-  kernels.push_back(MakeConvKernel<TensorOpFprop<cutlass::half_t, NarrowTile, NarrowWarp, Mma, 4>>(
-      "f16_tensorop_fprop_128x64x64_4", Pass::kFprop, Element::kF16, Math::kTensorOp));
-  kernels.push_back(MakeConvKernel<TensorOpFprop<cutlass::bfloat16_t, Tile, Warp, Mma, 3>>(
-      "bf16_tensorop_fprop_128x128x64_3", Pass::kFprop, Element::kBF16, Math::kTensorOp));
-  kernels.push_back(MakeConvKernel<TensorOpFprop<cutlass::bfloat16_t, NarrowTile, NarrowWarp, Mma, 4>>(
-      "bf16_tensorop_fprop_128x64x64_4", Pass::kFprop, Element::kBF16, Math::kTensorOp));
+  AppendFpropKernels<cutlass::half_t, Tiles16>(kernels, Element::kF16,
+                                               {"f16_tensorop_fprop_128x128x64_3", "f16_tensorop_fprop_128x64x64_4"});
+  AppendFpropKernels<cutlass::bfloat16_t, Tiles16>(kernels, Element::kBF16,
+                                                   {"bf16_tensorop_fprop_128x128x64_3", "bf16_tensorop_fprop_128x64x64_4"});
 }
 
 }  // namespace cutlass_conv

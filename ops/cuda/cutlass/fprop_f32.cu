@@ -16,13 +16,11 @@ using SimtFprop = cutlass::conv::device::ImplicitGemmConvolution<typename cutlas
     cutlass::conv::IteratorAlgorithm::kOptimized>::Kernel>;
 
 void AppendFprop32Kernels(std::vector<ConvKernel>& kernels) {
-  using cutlass::gemm::GemmShape;
-  kernels.push_back(MakeConvKernel<TensorOpFpropFixedChannels<float, GemmShape<128, 64, 32>, GemmShape<64, 32, 32>,
-                                                              GemmShape<16, 8, 8>, 3>>(
+  kernels.push_back(MakeConvKernel<TensorOpFpropFixedChannels<float, Tiles32::NarrowTile, Tiles32::NarrowWarp,
+                                                              Tiles32::Mma, 3>>(
       "tf32_tensorop_fprop_fixed_channels_128x64x32_3", Pass::kFprop, Element::kF32, Math::kTensorOp));
-  kernels.push_back(MakeConvKernel<TensorOpFprop<float, GemmShape<128, 128, 32>, GemmShape<64, 64, 32>,
-                                                 GemmShape<16, 8, 8>, 3>>(
-      "tf32_tensorop_fprop_128x128x32_3", Pass::kFprop, Element::kF32, Math::kTensorOp));
+  AppendFpropKernels<float, Tiles32>(kernels, Element::kF32,
+                                     {"tf32_tensorop_fprop_128x128x32_3", "tf32_tensorop_fprop_128x64x32_4"});
   kernels.push_back(
       MakeConvKernel<SimtFprop>("f32_simt_fprop_128x128x8_4", Pass::kFprop, Element::kF32, Math::kSimt));
 }

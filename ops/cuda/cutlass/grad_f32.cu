@@ -1,5 +1,5 @@
-// ops/cuda/cutlass/grad_f32.cu — data- and weight-gradient kernels for float: TF32 tensor cores and
-// strict fp32 on the CUDA cores (the weight gradient in float slices).
+// ops/cuda/cutlass/grad_f32.cu — data-gradient kernels for float, TF32 tensor cores and strict fp32 on
+// the CUDA cores, and the strict weight gradient (float slices). TF32's weight gradient: wgrad_f32.cu.
 #include "conv_kernel.cuh"
 
 namespace tensorexpr {
@@ -27,18 +27,14 @@ using SimtWgrad = cutlass::conv::device::ImplicitGemmConvolution<typename cutlas
     GemmShape<1, 1, 1>, SimtEpilogue, cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<4>, 4,
     cutlass::arch::OpMultiplyAdd, cutlass::conv::IteratorAlgorithm::kOptimized>::Kernel>;
 
-using Tile = GemmShape<128, 128, 32>;
-using Warp = GemmShape<64, 64, 32>;
-using Mma = GemmShape<16, 8, 8>;
 }  // namespace
 
 void AppendGrad32Kernels(std::vector<ConvKernel>& kernels) {
-  kernels.push_back(MakeConvKernel<TensorOpDgrad<float, Tile, Warp, Mma, 3, StrideSupport::kUnity>>(
-      "tf32_tensorop_dgrad_unity_128x128x32_3", Pass::kDgrad, Element::kF32, Math::kTensorOp));
-  kernels.push_back(MakeConvKernel<TensorOpDgrad<float, Tile, Warp, Mma, 3, StrideSupport::kStrided>>(
-      "tf32_tensorop_dgrad_strided_128x128x32_3", Pass::kDgrad, Element::kF32, Math::kTensorOp));
-  kernels.push_back(MakeConvKernel<TensorOpWgrad<float, Tile, Warp, Mma, 3>>(
-      "tf32_tensorop_wgrad_128x128x32_3", Pass::kWgrad, Element::kF32, Math::kTensorOp));
+  AppendDgradKernels<float, Tiles32>(
+      kernels, Element::kF32,
+      {"tf32_tensorop_dgrad_unity_128x128x32_3", "tf32_tensorop_dgrad_unity_128x64x32_4",
+       "tf32_tensorop_dgrad_strided_128x128x32_3", "tf32_tensorop_dgrad_strided_128x64x32_4",
+       "tf32_tensorop_dgrad_strided_128x32x32_4"});
   kernels.push_back(MakeConvKernel<SimtDgrad<StrideSupport::kUnity>>("f32_simt_dgrad_unity_128x128x8_4", Pass::kDgrad,
                                                                      Element::kF32, Math::kSimt));
   kernels.push_back(MakeConvKernel<SimtDgrad<StrideSupport::kStrided>>("f32_simt_dgrad_strided_128x128x8_4",

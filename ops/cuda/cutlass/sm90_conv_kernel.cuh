@@ -179,14 +179,19 @@ ConvKernel MakeSm90ConvKernel(const char* name, Element element) {
                     /*sm=*/90};
 }
 
-// A pass's four kernels: half and bf16, each with the Wide and the Narrow tile, named by `names` in that
-// order (each sm90_*_f16.cu unit appends one pass's).
+// A pass's kernels of element type E with the Wide and the Narrow tile, named by `names` in that order.
+template <cutlass::conv::Operator kOperator, typename E, typename Wide, typename Narrow>
+void AppendSm90Kernels(std::vector<ConvKernel>& kernels, Element element, const char* const (&names)[2]) {
+  kernels.push_back(MakeSm90ConvKernel<Sm90Config<kOperator, E, Wide>>(names[0], element));
+  kernels.push_back(MakeSm90ConvKernel<Sm90Config<kOperator, E, Narrow>>(names[1], element));
+}
+
+// A pass's four 16-bit kernels: half, then bf16, each Wide then Narrow (each sm90_*_f16.cu unit appends
+// one pass's).
 template <cutlass::conv::Operator kOperator, typename Wide, typename Narrow>
 void AppendSm90Kernels16(std::vector<ConvKernel>& kernels, const char* const (&names)[4]) {
-  kernels.push_back(MakeSm90ConvKernel<Sm90Config<kOperator, cutlass::half_t, Wide>>(names[0], Element::kF16));
-  kernels.push_back(MakeSm90ConvKernel<Sm90Config<kOperator, cutlass::half_t, Narrow>>(names[1], Element::kF16));
-  kernels.push_back(MakeSm90ConvKernel<Sm90Config<kOperator, cutlass::bfloat16_t, Wide>>(names[2], Element::kBF16));
-  kernels.push_back(MakeSm90ConvKernel<Sm90Config<kOperator, cutlass::bfloat16_t, Narrow>>(names[3], Element::kBF16));
+  AppendSm90Kernels<kOperator, cutlass::half_t, Wide, Narrow>(kernels, Element::kF16, {names[0], names[1]});
+  AppendSm90Kernels<kOperator, cutlass::bfloat16_t, Wide, Narrow>(kernels, Element::kBF16, {names[2], names[3]});
 }
 
 }  // namespace cutlass_conv

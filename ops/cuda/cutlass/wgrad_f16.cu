@@ -13,25 +13,11 @@ namespace tensorexpr {
 namespace ops {
 namespace cutlass_conv {
 
-namespace {
-using cutlass::gemm::GemmShape;
-using Mma = Tiles16::Mma;
-
-template <typename E>
-void Append(std::vector<ConvKernel>& kernels, Element element, const char* const (&names)[3]) {
-  kernels.push_back(MakeConvKernel<TensorOpWgrad<E, GemmShape<128, 64, 64>, GemmShape<64, 32, 64>, Mma, 4>>(
-      names[0], Pass::kWgrad, element, Math::kTensorOp));
-  kernels.push_back(MakeConvKernel<TensorOpWgrad<E, GemmShape<64, 64, 64>, GemmShape<32, 32, 64>, Mma, 5>>(
-      names[1], Pass::kWgrad, element, Math::kTensorOp));
-  kernels.push_back(MakeConvKernel<TensorOpWgrad<E, GemmShape<64, 128, 64>, GemmShape<32, 64, 64>, Mma, 4>>(
-      names[2], Pass::kWgrad, element, Math::kTensorOp));
-}
-}  // namespace
-
 void AppendWgrad16Kernels(std::vector<ConvKernel>& kernels) {
-  Append<cutlass::half_t>(kernels, Element::kF16,
-                          {"f16_tensorop_wgrad_128x64x64_4", "f16_tensorop_wgrad_64x64x64_5", "f16_tensorop_wgrad_64x128x64_4"});
-  Append<cutlass::bfloat16_t>(
+  AppendWgradKernels<cutlass::half_t, Tiles16>(
+      kernels, Element::kF16,
+      {"f16_tensorop_wgrad_128x64x64_4", "f16_tensorop_wgrad_64x64x64_5", "f16_tensorop_wgrad_64x128x64_4"});
+  AppendWgradKernels<cutlass::bfloat16_t, Tiles16>(
       kernels, Element::kBF16,
       {"bf16_tensorop_wgrad_128x64x64_4", "bf16_tensorop_wgrad_64x64x64_5", "bf16_tensorop_wgrad_64x128x64_4"});
 }
