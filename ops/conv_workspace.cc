@@ -8,16 +8,33 @@
 namespace tensorexpr {
 namespace ops {
 
-size_t ConvolutionWorkspaceBytes(const ConvolutionParam& p, const std::vector<index_t>& data_shape,
-                                 size_t dtype_bytes, bool input_contiguous) {
-  const ConvGeometry g = MakeConvGeometry(p, data_shape);
-  const size_t limit = WorkspaceLimitBytes(p.workspace);
+namespace {
+
+// What the heuristic's algorithms take on geometry g under the limit.
+size_t HeuristicBytes(const ConvGeometry& g, size_t limit, size_t dtype_bytes, bool input_contiguous) {
   // pointwise_gemm's staged copies and gathered pixels on the GPU (counted on the CPU too: a bound).
   const bool one_by_one = g.IsPointwise() || pointwise::IsStrided(g);
   const size_t staged =
       one_by_one ? static_cast<size_t>(pointwise::GpuWorkspaceElems(g, limit, dtype_bytes)) * dtype_bytes : 0;
   if (g.IsPointwise() && input_contiguous) return staged;
   return std::max(staged, static_cast<size_t>(PlanIm2Col(g, dtype_bytes, limit).col_elems) * dtype_bytes);
+}
+
+}  // namespace
+
+size_t ConvolutionWorkspaceBytes(const ConvolutionParam& p, const std::vector<index_t>& data_shape,
+                                 size_t dtype_bytes, bool input_contiguous) {
+  const ConvGeometry g = MakeConvGeometry(p, data_shape);
+  const size_t limit = WorkspaceLimitBytes(p.workspace);
+  size_t bytes = HeuristicBytes(g, limit, dtype_bytes, input_contiguous);
+  // A border that is data runs on a dense padded copy without padding, where a padded 1x1 kernel is a
+  // pointwise or strided one (the copy itself is not workspace).
+  if (ConvBorderIsData(p)) {
+    ConvGeometry copy = g;
+    for (int i = 0; i < 3; ++i) copy.in[i] += g.pad[i] + g.pad_end[i], copy.pad[i] = copy.pad_end[i] = 0;
+    bytes = std::max(bytes, HeuristicBytes(copy, limit, dtype_bytes, true));
+  }
+  return bytes;
 }
 
 }  // namespace ops

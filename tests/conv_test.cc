@@ -7,6 +7,7 @@
 #include "ops_test_util.h"
 #include <tensorexpr/ops/convolution.h>
 #include "../ops/cpu/conv_per_image.h"  // PlanIm2Col and PlanConvPerImage, checked directly
+#include "../ops/conv_pointwise_gemm.h"  // pointwise::GpuWorkspaceElems, checked directly
 
 namespace {
 using namespace te_test;
@@ -546,6 +547,41 @@ TE_DEVICE_TEST_CASE("convolution pointwise_gemm channels first: staged for narro
     }
   }
 }
+
+#if !defined(__CUDACC__)
+// A border that is data runs on a dense padded copy without padding, where a padded 1x1 kernel is
+// pointwise (stride 1) or strided: the bound counts what pointwise_gemm takes there on the GPU (staged
+// copies of narrow images, gathered pixels), host arithmetic alone.
+TEST_CASE("ConvolutionWorkspaceBytes bounds a padded 1x1 kernel run on its padded copy", "[cpu][conv]") {
+  for (index_t stride : {1, 2}) {
+    ConvolutionParam p;
+    p.kernel = {1, 1};
+    p.stride = {stride, stride};
+    p.pad = {1, 1};
+    p.num_filter = 64;
+    const std::vector<index_t> data = {4, 4, 6, 6};
+    ConvolutionParam copy = p;
+    copy.pad.clear();
+    const ops::ConvGeometry g = ops::MakeConvGeometry(copy, {4, 4, 8, 8});
+    const size_t limit = ops::WorkspaceLimitBytes(p.workspace);
+    const size_t on_copy = sizeof(float) * size_t(ops::pointwise::GpuWorkspaceElems(g, limit, sizeof(float)));
+    INFO("stride " << stride);
+    REQUIRE(on_copy > 0);
+    for (PadMode mode : {PadMode::kConstant, PadMode::kEdge, PadMode::kReflect}) {
+      p.pad_mode = mode;
+      p.pad_value = mode == PadMode::kConstant ? std::optional<double>(1.0) : std::nullopt;
+      INFO("pad_mode " << PadModeName(mode));
+      CHECK(ops::ConvolutionWorkspaceBytes(p, data, sizeof(float)) >= on_copy);
+    }
+    // Zeros: no copy, the padded geometry's own bound (im2col's columns).
+    p.pad_mode = PadMode::kConstant;
+    p.pad_value.reset();
+    const ops::ConvGeometry padded = ops::MakeConvGeometry(p, data);
+    CHECK(ops::ConvolutionWorkspaceBytes(p, data, sizeof(float)) ==
+          sizeof(float) * size_t(ops::PlanIm2Col(padded, sizeof(float), limit).col_elems));
+  }
+}
+#endif
 
 // shifted_gemm (the weight gradient of a stride-1 convolution, one gemm per tap on a padded grid), forced:
 // each layout, padding before and after, dilation, groups, 1-D to 3-D, padded rows, every req, float,
