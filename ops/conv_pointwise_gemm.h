@@ -86,7 +86,7 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
   }
   // A strided kernel on the GPU: the forward and the data gradient of channels-first data, where the
   // implicit GEMM stages the whole input (ResNet-50's 1x1 stride-2 layers' data gradients took 1.0 to 1.9
-  // times cuDNN's time that way, 0.74 to 0.96 times here: NCHW fp16, H200, N = 32); the weight gradient
+  // times cuDNN's time that way, 0.78 to 0.96 times here: NCHW fp16, H200, N = 32); the weight gradient
   // where those layers measured it ahead of
   // cutlass_implicit_gemm (fp16): channels last, filters of 512 x 1024 values or more
   // (smaller ones spend longer gathering than the implicit GEMM takes in all, 1.2 to 1.8 times as long);

@@ -274,7 +274,7 @@ std::vector<Case> Grid2D() {
   v.push_back(MakeCase({1, 3, 15, 14}, {7, 7}, {2, 2}, {2, 1}, {1, 1}, 2, 1, false));
   v.push_back(MakeCase({3, 5, 4, 6}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, 7, 1, true));    // pointwise: direct gemm
   v.push_back(MakeCase({2, 6, 5, 3}, {1, 1}, {}, {}, {}, 4, 2, true));                // pointwise, grouped
-  v.push_back(MakeCase({2, 4, 7, 5}, {1, 1}, {2, 2}, {0, 0}, {1, 1}, 3, 1, true));    // 1x1 stride 2: im2col
+  v.push_back(MakeCase({2, 4, 7, 5}, {1, 1}, {2, 2}, {0, 0}, {1, 1}, 3, 1, true));    // 1x1 stride 2
   v.push_back(MakeCase({2, 2, 9, 11}, {2, 4}, {1, 2}, {0, 1}, {2, 1}, 3, 1, true));   // non-square
   v.push_back(MakeCase({2, 3, 1, 17}, {1, 3}, {1, 1}, {0, 1}, {1, 1}, 2, 1, true));   // H = 1
   v.push_back(MakeCase({1, 2, 6, 6}, {3, 3}, {3, 3}, {2, 2}, {2, 2}, 2, 1, true));    // stride 3, pad 2, dil 2
