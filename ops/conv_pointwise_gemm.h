@@ -64,10 +64,12 @@ inline index_t StagedElems(const ConvGeometry& g, size_t limit_bytes, size_t dty
 }
 
 // All the workspace a GPU run takes (a strided kernel's gathered pixels, then the staged copies), in
-// elements: what ConvolutionWorkspaceBytes bounds whatever the device.
+// elements: what ConvolutionWorkspaceBytes bounds whatever the device. 0 where the gathered pixels exceed
+// the limit: selection then refuses the algorithm, which never gathers in pieces.
 inline index_t GpuWorkspaceElems(const ConvGeometry& g, size_t limit_bytes, size_t dtype_bytes) {
   if (!IsStrided(g)) return StagedElems(g, limit_bytes, dtype_bytes);
   const index_t gathered = GatheredElems(g);
+  if (static_cast<size_t>(gathered) > limit_bytes / dtype_bytes) return 0;
   const size_t used = static_cast<size_t>(gathered) * dtype_bytes;
   return SaturatingAdd(gathered, StagedElems(Gathered(g), limit_bytes > used ? limit_bytes - used : 0, dtype_bytes));
 }

@@ -583,6 +583,34 @@ TEST_CASE("ConvolutionWorkspaceBytes bounds a padded 1x1 kernel run on its padde
 }
 #endif
 
+#if !defined(__CUDACC__)
+// A strided 1x1 kernel's gathered pixels are not taken in pieces: where they exceed the limit, selection
+// refuses pointwise_gemm and the bound is the fallback's (one column at least; found by conv_shapes_fuzz).
+TEST_CASE("ConvolutionWorkspaceBytes keeps to the limit where a strided 1x1 kernel's gathered pixels exceed it",
+          "[cpu][conv]") {
+  ConvolutionParam p;
+  p.kernel = {1};
+  p.stride = {256};
+  p.num_filter = 256;
+  p.workspace = 0;
+  CHECK(ops::ConvolutionWorkspaceBytes(p, {2, 256}, 1) == 2);  // one column: 2 channels x 1 tap
+  p.kernel = {1, 1};
+  p.stride = {2, 2};
+  p.num_filter = 8;
+  const std::vector<index_t> data = {4, 16, 20, 20};  // gathered: 4 x 16 x 100 floats, 25,600 bytes
+  const size_t gathered = sizeof(float) * 6400;
+  for (double cap : {0.0, 0.01, 1.0}) {
+    p.workspace = cap;
+    INFO("cap " << cap << " MB");
+    const size_t limit = ops::WorkspaceLimitBytes(cap);
+    const size_t column = sizeof(float) * size_t(ops::PlanIm2Col(ops::MakeConvGeometry(p, data), sizeof(float), limit).col_elems);
+    const size_t bound = ops::ConvolutionWorkspaceBytes(p, data, sizeof(float));
+    CHECK(bound <= std::max(limit, column));
+    if (limit >= gathered) CHECK(bound >= gathered);
+  }
+}
+#endif
+
 // shifted_gemm (the weight gradient of a stride-1 convolution, one gemm per tap on a padded grid), forced:
 // each layout, padding before and after, dilation, groups, 1-D to 3-D, padded rows, every req, float,
 // double and 16-bit; it refuses other passes and strides.
