@@ -1,8 +1,9 @@
-// fuzz/conv_run_fuzz.cc — small CPU convolution and pooling runs (forward and backward, float and double,
-// every req, NCHW and NHWC convolutions, padded-row views, forced algorithms, workspace caps that force
-// chunking) with fuzzed parameters, against a naive float64 reference written here from the definitions. Each run is tiny
-// (data up to 2x4x9x9, or 2x4x5x5x5 in 3-D). A case the reference says is invalid must be an Error; a valid
-// one must not be (except a forced algorithm that cannot implement it) and must match the reference.
+// fuzz/conv_run_fuzz.cc — small CPU convolution, deconvolution and pooling runs (forward and backward, float
+// and double, every req, NCHW and NHWC, padded-row views, forced algorithms, workspace caps that force
+// chunking) with fuzzed parameters, against a naive float64 reference written here from the definitions.
+// Each run is tiny (data up to 2x4x9x9, or 2x4x5x5x5 in 3-D). A case the reference says is invalid must be
+// an Error; a valid one must not be (except a forced algorithm that cannot implement it) and must match the
+// reference.
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -10,6 +11,7 @@
 // The implementations, instantiated here under the harness's sanitizers (tools/fuzz.sh links the
 // selection state and workspace estimate, ops/conv_select.cc and ops/conv_workspace.cc).
 #include "../ops/convolution.h"
+#include "../ops/deconvolution.h"
 #include "../ops/pooling.h"
 #include "fuzz_util.h"
 
@@ -67,16 +69,90 @@ void Expect(const Buf<dim, DType>& out, const std::vector<double>& before, const
   }
 }
 
+// Each `plane` consecutive magnitudes raised to their largest: Winograd's transforms mix each output tile's
+// pixels, so an output's rounding scales with its tile's terms, not its own (an output whose window lies in
+// padding came out 1e-17 beside data of order 1).
+void WidenToPlanes(std::vector<double>& mag, index_t plane) {
+  if (plane <= 0) return;
+  for (size_t start = 0; start < mag.size(); start += size_t(plane)) {
+    const auto first = mag.begin() + std::ptrdiff_t(start), end = first + std::ptrdiff_t(plane);
+    std::fill(first, end, *std::max_element(first, end));
+  }
+}
+
 // ---- convolution -----------------------------------------------------------------------------------------
-struct ConvCase {
-  ops::ConvolutionParam p;
+// What a convolution case and a deconvolution case both draw (DrawShape, DrawRun): the shapes, which operand
+// has padded rows, the reqs, the dtype and the values' seed.
+struct ConvLikeCase {
   int nd = 2;
   bool batched = true;
   index_t N = 1, C = 1, in[3] = {1, 1, 1};
-  index_t pad_rows = 0, pad_grad_rows = 0;
+  // Padding of the rows of the operand that may have it (the convolution's data, the deconvolution's
+  // output) and of its gradient.
+  index_t row_pad = 0, grad_row_pad = 0;
   OpReqType req_out = kWriteTo, req_dx = kWriteTo, req_dw = kWriteTo, req_db = kWriteTo;
+  bool dbl = false;
   uint64_t seed = 0;
 };
+struct ConvCase : ConvLikeCase {
+  ops::ConvolutionParam p;
+};
+
+// N, groups, C, K, then each axis's input extent and kernel (max_in, max_in_3d: the largest extents).
+template <typename Case>
+void DrawShape(FuzzedDataProvider& f, Case& c, index_t max_in, index_t max_in_3d) {
+  c.nd = f.ConsumeIntegralInRange<int>(1, 3);
+  const index_t max_k = c.nd == 3 ? 3 : 4;
+  c.batched = f.ConsumeBool();
+  c.N = c.batched ? f.ConsumeIntegralInRange<index_t>(0, 2) : 1;
+  c.p.num_group = index_t(1) << f.ConsumeIntegralInRange<int>(0, 2);
+  c.C = c.p.num_group * f.ConsumeIntegralInRange<index_t>(1, 4 / c.p.num_group);
+  c.p.num_filter = c.p.num_group * f.ConsumeIntegralInRange<index_t>(1, 4 / c.p.num_group);
+  for (int i = 0; i < c.nd; ++i) {
+    c.in[3 - c.nd + i] = f.ConsumeIntegralInRange<index_t>(0, c.nd == 3 ? max_in_3d : max_in);
+    c.p.kernel.push_back(f.ConsumeIntegralInRange<index_t>(1, max_k));
+  }
+}
+Vec DrawPerDim(FuzzedDataProvider& f, int nd, index_t lo, index_t hi) {
+  Vec v;
+  if (f.ConsumeBool())
+    for (int i = 0; i < nd; ++i) v.push_back(f.ConsumeIntegralInRange<index_t>(lo, hi));
+  return v;
+}
+
+// How the run goes: bias, workspace cap (small ones chunk the batch), algorithm, padded rows, reqs, dtype,
+// seed, layout (drawn last: older seeds stay NCHW). `large` is the parameter's default cap.
+template <typename Case>
+void DrawRun(FuzzedDataProvider& f, Case& c, double large) {
+  c.p.no_bias = f.ConsumeBool();
+  const double caps[] = {large, 0.0, 1e-6, 2e-5, 1e-4};
+  c.p.workspace = caps[f.ConsumeIntegralInRange<int>(0, 4)];
+  static const std::vector<std::string> algorithms = ops::ListConvAlgorithms<cpu, float>();
+  const size_t a = f.ConsumeIntegralInRange<size_t>(0, algorithms.size());
+  c.p.algorithm = a == algorithms.size() ? "" : algorithms[a];
+  c.row_pad = f.ConsumeIntegralInRange<index_t>(0, 2);
+  c.grad_row_pad = f.ConsumeIntegralInRange<index_t>(0, 2);
+  c.req_out = PickReq(f), c.req_dx = PickReq(f), c.req_dw = PickReq(f), c.req_db = PickReq(f);
+  c.dbl = f.ConsumeBool();
+  c.seed = f.ConsumeIntegral<uint64_t>();
+  c.p.layout = f.ConsumeBool() ? ops::Layout::kNHWC : ops::Layout::kNCHW;
+}
+
+// The case in words (TE_FUZZ_TRACE and failure reports); `geometry` the operator's own parameters.
+template <typename Case>
+std::string Describe(const char* op, const Case& c, const std::string& geometry) {
+  const auto& p = c.p;
+  return std::string(op) + (c.dbl ? " double" : " float") + " N " + std::to_string(c.N) +
+         (c.batched ? "" : " (unbatched)") + " C " + std::to_string(c.C) + " in " +
+         te_fuzz::VecStr(Vec(c.in + 3 - c.nd, c.in + 3)) + " kernel " + te_fuzz::VecStr(p.kernel) + " stride " +
+         te_fuzz::VecStr(p.stride) + " dilate " + te_fuzz::VecStr(p.dilate) + geometry + " pad " +
+         te_fuzz::VecStr(p.pad) + " pad_end " + te_fuzz::VecStr(p.pad_end) + " padding " +
+         ops::ConvPaddingName(p.padding) + " K " + std::to_string(p.num_filter) + " G " +
+         std::to_string(p.num_group) + (p.no_bias ? " no_bias" : "") + " workspace " + std::to_string(p.workspace) +
+         " algorithm '" + p.algorithm + "' row pads " + std::to_string(c.row_pad) + "," +
+         std::to_string(c.grad_row_pad) + " reqs " + OpReqName(c.req_out) + "," + OpReqName(c.req_dx) + "," +
+         OpReqName(c.req_dw) + "," + OpReqName(c.req_db) + " layout " + ops::LayoutName(p.layout);
+}
 
 // The reference geometry (3-D, leading extents 1); false when the parameters do not fit the data.
 struct RefGeom {
@@ -129,6 +205,104 @@ struct ChannelOrder {
   }
 };
 
+// The float64 reference of the convolution of geometry r on channels-first x (N, C, S), w (K, Cg, kk) and
+// dy (N, K, P): every (output, input, weight) triple that meets, each sum with the sum of its |terms| (its
+// tolerance's scale). No bias.
+struct ConvReference {
+  std::vector<double> y, ym, dx, dxm, dw, dwm;
+};
+ConvReference ConvTriples(const RefGeom& r, index_t N, index_t C, index_t K, index_t G, const std::vector<double>& x,
+                          const std::vector<double>& w, const std::vector<double>& dy) {
+  const index_t Cg = C / G, Kg = K / G;
+  const index_t P = r.out[0] * r.out[1] * r.out[2], S = r.in[0] * r.in[1] * r.in[2];
+  const index_t kk = r.k[0] * r.k[1] * r.k[2];
+  ConvReference f;
+  f.y.assign(size_t(N * K * P), 0), f.ym = f.y, f.dx.assign(size_t(N * C * S), 0), f.dxm = f.dx;
+  f.dw.assign(size_t(K * Cg * kk), 0), f.dwm = f.dw;
+  for (index_t n = 0; n < N; ++n)
+    for (index_t o = 0; o < K; ++o)
+      for (index_t q = 0; q < P; ++q) {
+        const index_t oz = q / (r.out[1] * r.out[2]), oy = q / r.out[2] % r.out[1], ox = q % r.out[2];
+        const index_t yi = (n * K + o) * P + q;
+        for (index_t cg = 0; cg < Cg; ++cg)
+          for (index_t t = 0; t < kk; ++t) {
+            const index_t kz = t / (r.k[1] * r.k[2]), ky = t / r.k[2] % r.k[1], kx = t % r.k[2];
+            const index_t z = oz * r.s[0] - r.pb[0] + kz * r.d[0], yy = oy * r.s[1] - r.pb[1] + ky * r.d[1],
+                          xx = ox * r.s[2] - r.pb[2] + kx * r.d[2];
+            if (z < 0 || z >= r.in[0] || yy < 0 || yy >= r.in[1] || xx < 0 || xx >= r.in[2]) continue;
+            const index_t xi = (n * C + (o / Kg) * Cg + cg) * S + (z * r.in[1] + yy) * r.in[2] + xx;
+            const index_t wi = (o * Cg + cg) * kk + t;
+            f.y[yi] += x[xi] * w[wi], f.ym[yi] += std::fabs(x[xi] * w[wi]);
+            f.dx[xi] += w[wi] * dy[yi], f.dxm[xi] += std::fabs(w[wi] * dy[yi]);
+            f.dw[wi] += x[xi] * dy[yi], f.dwm[wi] += std::fabs(x[xi] * dy[yi]);
+          }
+      }
+  return f;
+}
+
+// The bias b (K) added to y (N, K, P) channels first unless no_bias, and its gradient from dy: db and |terms|.
+void AddBias(std::vector<double>& y, std::vector<double>& ym, const std::vector<double>& b,
+             const std::vector<double>& dy, index_t P, bool no_bias, std::vector<double>* db,
+             std::vector<double>* dbm) {
+  const index_t K = index_t(b.size());
+  db->assign(b.size(), 0), dbm->assign(b.size(), 0);
+  for (size_t i = 0; i < y.size(); ++i) {
+    const index_t o = index_t(i) / P % K;
+    if (!no_bias) y[i] += b[o], ym[i] += std::fabs(b[o]);
+    (*db)[o] += dy[i], (*dbm)[o] += std::fabs(dy[i]);
+  }
+}
+
+// Where Winograd may run (forced, or left to the heuristic on a 3 x 3 stride-1 2-D problem), a pass's
+// outputs are held to their plane's largest sum of |terms| (WidenToPlanes).
+bool WinogradMayRun(const std::string& algorithm, int nd, const RefGeom& r) {
+  if (!algorithm.empty()) return algorithm.rfind("winograd", 0) == 0;
+  return nd == 2 && r.k[1] == 3 && r.k[2] == 3 && r.s[1] == 1 && r.s[2] == 1 && r.d[1] == 1 && r.d[2] == 1;
+}
+
+// One operator's tensors, drawn from the case's seed in this order: data and its gradient (ddim), output and
+// its gradient, weight and its gradient, bias and its gradient; rows padded as asked.
+template <typename DType, int ddim, int wdim>
+struct Operands {
+  Buf<ddim, DType> x, dx, y, dy;
+  Buf<wdim, DType> w, dw;
+  Buf<1, DType> b, db;
+  Operands(const Vec& data, index_t x_pad, index_t dx_pad, const Vec& out, index_t y_pad, index_t dy_pad,
+           const Vec& weight, index_t K, std::mt19937_64& rng)
+      : x(data, x_pad, rng), dx(data, dx_pad, rng), y(out, y_pad, rng), dy(out, dy_pad, rng), w(weight, 0, rng),
+        dw(weight, 0, rng), b(Vec{K}, 0, rng), db(Vec{K}, 0, rng) {}
+};
+
+// The reference results in the buffers' order, each with the sums of |terms| that scale its tolerance.
+struct Expected {
+  std::vector<double> y, ym, dx, dxm, dw, dwm, db, dbm;
+};
+
+// Runs an operator's forward, then its backward, on t and holds each result to the reference as its req
+// says (the bias gradient unless no_bias). An Error from a forced algorithm ends the case (it may not
+// implement the pass); from the library's own choice it is a bug.
+template <typename DType, int ddim, int wdim, typename Forward, typename Backward>
+void RunAndCheck(Operands<DType, ddim, wdim>& t, const Expected& e, OpReqType req_out, OpReqType req_dx,
+                 OpReqType req_dw, OpReqType req_db, bool forced, bool no_bias, const std::string& op,
+                 Forward forward, Backward backward) {
+  const std::vector<double> y0 = t.y.values(), dx0 = t.dx.values(), dw0 = t.dw.values(), db0 = t.db.values();
+  for (int pass = 0; pass < 2; ++pass) {
+    try {
+      pass == 0 ? forward() : backward();
+    } catch (const Error& err) {
+      if (!forced) te_fuzz::Bug(err.what());
+      return;
+    }
+    if (pass == 0) {
+      Expect(t.y, y0, e.y, e.ym, req_out, (op + " output").c_str());
+    } else {
+      Expect(t.dx, dx0, e.dx, e.dxm, req_dx, (op + " data gradient").c_str());
+      Expect(t.dw, dw0, e.dw, e.dwm, req_dw, (op + " weight gradient").c_str());
+      if (!no_bias) Expect(t.db, db0, e.db, e.dbm, req_db, (op + " bias gradient").c_str());
+    }
+  }
+}
+
 template <typename DType, int nd, bool batched>
 void RunConvNd(const ConvCase& c) {
   constexpr int ddim = batched ? nd + 2 : nd + 1, wdim = nd + 2;
@@ -151,7 +325,7 @@ void RunConvNd(const ConvCase& c) {
     return;
   }
   TE_FUZZ_CHECK(valid);
-  const index_t N = c.N, C = c.C, K = p.num_filter, G = p.num_group, Cg = C / G, Kg = K / G;
+  const index_t N = c.N, C = c.C, K = p.num_filter, G = p.num_group, Cg = C / G;
   const index_t P = r.out[0] * r.out[1] * r.out[2], S = r.in[0] * r.in[1] * r.in[2];
   const index_t kk = r.k[0] * r.k[1] * r.k[2];
   Vec oshape;
@@ -162,78 +336,22 @@ void RunConvNd(const ConvCase& c) {
   TE_FUZZ_CHECK(shapes.out == oshape);
 
   std::mt19937_64 rng(c.seed);
-  Buf<ddim, DType> x(dshape, c.pad_rows, rng), dx(dshape, c.pad_grad_rows, rng);
-  Buf<ddim, DType> y(oshape, 0, rng), dy(oshape, 0, rng);
-  Buf<wdim, DType> w(shapes.weight, 0, rng), dw(shapes.weight, 0, rng);
-  Buf<1, DType> b(Vec{K}, 0, rng), db(Vec{K}, 0, rng);
-  auto first_order = [last](const std::vector<double>& v, index_t ch, index_t inner) {
-    return ChannelOrder{last, ch, inner}.FirstOf(v);
-  };
-  auto buffer_order = [last](const std::vector<double>& v, index_t ch, index_t inner) {
-    return ChannelOrder{last, ch, inner}.BufferOf(v);
-  };
-  const std::vector<double> xv = first_order(x.values(), C, S), wv = first_order(w.values(), Cg, kk);
-  const std::vector<double> bv = b.values(), dyv = first_order(dy.values(), K, P);
-  const std::vector<double> y0 = y.values(), dx0 = dx.values(), dw0 = dw.values(), db0 = db.values();
-
-  // The reference: every (output, input, weight) triple that meets.
-  std::vector<double> yr(y0.size(), 0), ym(y0.size(), 0), dxr(dx0.size(), 0), dxm(dx0.size(), 0);
-  std::vector<double> dwr(dw0.size(), 0), dwm(dw0.size(), 0), dbr(K, 0), dbm(K, 0);
-  for (index_t n = 0; n < N; ++n)
-    for (index_t o = 0; o < K; ++o)
-      for (index_t q = 0; q < P; ++q) {
-        const index_t oz = q / (r.out[1] * r.out[2]), oy = q / r.out[2] % r.out[1], ox = q % r.out[2];
-        const index_t yi = (n * K + o) * P + q;
-        for (index_t cg = 0; cg < Cg; ++cg)
-          for (index_t t = 0; t < kk; ++t) {
-            const index_t kz = t / (r.k[1] * r.k[2]), ky = t / r.k[2] % r.k[1], kx = t % r.k[2];
-            const index_t z = oz * r.s[0] - r.pb[0] + kz * r.d[0], yy = oy * r.s[1] - r.pb[1] + ky * r.d[1],
-                          xx = ox * r.s[2] - r.pb[2] + kx * r.d[2];
-            if (z < 0 || z >= r.in[0] || yy < 0 || yy >= r.in[1] || xx < 0 || xx >= r.in[2]) continue;
-            const index_t xi = (n * C + (o / Kg) * Cg + cg) * S + (z * r.in[1] + yy) * r.in[2] + xx;
-            const index_t wi = (o * Cg + cg) * kk + t;
-            yr[yi] += xv[xi] * wv[wi], ym[yi] += std::fabs(xv[xi] * wv[wi]);
-            dxr[xi] += wv[wi] * dyv[yi], dxm[xi] += std::fabs(wv[wi] * dyv[yi]);
-            dwr[wi] += xv[xi] * dyv[yi], dwm[wi] += std::fabs(xv[xi] * dyv[yi]);
-          }
-        if (!p.no_bias) yr[yi] += bv[o], ym[yi] += std::fabs(bv[o]);
-        dbr[o] += dyv[yi], dbm[o] += std::fabs(dyv[yi]);
-      }
-
-  // Winograd's transforms mix each output tile's pixels, so an output's rounding scales with its tile's
-  // terms, not its own: an output whose window lies in padding came out 1e-17 beside data of order 1.
-  // Where Winograd may run (forced, or left to the heuristic on a 3 x 3 stride-1 2-D problem), each plane's
-  // outputs are held to the plane's largest sum of |terms|.
-  const bool forced = !p.algorithm.empty();
-  const bool winograd_shape = nd == 2 && r.k[1] == 3 && r.k[2] == 3 && r.s[1] == 1 && r.s[2] == 1 &&
-                              r.d[1] == 1 && r.d[2] == 1;
-  if (forced ? p.algorithm.rfind("winograd", 0) == 0 : winograd_shape) {
-    auto widen_to_planes = [](std::vector<double>& mag, index_t plane) {
-      if (plane <= 0) return;
-      for (size_t start = 0; start < mag.size(); start += size_t(plane)) {
-        const auto first = mag.begin() + std::ptrdiff_t(start), end = first + std::ptrdiff_t(plane);
-        std::fill(first, end, *std::max_element(first, end));
-      }
-    };
-    widen_to_planes(ym, P);
-    widen_to_planes(dxm, S);
-  }
-  try {
-    ops::ConvolutionForward(p, x.t, w.t, b.t, c.req_out, y.t);
-  } catch (const Error& e) {
-    if (!forced) te_fuzz::Bug(e.what());
-    return;  // a forced algorithm that cannot implement the problem
-  }
-  Expect(y, y0, buffer_order(yr, K, P), buffer_order(ym, K, P), c.req_out, "forward output");
-  try {
-    ops::ConvolutionBackward(p, dy.t, x.t, w.t, c.req_dx, dx.t, c.req_dw, dw.t, c.req_db, db.t);
-  } catch (const Error& e) {
-    if (!forced) te_fuzz::Bug(e.what());
-    return;
-  }
-  Expect(dx, dx0, buffer_order(dxr, C, S), buffer_order(dxm, C, S), c.req_dx, "data gradient");
-  Expect(dw, dw0, buffer_order(dwr, Cg, kk), buffer_order(dwm, Cg, kk), c.req_dw, "weight gradient");
-  if (!p.no_bias) Expect(db, db0, dbr, dbm, c.req_db, "bias gradient");
+  Operands<DType, ddim, wdim> t(dshape, c.row_pad, c.grad_row_pad, oshape, 0, 0, shapes.weight, K, rng);
+  const ChannelOrder data_order{last, C, S}, out_order{last, K, P}, weight_order{last, Cg, kk};
+  const std::vector<double> dyv = out_order.FirstOf(t.dy.values());
+  ConvReference ref =
+      ConvTriples(r, N, C, K, G, data_order.FirstOf(t.x.values()), weight_order.FirstOf(t.w.values()), dyv);
+  Expected e;
+  AddBias(ref.y, ref.ym, t.b.values(), dyv, P, p.no_bias, &e.db, &e.dbm);
+  if (WinogradMayRun(p.algorithm, nd, r)) WidenToPlanes(ref.ym, P), WidenToPlanes(ref.dxm, S);
+  e.y = out_order.BufferOf(ref.y), e.ym = out_order.BufferOf(ref.ym);
+  e.dx = data_order.BufferOf(ref.dx), e.dxm = data_order.BufferOf(ref.dxm);
+  e.dw = weight_order.BufferOf(ref.dw), e.dwm = weight_order.BufferOf(ref.dwm);
+  RunAndCheck(t, e, c.req_out, c.req_dx, c.req_dw, c.req_db, !p.algorithm.empty(), p.no_bias, "convolution",
+              [&] { ops::ConvolutionForward(p, t.x.t, t.w.t, t.b.t, c.req_out, t.y.t); },
+              [&] {
+                ops::ConvolutionBackward(p, t.dy.t, t.x.t, t.w.t, c.req_dx, t.dx.t, c.req_dw, t.dw.t, c.req_db, t.db.t);
+              });
 }
 
 template <typename DType>
@@ -251,56 +369,144 @@ void RunConvTyped(const ConvCase& c) {
 void FuzzConv(FuzzedDataProvider& f) {
   ConvCase c;
   auto& p = c.p;
-  c.nd = f.ConsumeIntegralInRange<int>(1, 3);
-  const index_t max_in = c.nd == 3 ? 5 : 9, max_k = c.nd == 3 ? 3 : 4;
-  c.batched = f.ConsumeBool();
-  c.N = c.batched ? f.ConsumeIntegralInRange<index_t>(0, 2) : 1;
-  p.num_group = index_t(1) << f.ConsumeIntegralInRange<int>(0, 2);
-  c.C = p.num_group * f.ConsumeIntegralInRange<index_t>(1, 4 / p.num_group);
-  p.num_filter = p.num_group * f.ConsumeIntegralInRange<index_t>(1, 4 / p.num_group);
-  for (int i = 0; i < c.nd; ++i) {
-    c.in[3 - c.nd + i] = f.ConsumeIntegralInRange<index_t>(0, max_in);
-    p.kernel.push_back(f.ConsumeIntegralInRange<index_t>(1, max_k));
-  }
-  auto per_dim = [&](index_t lo, index_t hi) {
-    Vec v;
-    if (f.ConsumeBool())
-      for (int i = 0; i < c.nd; ++i) v.push_back(f.ConsumeIntegralInRange<index_t>(lo, hi));
-    return v;
-  };
-  p.stride = per_dim(1, 3);
-  p.dilate = per_dim(1, 3);
+  DrawShape(f, c, 9, 5);
+  p.stride = DrawPerDim(f, c.nd, 1, 3);
+  p.dilate = DrawPerDim(f, c.nd, 1, 3);
   p.padding = static_cast<ops::ConvPadding>(f.ConsumeIntegralInRange<int>(0, 3));
   if (p.padding == ops::ConvPadding::kExplicit) {
-    p.pad = per_dim(0, 3);
-    p.pad_end = p.pad.empty() ? Vec() : per_dim(0, 3);
+    p.pad = DrawPerDim(f, c.nd, 0, 3);
+    p.pad_end = p.pad.empty() ? Vec() : DrawPerDim(f, c.nd, 0, 3);
   }
-  p.no_bias = f.ConsumeBool();
-  static const double kWorkspaceMB[] = {1024.0, 0.0, 1e-6, 2e-5, 1e-4};  // small caps chunk the batch
-  p.workspace = kWorkspaceMB[f.ConsumeIntegralInRange<int>(0, 4)];
-  static const std::vector<std::string> algorithms = ops::ListConvAlgorithms<cpu, float>();
-  const size_t a = f.ConsumeIntegralInRange<size_t>(0, algorithms.size());
-  p.algorithm = a == algorithms.size() ? "" : algorithms[a];
-  c.pad_rows = f.ConsumeIntegralInRange<index_t>(0, 2);
-  c.pad_grad_rows = f.ConsumeIntegralInRange<index_t>(0, 2);
-  c.req_out = PickReq(f), c.req_dx = PickReq(f), c.req_dw = PickReq(f), c.req_db = PickReq(f);
-  const bool dbl = f.ConsumeBool();
-  c.seed = f.ConsumeIntegral<uint64_t>();
-  p.layout = f.ConsumeBool() ? ops::Layout::kNHWC : ops::Layout::kNCHW;  // last: older seeds stay NCHW
-  te_fuzz::Context() = "conv " + std::string(dbl ? "double" : "float") + " N " + std::to_string(c.N) +
-                       (c.batched ? "" : " (unbatched)") + " C " + std::to_string(c.C) + " in " +
-                       te_fuzz::VecStr(Vec(c.in + 3 - c.nd, c.in + 3)) + " kernel " + te_fuzz::VecStr(p.kernel) +
-                       " stride " + te_fuzz::VecStr(p.stride) + " dilate " + te_fuzz::VecStr(p.dilate) + " pad " +
-                       te_fuzz::VecStr(p.pad) + " pad_end " + te_fuzz::VecStr(p.pad_end) + " padding " +
-                       ops::ConvPaddingName(p.padding) + " K " + std::to_string(p.num_filter) + " G " +
-                       std::to_string(p.num_group) + (p.no_bias ? " no_bias" : "") + " workspace " +
-                       std::to_string(p.workspace) + " algorithm '" + p.algorithm + "' row pads " +
-                       std::to_string(c.pad_rows) + "," + std::to_string(c.pad_grad_rows) + " reqs " +
-                       OpReqName(c.req_out) + "," + OpReqName(c.req_dx) + "," + OpReqName(c.req_dw) + "," +
-                       OpReqName(c.req_db) + " layout " + ops::LayoutName(p.layout);
+  DrawRun(f, c, 1024.0);
+  te_fuzz::Context() = Describe("conv", c, "");
   te_fuzz::Trace();
-  if (dbl) RunConvTyped<double>(c);
+  if (c.dbl) RunConvTyped<double>(c);
   else RunConvTyped<float>(c);
+}
+
+// ---- deconvolution ---------------------------------------------------------------------------------------
+struct DeconvCase : ConvLikeCase {
+  ops::DeconvolutionParam p;
+};
+
+// The reference geometry from the parameters alone (deconv_param.h's rules written again): `in` the data's
+// extents, `out` the output's, pb the padding cropped before; false when the parameters do not fit.
+bool MakeDeconvRefGeom(const DeconvCase& c, RefGeom* r) {
+  const auto& p = c.p;
+  const int off = 3 - c.nd;
+  for (int i = 0; i < c.nd; ++i) {
+    auto at = [i](const Vec& v, index_t dflt) { return v.empty() ? dflt : v[i]; };
+    const index_t k = p.kernel[i], s = at(p.stride, 1), d = at(p.dilate, 1), adj = at(p.adj, 0);
+    const index_t in = c.in[off + i], span = (k - 1) * d + 1;
+    if (in < 1 || adj >= s) return false;
+    const index_t full = s * (in - 1) + span + adj;
+    const bool same = p.padding == ops::ConvPadding::kSameUpper || p.padding == ops::ConvPadding::kSameLower;
+    index_t pb = 0, pe = 0;
+    if (!p.target_shape.empty() || same) {
+      if (p.padding == ops::ConvPadding::kValid) return false;  // VALID and a target contradict
+      const index_t total = full - (p.target_shape.empty() ? in * s : p.target_shape[i]);
+      if (total < 0) return false;
+      pe = p.padding == ops::ConvPadding::kSameUpper ? total - total / 2 : total / 2;
+      pb = total - pe;
+    } else if (p.padding == ops::ConvPadding::kExplicit) {
+      pb = at(p.pad, 0), pe = p.pad_end.empty() ? pb : p.pad_end[i];
+    }
+    if (pb + pe >= full) return false;
+    r->k[off + i] = k, r->s[off + i] = s, r->d[off + i] = d, r->pb[off + i] = pb, r->in[off + i] = in;
+    r->out[off + i] = full - pb - pe;
+  }
+  return true;
+}
+
+// The same geometry with input and output swapped: the convolution a deconvolution transposes.
+RefGeom Transposed(RefGeom r) {
+  for (int i = 0; i < 3; ++i) std::swap(r.in[i], r.out[i]);
+  return r;
+}
+
+template <typename DType, int nd, bool batched>
+void RunDeconvNd(const DeconvCase& c) {
+  constexpr int ddim = batched ? nd + 2 : nd + 1, wdim = nd + 2;
+  const auto& p = c.p;
+  RefGeom r;
+  const bool valid = MakeDeconvRefGeom(c, &r);
+  const bool last = p.layout == ops::Layout::kNHWC;
+  const index_t N = c.N, C = c.C, K = p.num_filter, G = p.num_group, Kg = K / G;
+  Vec dshape, oshape;
+  if (batched) dshape.push_back(N), oshape.push_back(N);
+  if (!last) dshape.push_back(C), oshape.push_back(K);
+  for (int i = 0; i < nd; ++i) dshape.push_back(c.in[3 - nd + i]), oshape.push_back(r.out[3 - nd + i]);
+  if (last) dshape.push_back(C), oshape.push_back(K);
+  ops::DeconvShapes shapes;
+  try {
+    shapes = ops::InferDeconvShapes(p, dshape);
+  } catch (const Error& e) {
+    if (valid) te_fuzz::Bug("a valid deconvolution was rejected");
+    return;
+  }
+  TE_FUZZ_CHECK(valid);
+  TE_FUZZ_CHECK(shapes.out == oshape);
+  const index_t S = r.in[0] * r.in[1] * r.in[2], P = r.out[0] * r.out[1] * r.out[2];
+  const index_t kk = r.k[0] * r.k[1] * r.k[2];
+
+  std::mt19937_64 rng(c.seed);
+  Operands<DType, ddim, wdim> t(dshape, 0, 0, oshape, c.row_pad, c.grad_row_pad, shapes.weight, K, rng);
+  // Weights are (C, Kg, kk) channels first, (C, kk, Kg) last.
+  const ChannelOrder data_order{last, C, S}, out_order{last, K, P}, weight_order{last, Kg, kk};
+  const std::vector<double> dyv = out_order.FirstOf(t.dy.values());
+  // The convolution whose data gradient this deconvolution is maps the output (K channels) onto the data (C
+  // filters) through the same weight: its data gradient from the data is the output, its forward on the
+  // output gradient the data gradient, and its weight gradient the weight's.
+  const RefGeom conv = Transposed(r);
+  ConvReference ref =
+      ConvTriples(conv, N, K, C, G, dyv, weight_order.FirstOf(t.w.values()), data_order.FirstOf(t.x.values()));
+  Expected e;
+  AddBias(ref.dx, ref.dxm, t.b.values(), dyv, P, p.no_bias, &e.db, &e.dbm);
+  // Winograd's tiles may run both passes (a forced one, or the heuristic's on the convolution's geometry).
+  if (WinogradMayRun(p.algorithm, nd, conv)) WidenToPlanes(ref.dxm, P), WidenToPlanes(ref.ym, S);
+  e.y = out_order.BufferOf(ref.dx), e.ym = out_order.BufferOf(ref.dxm);
+  e.dx = data_order.BufferOf(ref.y), e.dxm = data_order.BufferOf(ref.ym);
+  e.dw = weight_order.BufferOf(ref.dw), e.dwm = weight_order.BufferOf(ref.dwm);
+  RunAndCheck(t, e, c.req_out, c.req_dx, c.req_dw, c.req_db, !p.algorithm.empty(), p.no_bias, "deconvolution",
+              [&] { ops::DeconvolutionForward(p, t.x.t, t.w.t, t.b.t, c.req_out, t.y.t); },
+              [&] {
+                ops::DeconvolutionBackward(p, t.dy.t, t.x.t, t.w.t, c.req_dx, t.dx.t, c.req_dw, t.dw.t, c.req_db,
+                                           t.db.t);
+              });
+}
+
+void FuzzDeconv(FuzzedDataProvider& f) {
+  DeconvCase c;
+  auto& p = c.p;
+  DrawShape(f, c, 7, 4);  // 0: an Error
+  p.stride = DrawPerDim(f, c.nd, 1, 3);
+  p.dilate = DrawPerDim(f, c.nd, 1, 2);
+  p.adj = DrawPerDim(f, c.nd, 0, 2);  // at or above the stride: an Error
+  p.padding = static_cast<ops::ConvPadding>(f.ConsumeIntegralInRange<int>(0, 3));
+  if (f.ConsumeIntegralInRange<int>(0, 3) == 0) {
+    p.target_shape = DrawPerDim(f, c.nd, 1, 12);
+  } else if (p.padding == ops::ConvPadding::kExplicit) {
+    p.pad = DrawPerDim(f, c.nd, 0, 3);
+    p.pad_end = p.pad.empty() ? Vec() : DrawPerDim(f, c.nd, 0, 3);
+  }
+  DrawRun(f, c, 512.0);
+  te_fuzz::Context() =
+      Describe("deconv", c, " adj " + te_fuzz::VecStr(p.adj) + " target_shape " + te_fuzz::VecStr(p.target_shape));
+  te_fuzz::Trace();
+  switch (c.nd * 4 + c.batched * 2 + c.dbl) {
+    case 4: return RunDeconvNd<float, 1, false>(c);
+    case 5: return RunDeconvNd<double, 1, false>(c);
+    case 6: return RunDeconvNd<float, 1, true>(c);
+    case 7: return RunDeconvNd<double, 1, true>(c);
+    case 8: return RunDeconvNd<float, 2, false>(c);
+    case 9: return RunDeconvNd<double, 2, false>(c);
+    case 10: return RunDeconvNd<float, 2, true>(c);
+    case 11: return RunDeconvNd<double, 2, true>(c);
+    case 12: return RunDeconvNd<float, 3, false>(c);
+    case 13: return RunDeconvNd<double, 3, false>(c);
+    case 14: return RunDeconvNd<float, 3, true>(c);
+    default: return RunDeconvNd<double, 3, true>(c);
+  }
 }
 
 // ---- pooling ---------------------------------------------------------------------------------------------
@@ -464,7 +670,8 @@ void FuzzPool(FuzzedDataProvider& f) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
   FuzzedDataProvider f(bytes, size);
-  if (f.ConsumeBool()) FuzzConv(f);
+  if (f.ConsumeBool()) FuzzConv(f);  // kept first: the seeds found for convolution still reach it
+  else if (f.ConsumeBool()) FuzzDeconv(f);
   else FuzzPool(f);
   return 0;
 }
