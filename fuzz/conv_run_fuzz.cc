@@ -286,21 +286,21 @@ void RunAndCheck(Operands<DType, ddim, wdim>& t, const Expected& e, OpReqType re
                  OpReqType req_dw, OpReqType req_db, bool forced, bool no_bias, const std::string& op,
                  Forward forward, Backward backward) {
   const std::vector<double> y0 = t.y.values(), dx0 = t.dx.values(), dw0 = t.dw.values(), db0 = t.db.values();
-  for (int pass = 0; pass < 2; ++pass) {
+  auto ran = [forced](auto&& pass) {
     try {
-      pass == 0 ? forward() : backward();
+      pass();
+      return true;
     } catch (const Error& err) {
       if (!forced) te_fuzz::Bug(err.what());
-      return;
+      return false;
     }
-    if (pass == 0) {
-      Expect(t.y, y0, e.y, e.ym, req_out, (op + " output").c_str());
-    } else {
-      Expect(t.dx, dx0, e.dx, e.dxm, req_dx, (op + " data gradient").c_str());
-      Expect(t.dw, dw0, e.dw, e.dwm, req_dw, (op + " weight gradient").c_str());
-      if (!no_bias) Expect(t.db, db0, e.db, e.dbm, req_db, (op + " bias gradient").c_str());
-    }
-  }
+  };
+  if (!ran(forward)) return;
+  Expect(t.y, y0, e.y, e.ym, req_out, (op + " output").c_str());
+  if (!ran(backward)) return;
+  Expect(t.dx, dx0, e.dx, e.dxm, req_dx, (op + " data gradient").c_str());
+  Expect(t.dw, dw0, e.dw, e.dwm, req_dw, (op + " weight gradient").c_str());
+  if (!no_bias) Expect(t.db, db0, e.db, e.dbm, req_db, (op + " bias gradient").c_str());
 }
 
 template <typename DType, int nd, bool batched>
