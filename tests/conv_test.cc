@@ -477,6 +477,33 @@ TE_DEVICE_TEST_CASE("convolution 1x1 strided: every pass on the gathered pixels"
   }
 }
 
+// A 1x1 kernel whose outputs reach far into the end padding (stride 2^30, pad_end 2^31 on a one-pixel row):
+// the later windows' coordinates do not fit 32 bits, so the column kernels must not form them there. The
+// first output reads the pixel, the others padding alone; by the heuristic and by im2col_gemm, with padded
+// rows and without. Then im2col_gemm on a 1x1 stride-2 kernel with each image's positions cut into
+// chunks (a 104-byte cap: 8 of the 20 positions at a time), each chunk's col2im adding onto the last.
+TE_DEVICE_TEST_CASE("convolution 1x1 col2im: outputs far into the end padding, positions in chunks",
+                    "[conv][hostile]") {
+  Case c = MakeCase({2, 3, 1}, {1}, {index_t(1) << 30}, {0}, {1}, 2, 1, true);
+  c.param.pad_end = {index_t(1) << 31};
+  c.ref_pe = {index_t(1) << 31};
+  REQUIRE(ops::MakeConvGeometry(c.param, c.data).out[2] == 3);
+  for (const std::string algorithm : {"", "im2col_gemm"}) {
+    for (bool padded : {false, true}) {
+      INFO("algorithm '" << algorithm << "', padded rows " << padded);
+      c.param.algorithm = algorithm;
+      c.padded_rows = padded;
+      RunCase<Device, float, 3, 3>(stream, c, ReqPattern(2));
+      RunCase<Device, float, 3, 3>(stream, c, Reqs{kAddTo, kAddTo, kAddTo, kAddTo});
+    }
+  }
+  Case chunked = MakeCase({2, 3, 9, 8}, {1, 1}, {2, 2}, {0, 0}, {1, 1}, 4, 1, true);
+  chunked.param.algorithm = "im2col_gemm";
+  chunked.param.workspace = 1e-4;
+  REQUIRE(ops::PlanIm2Col(ops::MakeConvGeometry(chunked.param, chunked.data), sizeof(float), 104).positions == 8);
+  for (OpReqType req : {kWriteTo, kAddTo}) RunCase<Device, float, 4, 4>(stream, chunked, Reqs{req, req, req, req});
+}
+
 // pointwise_gemm on channels-first data: on the GPU a batch of images narrower than a gemm tile runs
 // channels last on staged copies (the workspace holds x and y), a wide image or a workspace too small for
 // the copies per image; the CPU always per image. Each way: groups, every req of every pass, float and

@@ -14,6 +14,7 @@
 #pragma once
 #include <climits>
 #include <type_traits>
+#include "../checked.h"
 #include "../patch.h"
 #include "../expr/patch2col.h"
 #include "../expr/col2patch.h"
@@ -123,11 +124,14 @@ __global__ void __launch_bounds__(cuda::kMapBlock)
   for (I t = I(blockIdx.x) * I(blockDim.x) + I(threadIdx.x); t < total; t += I(blockDim.x) * I(gridDim.x)) {
     const I q = t % ch.pc, c = (t / ch.pc) % g.C, i = t / (ch.pc * g.C);
     const I p = ch.p0 + q;
-    const I z = (p / (g.OW * g.OH)) * g.sd, y = ((p / g.OW) % g.OH) * g.sh, x = (p % g.OW) * g.sw;
-    if (z >= g.D || y >= g.H || x >= g.W) continue;  // the position reads end padding
-    const DType v = col[i * ch.image_stride + c * ch.row_stride + q];
-    DType* out = grad + ((((ch.n0 + i) * g.C + c) * g.D + z) * g.H + y) * grad_stride + x;
-    *out = accumulate ? static_cast<DType>(static_cast<AccT>(*out) + static_cast<AccT>(v)) : v;
+    const I od = p / (g.OW * g.OH), oh = (p / g.OW) % g.OH, ow = p % g.OW;
+    // A position past the input's last pixel reads end padding; compared by division, since od * sd may
+    // not fit I there.
+    if (od > (g.D - 1) / g.sd || oh > (g.H - 1) / g.sh || ow > (g.W - 1) / g.sw) continue;
+    // Summed from zero as Col2ImKernel sums (so -0 becomes +0 there too).
+    const AccT v = AccT(0) + static_cast<AccT>(col[i * ch.image_stride + c * ch.row_stride + q]);
+    DType* out = grad + ((((ch.n0 + i) * g.C + c) * g.D + od * g.sd) * g.H + oh * g.sh) * grad_stride + ow * g.sw;
+    *out = static_cast<DType>(accumulate ? static_cast<AccT>(*out) + v : v);
   }
 }
 
@@ -189,6 +193,12 @@ inline bool Fits32(const PatchGeometry& g, const PatchChunk& ch, const PatchColu
   const index_t pixels = (ch.n0 + ch.nb) * g.InSize();
   const index_t col_end = g.channels_last ? ch.nb * ch.pc * g.ColRows()
                                           : (ch.nb - 1) * layout.image_stride + g.ColRows() * layout.row_stride;
+  // The coordinates the kernels form along each axis: (out - 1) * stride + (kernel - 1) * dilation for the
+  // last window's last tap, the input's extent plus its padding.
+  for (int i = 0; i < 3; ++i) {
+    const index_t reach = SaturatingAdd(SaturatingMul(g.out[i] - 1, g.stride[i]), SaturatingMul(g.kernel[i] - 1, g.dilate[i]));
+    if (!Fits32(SaturatingAdd(reach, 1)) || !Fits32(SaturatingAdd(g.in[i], g.pad[i]))) return false;
+  }
   return Fits32(ch.nb * g.C * std::max(g.InSize(), ch.pc)) && Fits32(col_end + ch.p0) &&
          Fits32((g.channels_last ? pixels : image_rows) * data_stride) && Fits32(g.OutSize() + ch.pc) &&
          Fits32(ch.nb * ch.pc * g.ColRows());
