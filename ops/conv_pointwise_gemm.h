@@ -6,10 +6,13 @@
 // Channels-last data is the same products with the operands transposed (RunChannelsLast).
 //
 // Channels first on the GPU, images of fewer than pointwise::kNarrowImage pixels make per-image products
-// narrower than one of cuBLAS's tiles: ResNet-50's 1x1 layers at 7 x 7 (49 columns) ran at 1.2 to 2.6 times
-// cuDNN's time that way in half, bf16 and TF32 (H200, N = 32), against 0.6 to 1.1 channels last. There the
-// batch is moved channels last through the workspace (tiled transposes), runs as one product of N x P rows,
-// and the result is moved back with the req (RunStaged).
+// too narrow for cuBLAS's tiles: ResNet-50's 1x1 layers at 7 x 7 (49 columns) ran at 1.2 to 2.6 times
+// cuDNN's time that way in half, bf16 and TF32 (H200, N = 32), against 0.6 to 1.1 channels last, and at
+// 14 x 14 (196 columns) each pass took about twice as long as the same layer channels last (fp16: 0.036
+// to 0.047 ms against 0.018 to 0.020). There the batch is moved channels last through the workspace
+// (tiled transposes), runs as one product of N x P rows, and the result is moved back with the req
+// (RunStaged). At 28 x 28 the per-image products are within a third of channels last's time, less than
+// the transposes would add.
 //
 // A strided 1x1 kernel (no padding) reads only every stride-th pixel: its passes are the same products
 // on those pixels, gathered into the workspace by one strided copy (a quarter of the input at stride 2),
@@ -27,7 +30,7 @@ namespace tensorexpr {
 namespace ops {
 namespace pointwise {
 
-constexpr index_t kNarrowImage = 128;
+constexpr index_t kNarrowImage = 256;
 
 // A 1x1(x1) kernel without padding whose stride is more than 1 somewhere.
 inline bool IsStrided(const ConvGeometry& g) {

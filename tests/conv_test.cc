@@ -517,7 +517,8 @@ TE_DEVICE_TEST_CASE("convolution pointwise_gemm channels first: staged for narro
   std::vector<Way> ways = {
       {MakeCase({3, 6, 5, 7}, {1, 1}, {1, 1}, {}, {}, 4, 2, true), true},     // 35 pixels
       {MakeCase({2, 5, 4, 6, 3}, {1, 1, 1}, {}, {}, {}, 7, 1, false), true},  // 3-D, 72 pixels
-      {MakeCase({2, 4, 12, 11}, {1, 1}, {1, 1}, {}, {}, 6, 2, true), false},  // 132 pixels: per image
+      {MakeCase({2, 4, 12, 11}, {1, 1}, {1, 1}, {}, {}, 6, 2, true), true},   // 132 pixels
+      {MakeCase({2, 4, 16, 17}, {1, 1}, {1, 1}, {}, {}, 6, 2, true), false},  // 272 pixels: per image
       {MakeCase({3, 6, 5, 7}, {1, 1}, {1, 1}, {}, {}, 4, 2, true), false},    // below: no room to stage
   };
   ways.back().c.param.workspace = 1e-4;  // 104 bytes, below the 3 * 35 * (6 + 4) floats staging takes

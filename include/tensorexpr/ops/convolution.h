@@ -29,7 +29,7 @@ namespace ops {
 // Bytes of workspace Forward / Backward take under param's cap with the built-in algorithms chosen by the
 // heuristic: im2col_gemm's column buffer (cpu_per_image, cpu_direct and gpu_direct never take more, all
 // passes of a call together), or pointwise_gemm's for 1x1 kernels (none, except on the GPU for
-// channels-first images of fewer than 128 pixels and strided kernels whose gathered pixels fit the cap:
+// channels-first images of fewer than 256 pixels and strided kernels whose gathered pixels fit the cap:
 // copies of the pixels it reads and of the output, counted whatever the device). An
 // algorithm forced by name or registered by the user may take up to the cap. A border other than zeros
 // (pad_mode, pad_value) takes a padded copy of the data besides, and backward one of its gradient.
