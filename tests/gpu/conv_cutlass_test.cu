@@ -85,6 +85,17 @@ struct HostOperands {
   }
 };
 
+// How many elements of two device tensors of one shape differ (the staged and in-place runs must agree
+// bit for bit).
+template <typename DType>
+index_t DifferingElements(const Tensor<gpu, 4, DType>& a, const Tensor<gpu, 4, DType>& b) {
+  const auto ha = ToHost(a), hb = ToHost(b);
+  index_t differ = 0;
+  for (index_t i = 0; i < ha.shape_.Size(); ++i)
+    differ += static_cast<float>(ha.dptr_[i]) != static_cast<float>(hb.dptr_[i]);
+  return differ;
+}
+
 // The forward output y (N, P, Q, K) of x (N, H, W, C) and w (K, R, S, C), and the gradients dx and dw
 // for an output gradient dy, all in float64.
 struct Reference {
@@ -539,12 +550,7 @@ TEST_CASE("CUTLASS implicit GEMM on tensors that do not start on a 16-byte bound
     ops::ConvolutionForward(param, v(x), v(w), b.view(), kWriteTo, v(y));
     ops::ConvolutionBackward(param, v(dy), v(x), v(w), kWriteTo, v(dx), kWriteTo, v(dw), kNullOp, b.view());
   }
-  for (Pair* p : {&y, &dx, &dw}) {
-    const auto a = ToHost(p->aligned.view()), b2 = ToHost(p->shifted);
-    index_t differ = 0;
-    for (index_t i = 0; i < a.shape_.Size(); ++i) differ += static_cast<float>(a.dptr_[i]) != static_cast<float>(b2.dptr_[i]);
-    CHECK(differ == 0);
-  }
+  for (Pair* p : {&y, &dx, &dw}) CHECK(DifferingElements(p->aligned.view(), p->shifted) == 0);
   DeleteStream(s);
 }
 
@@ -575,14 +581,8 @@ TEST_CASE("CUTLASS implicit GEMM on an input with padded rows: the input staged,
   ops::ConvolutionForward(param, x_padded, w.view(), b.view(), kWriteTo, y_padded.view());
   ops::ConvolutionBackward(param, dy.view(), x_padded, w.view(), kWriteTo, dx_padded, kWriteTo, dw_padded.view(),
                            kNullOp, b.view());
-  auto same = [](const TensorContainer<cpu, 4, half_t>& a, const TensorContainer<cpu, 4, half_t>& b2) {
-    index_t differ = 0;
-    for (index_t i = 0; i < a.shape_.Size(); ++i)
-      differ += static_cast<float>(a.dptr_[i]) != static_cast<float>(b2.dptr_[i]);
-    return differ;
-  };
-  CHECK(same(ToHost(y.view()), ToHost(y_padded.view())) == 0);
-  CHECK(same(ToHost(dx.view()), ToHost(dx_padded)) == 0);
-  CHECK(same(ToHost(dw.view()), ToHost(dw_padded.view())) == 0);
+  CHECK(DifferingElements(y.view(), y_padded.view()) == 0);
+  CHECK(DifferingElements(dx.view(), dx_padded) == 0);
+  CHECK(DifferingElements(dw.view(), dw_padded.view()) == 0);
   DeleteStream(s);
 }
