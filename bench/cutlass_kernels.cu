@@ -7,9 +7,11 @@
 // as the algorithm stages them (the staging is not timed). Timing: CUDA events around each run, median of
 // --reps after 3 warm-up runs.
 //
-// --dtype tf32 times the float kernels on TF32 tensor cores.
+// --dtype tf32 times the float kernels on TF32 tensor cores. --splits prints, below each layer's row of the
+// weight gradient, every kernel's time at each split (ms@split), for choosing the split in conv_cutlass.h.
 //
 // Usage: cutlass_kernels [--dtype fp16|bf16|tf32] [--pass fprop|dgrad|wgrad] [--n 32] [--reps 20] [--layers FILE]
+//                        [--splits (with --pass wgrad)]
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -81,6 +83,7 @@ double MedianMs(int reps, const Run& run) {
 int main(int argc, char** argv) {
   std::string dtype = "fp16", pass_name = "fprop", layers_path;
   int n = 32, reps = 20;
+  bool splits = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--dtype" && i + 1 < argc) dtype = argv[++i];
@@ -88,8 +91,9 @@ int main(int argc, char** argv) {
     else if (a == "--n" && i + 1 < argc) n = std::atoi(argv[++i]);
     else if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (a == "--layers" && i + 1 < argc) layers_path = argv[++i];
+    else if (a == "--splits") splits = true;
     else {
-      std::fprintf(stderr, "usage: %s [--dtype fp16|bf16|tf32] [--pass fprop|dgrad|wgrad] [--n 32] [--reps 20] [--layers FILE]\n",
+      std::fprintf(stderr, "usage: %s [--dtype fp16|bf16|tf32] [--pass fprop|dgrad|wgrad] [--n 32] [--reps 20] [--layers FILE] [--splits (wgrad)]\n",
                    argv[0]);
       return 2;
     }
@@ -146,10 +150,12 @@ int main(int argc, char** argv) {
       std::printf("%-22s", label);
       double best = 0;
       const char* best_name = "-";
+      std::string curves;  // --splits: one line per kernel
       for (size_t i = 0; i < kernels.size(); ++i) {
         const ConvKernel& k = *kernels[i];
         double ms = -1;
         int best_split = 0;
+        if (splits && pass == Pass::kWgrad) curves += std::string("    ") + k.name + ":";
         for (int split = 1; split <= (pass == Pass::kWgrad ? 128 : 1); split *= 2) {
           // C and K padded to the kernel's vectors, as conv_cutlass.h stages them.
           Conv2dShape t = s;
@@ -178,7 +184,13 @@ int main(int argc, char** argv) {
           });
           if (ws) cudaFree(ws);
           if (ms < 0 || split_ms < ms) ms = split_ms, best_split = split;
+          if (splits && pass == Pass::kWgrad) {
+            char point[32];
+            std::snprintf(point, sizeof(point), " %.4f@%d", split_ms, split);
+            curves += point;
+          }
         }
+        if (splits && pass == Pass::kWgrad) curves += ms < 0 ? " cannot run the layer\n" : "\n";
         if (ms < 0) {
           std::printf(" %12s", "-");
           totals[i] = -1e30;
@@ -195,7 +207,7 @@ int main(int argc, char** argv) {
         if (best_name[0] == '-' || ms < best) best = ms, best_name = k.name;
       }
       best_total += best;
-      std::printf("  %s\n", best_name);
+      std::printf("  %s\n%s", best_name, curves.c_str());
       cudaFree(x), cudaFree(w), cudaFree(y);
     }
     std::printf("%-22s", "sum");

@@ -339,10 +339,15 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
   // half and bf16 (bench/cutlass_kernels): faster by 9-21% where the output is at most one wave of
   // 128 x 128 tiles and the reduction is 1024 or longer (the 3x3 and 1x1 layers at 7x7 and 14x14),
   // slower elsewhere, up to 2.7x on 56x56 1x1 layers. Neither kind has a fixed-channels form on Hopper.
-  // The data gradient (the forward's GEMM with C and K swapped) and TF32's forward take the same rule.
-  static bool HopperKernelsPay(const long long mnk[3]) {
+  // The data gradient (the forward's GEMM with C and K swapped) takes the same rule. TF32's forward
+  // kernels (bench/cutlass_kernels --dtype tf32, H200) win on every ResNet-50 layer with a reduction of
+  // 1024 or more whatever its tiles (by 13-34%; the 3x3 layer at 28 x 28 and the strided one at 14 x 14
+  // with 2048 filters have 196 and 208 tiles); below that they win on the stride-2 layers at 28 x 28
+  // only and lose elsewhere, up to 2x.
+  static bool HopperKernelsPay(const Kernel& k, const long long mnk[3]) {
     const long long tiles = ((mnk[0] + 127) / 128) * ((mnk[1] + 127) / 128);
-    return tiles <= cuda::CurrentDeviceInfo().sm_count && mnk[2] >= 1024;
+    const bool tf32_forward = k.element == cutlass_conv::Element::kF32 && k.pass == cutlass_conv::Pass::kFprop;
+    return (tf32_forward || tiles <= cuda::CurrentDeviceInfo().sm_count) && mnk[2] >= 1024;
   }
   // How much kernel k is preferred for a weight gradient of size mnk, among kernels doing equal work.
   // Hopper's kernels, which do not split the reduction, beat Ampere's split ones (bench/cutlass_kernels
@@ -436,7 +441,7 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
       }
       const double work = PaddedProducts(k, p.shape);
       const int preference = pass == ConvPass::kBackwardWeight ? WgradPreference(k, mnk)
-                                                               : (k.sm == 90) == HopperKernelsPay(mnk) ? 1 : 0;
+                                                               : (k.sm == 90) == HopperKernelsPay(k, mnk) ? 1 : 0;
       if (best.kernel == nullptr || work < best_work || (work == best_work && preference > best_preference))
         best = p, best_work = work, best_preference = preference;
     }
