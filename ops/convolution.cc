@@ -6,13 +6,7 @@
 namespace tensorexpr {
 namespace ops {
 
-// nvcc compiles the GPU instances one dtype per unit (ops/cuda/convolution_<dtype>.cu, TE_OPS_DTYPE), side
-// by side: all four in one unit took about 8 minutes on the GPU machine's 16 cores.
-#if defined(TE_OPS_DTYPE)
-TE_INSTANTIATE_CONVOLUTION(TE_OPS_DEVICE, TE_OPS_DTYPE)
-#else
-TE_OPS_FOR_EACH_DTYPE(TE_INSTANTIATE_CONVOLUTION, TE_OPS_DEVICE)
-#endif
+TE_OPS_FOR_UNIT_DTYPES(TE_INSTANTIATE_CONVOLUTION, TE_OPS_DEVICE, TE_OPS_FOR_EACH_DTYPE)
 
 }  // namespace ops
 }  // namespace tensorexpr

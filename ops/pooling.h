@@ -226,8 +226,10 @@ void PoolingBackward(const PoolingParam& p, const Tensor<Device, dim, DType>& ou
       const Tensor<Device, dim, DType>& out_grad, const Tensor<Device, dim, DType>& data, \
       const Tensor<Device, dim, DType>& out, OpReqType req, const Tensor<Device, dim, DType>& in_grad);
 #define TE_INSTANTIATE_POOLING(Device, DType) TE_OPS_RANKS_FROM_2(TE_POOLING_INSTANCE_, Device, DType)
-// The integer types max pooling takes (ONNX's MaxPool: int8 and uint8; int32 and int64 too).
-#define TE_POOLING_FOR_EACH_INTEGER(INSTANCE, Device) \
+// The standard dtypes and the integer types max pooling takes (ONNX's MaxPool: int8 and uint8; int32 and
+// int64 too).
+#define TE_POOLING_FOR_EACH_DTYPE(INSTANCE, Device) \
+  TE_OPS_FOR_EACH_DTYPE(INSTANCE, Device) \
   INSTANCE(Device, int8_t) INSTANCE(Device, uint8_t) INSTANCE(Device, int32_t) INSTANCE(Device, int64_t)
 
 }  // namespace ops
