@@ -395,11 +395,8 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     const ConvGeometry& g = pr.geom;
     if (g.in[0] != 1 || g.kernel[0] != 1 || g.out[0] != 1) return refuse("3-D convolutions have no kernels here yet");
     if (g.G != 1) return refuse("grouped convolutions have no kernels here yet");
-    // The kernels' coordinates too: the last output's window reaches (out - 1) * stride + span.
-    auto reach = [&g](int i) {
-      return SaturatingAdd(SaturatingMul(g.out[i] - 1, g.stride[i]), SaturatingMul(g.kernel[i] - 1, g.dilate[i]) + 1);
-    };
-    for (index_t v : {g.N, g.C + 8, g.K + 8, g.in[1], g.in[2], g.out[1], g.out[2], reach(1), reach(2)})
+    // The kernels' coordinates too: as far as the last output's window reaches.
+    for (index_t v : {g.N, g.C + 8, g.K + 8, g.in[1], g.in[2], g.out[1], g.out[2], g.Reach(1), g.Reach(2)})
       if (v > INT_MAX) return refuse("a size does not fit CUTLASS's 32-bit problem size");
     if (cuda::CurrentDeviceInfo().major < 8) return refuse("the kernels need compute capability 8.0 or newer");
     const cutlass_conv::Math math =

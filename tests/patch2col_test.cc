@@ -363,3 +363,20 @@ TE_DEVICE_TEST_CASE("patch2col rejects bad parameters with messages naming them"
   REQUIRE_THROWS_AS(pack_col2patch(col.view(), Shape4(2, 3, 5, 6), 3, 3, 1, 1, 0, 1), Error);
   REQUIRE_THROWS_AS(pack_col2patch(col.view(), Shape3(3, 2, 6), 3, 3, 1, 1, 1, 1), Error);
 }
+
+TEST_CASE("PatchGeometry::Reach: one past the last window's last tap, saturating instead of wrapping",
+          "[patch2col][cpu]") {
+  PatchGeometry g;
+  // Width 10, kernel 3 dilated by 2 (span 5), stride 2, padding 1 each side (12 padded): 4 outputs, the
+  // last window starts at 6 and taps 6, 8 and 10 of the padded row, so 11 coordinates are reached.
+  g.in[2] = 10, g.kernel[2] = 3, g.dilate[2] = 2, g.stride[2] = 2, g.pad[2] = 1, g.out[2] = 4;
+  CHECK(g.Reach(2) == 11);
+  CHECK(g.Reach(0) == 1);  // a filled-in axis: one output, a 1-tap kernel
+  const index_t max = std::numeric_limits<index_t>::max();
+  g.stride[1] = index_t(1) << 40, g.out[1] = index_t(1) << 30;  // (out - 1) * stride is past 2^63
+  CHECK(g.Reach(1) == max);
+  g.stride[1] = 1, g.out[1] = 1, g.kernel[1] = 3, g.dilate[1] = max / 2 + 1;  // the taps' span wraps
+  CHECK(g.Reach(1) == max);
+  g.kernel[1] = 2, g.dilate[1] = 1, g.out[1] = max;  // (max - 1) + 1, then the final + 1 would wrap
+  CHECK(g.Reach(1) == max);
+}

@@ -42,6 +42,14 @@ struct PatchGeometry {
   TE_XINLINE index_t OutSize() const { return out[0] * out[1] * out[2]; }
   // Rows of the column matrix: one per (channel, kernel offset).
   TE_XINLINE index_t ColRows() const { return C * KernelSize(); }
+  // One past the farthest coordinate any window reaches along `axis` (padding included):
+  // (out - 1) * stride + (kernel - 1) * dilation + 1, saturating at the largest index_t so that a limit
+  // check on it cannot be fooled by a wrap. For the host's plans (32-bit checks), not the loops.
+  index_t Reach(int axis) const {
+    return SaturatingAdd(SaturatingAdd(SaturatingMul(out[axis] - 1, stride[axis]),
+                                       SaturatingMul(kernel[axis] - 1, dilate[axis])),
+                         1);
+  }
 };
 
 // The images and output positions one im2col / col2im call covers.

@@ -193,12 +193,10 @@ inline bool Fits32(const PatchGeometry& g, const PatchChunk& ch, const PatchColu
   const index_t pixels = (ch.n0 + ch.nb) * g.InSize();
   const index_t col_end = g.channels_last ? ch.nb * ch.pc * g.ColRows()
                                           : (ch.nb - 1) * layout.image_stride + g.ColRows() * layout.row_stride;
-  // The coordinates the kernels form along each axis: (out - 1) * stride + (kernel - 1) * dilation for the
-  // last window's last tap, the input's extent plus its padding.
-  for (int i = 0; i < 3; ++i) {
-    const index_t reach = SaturatingAdd(SaturatingMul(g.out[i] - 1, g.stride[i]), SaturatingMul(g.kernel[i] - 1, g.dilate[i]));
-    if (!Fits32(SaturatingAdd(reach, 1)) || !Fits32(SaturatingAdd(g.in[i], g.pad[i]))) return false;
-  }
+  // The coordinates the kernels form along each axis: up to the last window's last tap, and the input's
+  // extent plus its padding.
+  for (int i = 0; i < 3; ++i)
+    if (!Fits32(g.Reach(i)) || !Fits32(SaturatingAdd(g.in[i], g.pad[i]))) return false;
   return Fits32(ch.nb * g.C * std::max(g.InSize(), ch.pc)) && Fits32(col_end + ch.p0) &&
          Fits32((g.channels_last ? pixels : image_rows) * data_stride) && Fits32(g.OutSize() + ch.pc) &&
          Fits32(ch.nb * ch.pc * g.ColRows());
