@@ -12,9 +12,17 @@
 // image's column matrix exceeds the cap, the output positions of an image are split into chunks, down to
 // one column at a time (which it takes even above the cap: a convolution never fails for want of
 // workspace). Results are the same under every cap (tests/conv_test.cc checks it).
+//
+// A channels-first weight gradient whose filters are larger than an image's output (Cg*kk > P) joins the
+// chunk's images instead: the columns are laid out (C*kk, images * positions) and dY's chunk is
+// transposed beside them to (K, images * positions), so that the sum over images is one product with the
+// images' positions as its reduction. Summed per image, each image's product writes and rereads a
+// partial dW (cuda/blas.cuh's summed BatchedGemm), more traffic than the transposed dY's when the
+// filters are the larger: at 7 x 7 with 512 channels, 9 MB per image for 49 products per element.
 #pragma once
 #include <algorithm>
 #include <tensorexpr/gemm.h>
+#include <tensorexpr/expr/swapaxis.h>
 #include <tensorexpr/patch.h>
 #include <tensorexpr/ops/conv_algorithm.h>
 
@@ -26,13 +34,30 @@ struct Im2ColPlan {
   index_t images = 0;     // images per chunk
   index_t positions = 0;  // output positions per chunk (all of them unless one image exceeds the cap)
   index_t col_elems = 0;  // elements of the column buffer
+  // The joined weight gradient (the top of this file): elements of dY's transposed chunk, 0 when the
+  // images are not joined. It follows the columns at an offset that keeps it aligned.
+  index_t out_grad_elems = 0;
+
+  bool JoinsImages() const { return out_grad_elems > 0; }
+  index_t OutGradOffset() const { return (col_elems + 63) / 64 * 64; }
+  index_t WorkspaceElems() const { return JoinsImages() ? OutGradOffset() + out_grad_elems : col_elems; }
 };
 
-inline Im2ColPlan PlanIm2Col(const ConvGeometry& g, size_t dtype_bytes, size_t limit_bytes) {
+// The chunks of a run under limit_bytes; `weight_grad`: the run computes the weight gradient.
+inline Im2ColPlan PlanIm2Col(const ConvGeometry& g, size_t dtype_bytes, size_t limit_bytes, bool weight_grad = false) {
   Im2ColPlan plan;
   const index_t P = g.OutSize(), rows = g.ColRows();
   const index_t cap = static_cast<index_t>(std::min<size_t>(limit_bytes / dtype_bytes, size_t(1) << 62));
   const index_t per_image = rows * P;
+  if (weight_grad && !g.channels_last && g.N > 1 && P > 0 && g.Cg() * g.KernelSize() > P) {
+    // Both buffers of an image, and the alignment gap once.
+    const index_t joined = std::min(g.N, (cap - std::min<index_t>(cap, 64)) / SaturatingMul(rows + g.K, P));
+    if (joined > 1) {
+      plan.images = joined, plan.positions = P, plan.col_elems = joined * per_image;
+      plan.out_grad_elems = joined * g.K * P;
+      return plan;
+    }
+  }
   if (per_image == 0 || g.N == 0) {
     plan.images = std::max<index_t>(g.N, 1);
     plan.positions = P;
@@ -53,20 +78,21 @@ class ConvIm2ColGemm : public ConvAlgorithm<Device, DType> {
  public:
   const char* Name() const override { return "im2col_gemm"; }
   ConvSupport CanImplement(const ConvProblem&, ConvPass) const override { return ConvSupport::Yes(); }
-  size_t WorkspaceBytes(const ConvProblem& pr, const ConvStores&) const override {
-    return static_cast<size_t>(PlanIm2Col(pr.geom, sizeof(DType), pr.workspace_limit).col_elems) * sizeof(DType);
+  size_t WorkspaceBytes(const ConvProblem& pr, const ConvStores& st) const override {
+    return static_cast<size_t>(PlanOf(pr, st).WorkspaceElems()) * sizeof(DType);
   }
 
   void Run(const ConvProblem& pr, const ConvTensors<DType>& t, const ConvStores& st, void* workspace,
            Stream<Device>* s) const override {
     const ConvGeometry& g = pr.geom;
     const index_t P = g.OutSize(), Kg = g.Kg(), CKg = g.Cg() * g.KernelSize(), rows = g.ColRows();
-    const Im2ColPlan plan = PlanIm2Col(g, sizeof(DType), pr.workspace_limit);
+    const Im2ColPlan plan = PlanOf(pr, st);
     DType* col = static_cast<DType*>(workspace);
     if (g.channels_last) {
       RunChannelsLast(g, plan, t, st, col, s);
       return;
     }
+    DType* joined_dy = plan.JoinsImages() ? col + plan.OutGradOffset() : nullptr;
     for (index_t n0 = 0; n0 < g.N; n0 += plan.images) {
       const index_t nb = std::min(plan.images, g.N - n0);
       for (index_t p0 = 0; p0 < P; p0 += plan.positions) {
@@ -74,25 +100,34 @@ class ConvIm2ColGemm : public ConvAlgorithm<Device, DType> {
         const index_t pc = ch.pc;
         // dY_n[g][:, p0:p0+pc] has row stride P (no dY in a forward run: never offset a null pointer)
         const DType* dy = t.out_grad != nullptr ? t.out_grad + n0 * g.K * P + p0 : nullptr;
-        // Matrix (image n, group g) of each operand: W[g] (Kg, Cg*kk), col_n[g] (Cg*kk, pc), y_n[g] / dY_n[g]
-        // (Kg, pc of row stride P).
+        // Matrix (image n, group g) of each operand: W[g] (Kg, Cg*kk), col_n[g] (Cg*kk, pc; the images side by
+        // side when joined), y_n[g] / dY_n[g] (Kg, pc of row stride P).
+        const PatchColumns layout =
+            plan.JoinsImages() ? PatchColumns{nb * pc, pc} : PatchColumns::ImageMajor(g, ch);
         const GemmOperand<const DType> weight{t.weight, CKg, 0, Kg * CKg};
-        const GemmOperand<const DType> columns{col, pc, rows * pc, CKg * pc};
+        const GemmOperand<const DType> columns{col, layout.row_stride, layout.image_stride, CKg * layout.row_stride};
         const GemmOperand<const DType> out_grad{dy, P, g.K * P, Kg * P};
-        if (st.out.active || st.weight_grad.active) Im2Col(s, g, ch, t.data, t.data_stride, col);
+        if (st.out.active || st.weight_grad.active) Im2Col(s, g, ch, layout, t.data, t.data_stride, col);
         if (st.out.active) {
           // y_n[g] = W[g] . col_n[g]
           GroupedGemm(s, Kg, pc, CKg, 1.0f, weight, columns, st.out.beta(),
                       GemmOperand<DType>{t.out + n0 * g.K * P + p0, P, g.K * P, Kg * P}, nb, g.G);
         }
         if (st.weight_grad.active) {
-          // dW[g] (+)= sum over the chunk's images of dY_n[g] . col_n[g]^T
+          // dW[g] (+)= sum over the chunk's images of dY_n[g] . col_n[g]^T; joined, dY's chunk (K, nb, pc) so
+          // that the images' products are one (gemm.h joins operands whose images adjoin)
+          GemmOperand<const DType> summed = out_grad;
+          if (joined_dy != nullptr) {
+            Tensor<Device, 3, DType>(joined_dy, Shape3(g.K, nb, pc), s) = expr::swapaxis<0, 1>(
+                Tensor<Device, 3, DType>(const_cast<DType*>(dy), Shape3(nb, g.K, pc), P, s));
+            summed = GemmOperand<const DType>{joined_dy, nb * pc, pc, Kg * nb * pc};
+          }
           const bool first = n0 == 0 && p0 == 0;
-          GroupedGemm(s, Kg, CKg, pc, 1.0f, out_grad, Transposed(columns), first ? st.weight_grad.beta() : 1.0f,
+          GroupedGemm(s, Kg, CKg, pc, 1.0f, summed, Transposed(columns), first ? st.weight_grad.beta() : 1.0f,
                       GemmOperand<DType>{t.weight_grad, CKg, 0, Kg * CKg}, nb, g.G);
         }
         if (st.data_grad.active) {
-          // col_n[g] = W[g]^T . dY_n[g]; then gather into dX
+          // col_n[g] = W[g]^T . dY_n[g] (image-major whatever the im2col's layout); then gather into dX
           GroupedGemm(s, CKg, pc, Kg, 1.0f, Transposed(weight), out_grad, 0.0f,
                       GemmOperand<DType>{col, pc, rows * pc, CKg * pc}, nb, g.G);
           Col2Im(s, g, ch, col, t.data_grad, t.data_grad_stride, p0 > 0 || st.data_grad.add);
@@ -102,6 +137,10 @@ class ConvIm2ColGemm : public ConvAlgorithm<Device, DType> {
   }
 
  private:
+  static Im2ColPlan PlanOf(const ConvProblem& pr, const ConvStores& st) {
+    return PlanIm2Col(pr.geom, sizeof(DType), pr.workspace_limit, st.weight_grad.active);
+  }
+
   // Channels last: the column matrix of a chunk is (nb, pc, C*kk) (tensorexpr/patch.h), group g's
   // part a (pc, Cg*kk) matrix of row stride C*kk; y_n and dY_n are (P, K), group g's columns Kg wide.
   //   forward      y_n[g][p0:p0+pc] = col_n[g] . W[g]^T

@@ -17,7 +17,10 @@ size_t HeuristicBytes(const ConvGeometry& g, size_t limit, size_t dtype_bytes, b
   const size_t staged =
       one_by_one ? static_cast<size_t>(pointwise::GpuWorkspaceElems(g, limit, dtype_bytes)) * dtype_bytes : 0;
   if (g.IsPointwise() && input_contiguous) return staged;
-  return std::max(staged, static_cast<size_t>(PlanIm2Col(g, dtype_bytes, limit).col_elems) * dtype_bytes);
+  // im2col_gemm's columns, or for a weight gradient its joined form's (conv_im2col_gemm.h).
+  const index_t columns = std::max(PlanIm2Col(g, dtype_bytes, limit).WorkspaceElems(),
+                                   PlanIm2Col(g, dtype_bytes, limit, true).WorkspaceElems());
+  return std::max(staged, static_cast<size_t>(columns) * dtype_bytes);
 }
 
 }  // namespace

@@ -1324,6 +1324,51 @@ TE_DEVICE_TEST_CASE("convolution gives the same result under every workspace cap
   RunCase<Device, double, 4, 4>(stream, c, ReqPattern(1));
 }
 
+// im2col_gemm's channels-first weight gradient joins a chunk's images where the filters outgrow an image's
+// output (Cg*kk > P, conv_im2col_gemm.h): one product over the images' positions, dY's chunk transposed
+// beside the columns. Forced, against the reference: groups, strides, 1-D and 3-D, padded rows, both
+// stores, float, double and half; caps that join all the images, two per chunk with one left over, and
+// none (the cap fits one image only, which runs the per-image form); alone and with the data gradient in
+// the same call (which overwrites the joined columns image-major).
+TE_DEVICE_TEST_CASE("convolution im2col_gemm joins a chunk's images for the weight gradient", "[conv][workspace]") {
+  const std::vector<Case> cases = {
+      MakeCase({5, 8, 6, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 6, 1, true),   // 72 filter entries, 30 positions
+      MakeCase({3, 12, 7, 7}, {3, 3}, {2, 2}, {0, 1}, {1, 1}, 8, 2, false),  // groups: 54 against 12
+      MakeCase({4, 6, 9}, {5}, {2}, {2}, {1}, 4, 1, true),                   // 1-D: 30 against 5
+      MakeCase({3, 4, 4, 5, 4}, {2, 3, 3}, {1, 1, 1}, {0, 1, 1}, {1, 1, 1}, 5, 1, true),  // 3-D: 72 against 60
+  };
+  const double MB = 1048576.0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    Case c = cases[i];
+    c.param.algorithm = "im2col_gemm";
+    c.padded_rows = i % 2 == 1;
+    const ops::ConvGeometry g = ops::MakeConvGeometry(c.param, c.data);
+    REQUIRE(g.Cg() * g.KernelSize() > g.OutSize());
+    // Elements of one image's columns and transposed dY, and the alignment gap.
+    const double per_image = double((g.ColRows() + g.K) * g.OutSize());
+    for (index_t images : {g.N, index_t(2), index_t(1)}) {
+      c.param.workspace = (images * per_image + 64) * sizeof(double) / MB;
+      const ops::Im2ColPlan plan =
+          ops::PlanIm2Col(g, sizeof(double), ops::WorkspaceLimitBytes(c.param.workspace), true);
+      INFO("case " << i << ", workspace for " << images << " joined images");
+      CHECK(plan.JoinsImages() == (images > 1));
+      if (images > 1) CHECK(plan.images == images);
+      CHECK_FALSE(ops::PlanIm2Col(g, sizeof(double), ops::WorkspaceLimitBytes(c.param.workspace)).JoinsImages());
+      const Reqs backward{kNullOp, kWriteTo, kWriteTo, kNullOp}, added{kNullOp, kNullOp, kAddTo, kAddTo};
+      if (c.data.size() == 3) {
+        RunCase<Device, double, 3, 3>(stream, c, backward);
+        RunCase<Device, float, 3, 3>(stream, c, added);
+      } else if (c.data.size() == 4) {
+        RunCase<Device, double, 4, 4>(stream, c, backward);
+        RunCase<Device, float, 4, 4>(stream, c, added);
+        RunCase<Device, half_t, 4, 4>(stream, c, backward);
+      } else {
+        RunCase<Device, double, 5, 5>(stream, c, added);
+      }
+    }
+  }
+}
+
 // ---- finite differences ------------------------------------------------------------------------------------
 // L(x, W, b) = sum(conv(x, W, b) * R): its gradients are the backward pass with dY = R.
 TE_DEVICE_TEST_CASE("convolution gradients match finite differences in double", "[conv][grad]") {

@@ -244,10 +244,11 @@ void Col2Im(const PatchGeometry& g, const PatchChunk& ch, const DType* col, DTyp
 
 }  // namespace patch_cpu
 
-// col = the chunk's column matrix of data (patch.h's layouts, image-major), on the stream's threads.
+// col = the chunk's column matrix of data (patch.h's layouts; channels first in `layout`, channels last
+// dense), on the stream's threads.
 template <typename DType>
-inline void Im2Col(Stream<cpu>* s, const PatchGeometry& g, const PatchChunk& ch, const DType* data,
-                   index_t data_stride, DType* col) {
+inline void Im2Col(Stream<cpu>* s, const PatchGeometry& g, const PatchChunk& ch, const PatchColumns& layout,
+                   const DType* data, index_t data_stride, DType* col) {
   const StreamThreadScope threads(s);
   if (g.channels_last) {
     ParallelFor(ch.nb * ch.pc, g.ColRows(), [&](index_t begin, index_t end) {
@@ -256,10 +257,15 @@ inline void Im2Col(Stream<cpu>* s, const PatchGeometry& g, const PatchChunk& ch,
     return;
   }
   const patch_cpu::MemoryRows<DType> rows{data, data_stride};
-  const PatchColumns layout = PatchColumns::ImageMajor(g, ch);
   ParallelFor(ch.nb * g.ColRows(), ch.pc, [&](index_t begin, index_t end) {
     patch_cpu::Im2ColRows<sv::saveto>(g, ch, rows, col, layout, begin, end);
   });
+}
+// The same, image-major.
+template <typename DType>
+inline void Im2Col(Stream<cpu>* s, const PatchGeometry& g, const PatchChunk& ch, const DType* data,
+                   index_t data_stride, DType* col) {
+  Im2Col(s, g, ch, PatchColumns::ImageMajor(g, ch), data, data_stride, col);
 }
 
 // grad (the chunk's images, rows of stride grad_stride) = (accumulate: +=) the sum of the column entries

@@ -271,11 +271,18 @@ void Col2Im(Stream<gpu>* s, const PatchGeometry& g, const PatchChunk& ch, const 
 
 }  // namespace patch_cuda
 
-// col = the chunk's column matrix of data (patch.h's layouts, image-major), on stream s.
+// col = the chunk's column matrix of data (patch.h's layouts; channels first in `layout`, channels last
+// dense), on stream s.
+template <typename DType>
+inline void Im2Col(Stream<gpu>* s, const PatchGeometry& g, const PatchChunk& ch, const PatchColumns& layout,
+                   const DType* data, index_t data_stride, DType* col) {
+  patch_cuda::Im2Col(s, g, ch, layout, data, data_stride, col);
+}
+// The same, image-major.
 template <typename DType>
 inline void Im2Col(Stream<gpu>* s, const PatchGeometry& g, const PatchChunk& ch, const DType* data,
                    index_t data_stride, DType* col) {
-  patch_cuda::Im2Col(s, g, ch, PatchColumns::ImageMajor(g, ch), data, data_stride, col);
+  Im2Col(s, g, ch, PatchColumns::ImageMajor(g, ch), data, data_stride, col);
 }
 
 // grad (the chunk's images, rows of stride grad_stride) = (accumulate: +=) the sum of the column entries
