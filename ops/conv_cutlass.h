@@ -294,10 +294,14 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
 
   // The 2-D problem in CUTLASS's terms with C and K as the kernels see them, its columns folded by
   // `fold` (the header; the geometry is 3-D with a unit depth: Prepare checked that). Ampere's
-  // weight-gradient kernels (float slices) also get their split: the output tiles times the slices fill
-  // the GPU once for the 16-bit kernels (their fastest splits on ResNet-50's layers gave half a block to
-  // 5 blocks per SM: bench/cutlass_kernels --pass wgrad) and twice for float's, each slice keeps 4 tile
-  // steps of the reduction at least, and the slices stay within the workspace the problem allows.
+  // weight-gradient kernels (float slices) also get their split, within the workspace the problem allows:
+  //   16-bit kernels: slices of 12 tile steps of the reduction at least, output tiles times slices within
+  //     4 blocks per SM. bench/cutlass_kernels --pass wgrad --splits (H200, fp16 and bf16) puts the
+  //     fastest split of ResNet-50's layers at 1-4.4 blocks per SM with slices of 784-1568 rows; this
+  //     rule comes within 3% of the fastest sum, where one wave of blocks was 10% slower on the 3x3
+  //     layer at 56 x 56 (15 slices against 64).
+  //   float (TF32) kernels: the output tiles times the slices fill the GPU twice, slices of 4 tile steps
+  //     at least.
   // Hopper's do not split.
   static cutlass_conv::Conv2dShape KernelShape(const ConvProblem& pr, const Kernel& k, index_t C, index_t K, int fold) {
     const ConvGeometry& g = pr.geom;
@@ -314,13 +318,14 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     long long mnk[3];
     k.gemm_size(s, mnk);
     const long long tiles = k.output_tiles(s);
-    const long long waves = k.element == cutlass_conv::Element::kF32 ? 2 : 1;
     const long long sms = cuda::CurrentDeviceInfo().sm_count;
+    const bool float_kernel = k.element == cutlass_conv::Element::kF32;
+    const long long by_blocks = float_kernel ? (2 * sms + tiles - 1) / tiles : 4 * sms / tiles;
+    const long long by_length = mnk[2] / ((float_kernel ? 4LL : 12LL) * k.tile_k);
     const size_t slice_bytes = sizeof(float) * size_t(mnk[0]) * size_t(mnk[1]);
     const long long by_bytes =
         (long long)(std::min(pr.workspace_limit, kMaxSliceBytes) / std::max<size_t>(slice_bytes, 1));
-    const long long split =
-        std::min({(waves * sms + tiles - 1) / tiles, mnk[2] / (4LL * k.tile_k), by_bytes, 128LL});
+    const long long split = std::min({by_blocks, by_length, by_bytes, 128LL});
     s.split_k = int(std::max(1LL, split));
     return s;
   }
@@ -353,14 +358,16 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
   // Hopper's kernels, which do not split the reduction, beat Ampere's split ones (bench/cutlass_kernels
   // --pass wgrad, H200, fp16) once their 128 x 64 tiles of the output occupy 45% of the SMs or more (by
   // 20-45% on ResNet-50's layers at 14x14 and 7x7), the 128 x 128 tile once its own tiles occupy 7/8 of
-  // them; below that Ampere's kernels win. Hopper's other tile comes before Ampere's where Hopper pays.
+  // them in one wave (past it, at 144 tiles on 132 SMs, the 128 x 64 tile was 5% faster); below that
+  // Ampere's kernels win. Hopper's other tile comes before Ampere's where Hopper pays.
   static int WgradPreference(const Kernel& k, const long long mnk[3]) {
     const long long sms = cuda::CurrentDeviceInfo().sm_count;
     auto tiles = [mnk](long long n) { return ((mnk[0] + 127) / 128) * ((mnk[1] + n - 1) / n); };
     const bool hopper = 20 * tiles(64) >= 9 * sms;
     if (k.sm != 90) return hopper ? 0 : 2;
     if (!hopper) return 0;
-    return (k.tile_n == 128) == (8 * tiles(128) >= 7 * sms) ? 2 : 1;
+    const bool wide = 8 * tiles(128) >= 7 * sms && tiles(128) <= sms;
+    return (k.tile_n == 128) == wide ? 2 : 1;
   }
 
   // Search's answer for the problem: every Run, WorkspaceBytes and FusesEpilogue asks, and a search puts
