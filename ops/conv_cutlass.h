@@ -300,8 +300,8 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
   //     fastest split of ResNet-50's layers at 1-4.4 blocks per SM with slices of 784-1568 rows; this
   //     rule comes within 3% of the fastest sum, where one wave of blocks was 10% slower on the 3x3
   //     layer at 56 x 56 (15 slices against 64).
-  //   float (TF32) kernels: the output tiles times the slices fill the GPU twice, slices of 4 tile steps
-  //     at least.
+  //   float kernels (TF32 and strict): the output tiles times the slices fill the GPU twice, slices of
+  //     4 tile steps at least.
   // Hopper's do not split.
   static cutlass_conv::Conv2dShape KernelShape(const ConvProblem& pr, const Kernel& k, index_t C, index_t K, int fold) {
     const ConvGeometry& g = pr.geom;

@@ -16,11 +16,13 @@
 // A channels-first weight gradient whose filters are larger than an image's output (Cg*kk > P) joins the
 // chunk's images instead: the columns are laid out (C*kk, images * positions) and dY's chunk is
 // transposed beside them to (K, images * positions), so that the sum over images is one product with the
-// images' positions as its reduction. Summed per image, each image's product writes and rereads a
-// partial dW (cuda/blas.cuh's summed BatchedGemm), more traffic than the transposed dY's when the
-// filters are the larger: at 7 x 7 with 512 channels, 9 MB per image for 49 products per element.
+// images' positions as its reduction. Summed per image on the GPU, each image's product writes and rereads
+// a partial dW (cuda/blas.cuh's summed BatchedGemm), more traffic than the transposed dY's when the
+// filters are the larger: at 7 x 7 with 512 channels, 9 MB per image for 49 products per element. (The
+// CPU's summed call has no partials; there the join makes fewer, longer products, unmeasured.)
 #pragma once
 #include <algorithm>
+#include <climits>
 #include <tensorexpr/gemm.h>
 #include <tensorexpr/expr/swapaxis.h>
 #include <tensorexpr/patch.h>
@@ -50,8 +52,10 @@ inline Im2ColPlan PlanIm2Col(const ConvGeometry& g, size_t dtype_bytes, size_t l
   const index_t cap = static_cast<index_t>(std::min<size_t>(limit_bytes / dtype_bytes, size_t(1) << 62));
   const index_t per_image = rows * P;
   if (weight_grad && !g.channels_last && g.N > 1 && P > 0 && g.Cg() * g.KernelSize() > P) {
-    // Both buffers of an image, and the alignment gap once.
-    const index_t joined = std::min(g.N, (cap - std::min<index_t>(cap, 64)) / SaturatingMul(rows + g.K, P));
+    // Both buffers of an image, and the alignment gap once; the joined matrices' rows (images * P) and
+    // dY's (K * images) within the 32-bit sizes of BLAS calls.
+    const index_t joined = std::min({g.N, (cap - std::min<index_t>(cap, 64)) / SaturatingMul(rows + g.K, P),
+                                     index_t(INT_MAX) / std::max(g.K, P)});
     if (joined > 1) {
       plan.images = joined, plan.positions = P, plan.col_elems = joined * per_image;
       plan.out_grad_elems = joined * g.K * P;

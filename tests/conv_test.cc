@@ -639,6 +639,27 @@ TEST_CASE("ConvolutionWorkspaceBytes keeps to the limit where a strided 1x1 kern
 }
 #endif
 
+#if !defined(__CUDACC__)
+// The joined weight gradient's products stay within BLAS's 32-bit sizes however large the workspace limit:
+// images x positions (the joined rows) and filters x images.
+TEST_CASE("im2col_gemm joins no more images than 32-bit gemm sizes allow", "[cpu][conv]") {
+  ConvolutionParam p;
+  p.kernel = {3, 3};
+  p.pad = {1, 1};
+  p.num_filter = 8;
+  const index_t N = index_t(1) << 40;
+  const ops::ConvGeometry one_pixel = ops::MakeConvGeometry(p, {N, 64, 1, 1});  // 576 filter entries, 1 position
+  p.num_filter = 2;
+  const ops::ConvGeometry few_filters = ops::MakeConvGeometry(p, {N, 64, 4, 4});  // 16 positions
+  for (const ops::ConvGeometry& g : {one_pixel, few_filters}) {
+    const ops::Im2ColPlan plan = ops::PlanIm2Col(g, sizeof(float), size_t(1) << 62, true);
+    INFO("filters " << g.K << ", positions " << g.OutSize());
+    CHECK(plan.JoinsImages());
+    CHECK(plan.images == index_t(INT_MAX) / std::max(g.K, g.OutSize()));
+  }
+}
+#endif
+
 // shifted_gemm (the weight gradient of a stride-1 convolution, one gemm per tap on a padded grid), forced:
 // each layout, padding before and after, dilation, groups, 1-D to 3-D, padded rows, every req, float,
 // double and 16-bit; it refuses other passes and strides.
@@ -1324,12 +1345,32 @@ TE_DEVICE_TEST_CASE("convolution gives the same result under every workspace cap
   RunCase<Device, double, 4, 4>(stream, c, ReqPattern(1));
 }
 
+// Runs case c forced on im2col_gemm in DType under a workspace for `images` joined images (the plan's
+// own count), after checking that the plan joins them (one image: it does not join), keeps to the limit
+// and is within ConvolutionWorkspaceBytes.
+template <typename Device, typename DType, int dim>
+void RunJoinedWgrad(Stream<Device>* stream, Case c, index_t images, const Reqs& reqs) {
+  const ops::ConvGeometry g = ops::MakeConvGeometry(c.param, c.data);
+  // One image's columns and transposed dY, and the alignment gap once (a power-of-two division: exact).
+  const index_t per_image = (g.ColRows() + g.K) * g.OutSize();
+  c.param.workspace = double((images * per_image + 64) * index_t(sizeof(DType))) / 1048576.0;
+  const size_t limit = ops::WorkspaceLimitBytes(c.param.workspace);
+  const ops::Im2ColPlan plan = ops::PlanIm2Col(g, sizeof(DType), limit, true);
+  INFO(images << " joined images of " << sizeof(DType) << "-byte elements");
+  CHECK(plan.JoinsImages() == (images > 1));
+  if (images > 1) CHECK(plan.images == images);
+  const size_t bytes = size_t(plan.WorkspaceElems()) * sizeof(DType);
+  CHECK(bytes <= limit);
+  CHECK(ops::ConvolutionWorkspaceBytes(c.param, c.data, sizeof(DType)) >= bytes);
+  RunCase<Device, DType, dim, dim>(stream, c, reqs);
+}
+
 // im2col_gemm's channels-first weight gradient joins a chunk's images where the filters outgrow an image's
 // output (Cg*kk > P, conv_im2col_gemm.h): one product over the images' positions, dY's chunk transposed
 // beside the columns. Forced, against the reference: groups, strides, 1-D and 3-D, padded rows, both
-// stores, float, double and half; caps that join all the images, two per chunk with one left over, and
-// none (the cap fits one image only, which runs the per-image form); alone and with the data gradient in
-// the same call (which overwrites the joined columns image-major).
+// stores, float, double and half; in each, caps that join all the images, two per chunk with one left
+// over, and none (the cap fits one joined image, which runs the per-image form); alone and with the data
+// gradient in the same call (which overwrites the joined columns image-major).
 TE_DEVICE_TEST_CASE("convolution im2col_gemm joins a chunk's images for the weight gradient", "[conv][workspace]") {
   const std::vector<Case> cases = {
       MakeCase({5, 8, 6, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 6, 1, true),   // 72 filter entries, 30 positions
@@ -1337,33 +1378,24 @@ TE_DEVICE_TEST_CASE("convolution im2col_gemm joins a chunk's images for the weig
       MakeCase({4, 6, 9}, {5}, {2}, {2}, {1}, 4, 1, true),                   // 1-D: 30 against 5
       MakeCase({3, 4, 4, 5, 4}, {2, 3, 3}, {1, 1, 1}, {0, 1, 1}, {1, 1, 1}, 5, 1, true),  // 3-D: 72 against 60
   };
-  const double MB = 1048576.0;
+  const Reqs with_data{kNullOp, kWriteTo, kWriteTo, kNullOp}, weight_only{kNullOp, kNullOp, kAddTo, kAddTo};
   for (size_t i = 0; i < cases.size(); ++i) {
     Case c = cases[i];
     c.param.algorithm = "im2col_gemm";
     c.padded_rows = i % 2 == 1;
     const ops::ConvGeometry g = ops::MakeConvGeometry(c.param, c.data);
     REQUIRE(g.Cg() * g.KernelSize() > g.OutSize());
-    // Elements of one image's columns and transposed dY, and the alignment gap.
-    const double per_image = double((g.ColRows() + g.K) * g.OutSize());
     for (index_t images : {g.N, index_t(2), index_t(1)}) {
-      c.param.workspace = (images * per_image + 64) * sizeof(double) / MB;
-      const ops::Im2ColPlan plan =
-          ops::PlanIm2Col(g, sizeof(double), ops::WorkspaceLimitBytes(c.param.workspace), true);
-      INFO("case " << i << ", workspace for " << images << " joined images");
-      CHECK(plan.JoinsImages() == (images > 1));
-      if (images > 1) CHECK(plan.images == images);
-      CHECK_FALSE(ops::PlanIm2Col(g, sizeof(double), ops::WorkspaceLimitBytes(c.param.workspace)).JoinsImages());
-      const Reqs backward{kNullOp, kWriteTo, kWriteTo, kNullOp}, added{kNullOp, kNullOp, kAddTo, kAddTo};
+      INFO("case " << i);
       if (c.data.size() == 3) {
-        RunCase<Device, double, 3, 3>(stream, c, backward);
-        RunCase<Device, float, 3, 3>(stream, c, added);
+        RunJoinedWgrad<Device, double, 3>(stream, c, images, with_data);
+        RunJoinedWgrad<Device, float, 3>(stream, c, images, weight_only);
       } else if (c.data.size() == 4) {
-        RunCase<Device, double, 4, 4>(stream, c, backward);
-        RunCase<Device, float, 4, 4>(stream, c, added);
-        RunCase<Device, half_t, 4, 4>(stream, c, backward);
+        RunJoinedWgrad<Device, double, 4>(stream, c, images, with_data);
+        RunJoinedWgrad<Device, float, 4>(stream, c, images, weight_only);
+        RunJoinedWgrad<Device, half_t, 4>(stream, c, images, with_data);
       } else {
-        RunCase<Device, double, 5, 5>(stream, c, added);
+        RunJoinedWgrad<Device, double, 5>(stream, c, images, weight_only);
       }
     }
   }
