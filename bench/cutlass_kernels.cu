@@ -7,10 +7,11 @@
 // as the algorithm stages them (the staging is not timed). Timing: CUDA events around each run, median of
 // --reps after 3 warm-up runs.
 //
-// --dtype tf32 times the float kernels on TF32 tensor cores. --splits prints, below each layer's row of the
-// weight gradient, every kernel's time at each split (ms@split), for choosing the split in conv_cutlass.h.
+// --dtype tf32 times the float kernels on TF32 tensor cores, --dtype fp32 those of strict fp32 (SIMT).
+// --splits prints, below each layer's row of the weight gradient, every kernel's time at each split
+// (ms@split), for choosing the split in conv_cutlass.h.
 //
-// Usage: cutlass_kernels [--dtype fp16|bf16|tf32] [--pass fprop|dgrad|wgrad] [--n 32] [--reps 20] [--layers FILE]
+// Usage: cutlass_kernels [--dtype fp16|bf16|tf32|fp32] [--pass fprop|dgrad|wgrad] [--n 32] [--reps 20] [--layers FILE]
 //                        [--splits (with --pass wgrad)]
 #include <algorithm>
 #include <cstdio>
@@ -93,17 +94,18 @@ int main(int argc, char** argv) {
     else if (a == "--layers" && i + 1 < argc) layers_path = argv[++i];
     else if (a == "--splits") splits = true;
     else {
-      std::fprintf(stderr, "usage: %s [--dtype fp16|bf16|tf32] [--pass fprop|dgrad|wgrad] [--n 32] [--reps 20] [--layers FILE] [--splits (wgrad)]\n",
+      std::fprintf(stderr, "usage: %s [--dtype fp16|bf16|tf32|fp32] [--pass fprop|dgrad|wgrad] [--n 32] [--reps 20] [--layers FILE] [--splits (wgrad)]\n",
                    argv[0]);
       return 2;
     }
   }
-  if ((dtype != "fp16" && dtype != "bf16" && dtype != "tf32") || (pass_name != "fprop" && pass_name != "dgrad" && pass_name != "wgrad") ||
+  if ((dtype != "fp16" && dtype != "bf16" && dtype != "tf32" && dtype != "fp32") || (pass_name != "fprop" && pass_name != "dgrad" && pass_name != "wgrad") ||
       n < 1 || reps < 1) {
-    std::fprintf(stderr, "cutlass_kernels: --dtype fp16|bf16|tf32, --pass fprop|dgrad|wgrad, --n and --reps >= 1\n");
+    std::fprintf(stderr, "cutlass_kernels: --dtype fp16|bf16|tf32|fp32, --pass fprop|dgrad|wgrad, --n and --reps >= 1\n");
     return 2;
   }
   const Element element = dtype == "fp16" ? Element::kF16 : dtype == "bf16" ? Element::kBF16 : Element::kF32;
+  const Math math = dtype == "fp32" ? Math::kSimt : Math::kTensorOp;
   const Pass pass = pass_name == "fprop" ? Pass::kFprop : pass_name == "dgrad" ? Pass::kDgrad : Pass::kWgrad;
   try {
     if (layers_path.empty()) layers_path = conv_layers::FindFile("TE_CONV_LAYERS", "resnet50_layers.txt");
@@ -117,7 +119,7 @@ int main(int argc, char** argv) {
                 prop.name, dtype.c_str(), pass_name.c_str(), n, reps);
     std::vector<const ConvKernel*> kernels;
     for (const ConvKernel& k : CompiledConvKernels())
-      if (k.pass == pass && k.element == element && k.math == Math::kTensorOp && k.epilogue == Epilogue::kLinear &&
+      if (k.pass == pass && k.element == element && k.math == math && k.epilogue == Epilogue::kLinear &&
           (k.sm == 0 || k.sm == sm))
         kernels.push_back(&k);
     std::printf("%-22s", "layer C:H:K:R:s:p");

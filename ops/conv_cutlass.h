@@ -295,13 +295,14 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
   // The 2-D problem in CUTLASS's terms with C and K as the kernels see them, its columns folded by
   // `fold` (the header; the geometry is 3-D with a unit depth: Prepare checked that). Ampere's
   // weight-gradient kernels (float slices) also get their split, within the workspace the problem allows:
-  //   16-bit kernels: slices of 12 tile steps of the reduction at least, output tiles times slices within
-  //     4 blocks per SM. bench/cutlass_kernels --pass wgrad --splits (H200, fp16 and bf16) puts the
-  //     fastest split of ResNet-50's layers at 1-4.4 blocks per SM with slices of 784-1568 rows; this
-  //     rule comes within 3% of the fastest sum, where one wave of blocks was 10% slower on the 3x3
-  //     layer at 56 x 56 (15 slices against 64).
-  //   float kernels (TF32 and strict): the output tiles times the slices fill the GPU twice, slices of
-  //     4 tile steps at least.
+  // slices of 768 rows of the reduction at least, output tiles times slices within 4 blocks per SM.
+  // bench/cutlass_kernels --pass wgrad --splits (H200) puts the fastest split of ResNet-50's layers at
+  // 1-4.4 blocks per SM with slices of 784-1568 rows in fp16 and bf16; the rule comes within 3% of the
+  // fastest sum there, where one wave of blocks was 10% slower on the 3x3 layer at 56 x 56 (15 slices
+  // against 64). TF32's kernels take the same rule: within 3.2% of their fastest sum, where two waves of
+  // slices of 128 rows were 4.8% over it (the 3x3 layer at 56 x 56: 0.140 ms against 0.172). Strict
+  // fp32's SIMT kernels (left to the tuner), timed at the power of two at or below each rule's split: 8%
+  // over their fastest sum, where two waves of slices of 32 rows were 13% over.
   // Hopper's do not split.
   static cutlass_conv::Conv2dShape KernelShape(const ConvProblem& pr, const Kernel& k, index_t C, index_t K, int fold) {
     const ConvGeometry& g = pr.geom;
@@ -319,9 +320,8 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     k.gemm_size(s, mnk);
     const long long tiles = k.output_tiles(s);
     const long long sms = cuda::CurrentDeviceInfo().sm_count;
-    const bool float_kernel = k.element == cutlass_conv::Element::kF32;
-    const long long by_blocks = float_kernel ? (2 * sms + tiles - 1) / tiles : 4 * sms / tiles;
-    const long long by_length = mnk[2] / ((float_kernel ? 4LL : 12LL) * k.tile_k);
+    const long long by_blocks = 4 * sms / tiles;
+    const long long by_length = mnk[2] / 768;
     const size_t slice_bytes = sizeof(float) * size_t(mnk[0]) * size_t(mnk[1]);
     const long long by_bytes =
         (long long)(std::min(pr.workspace_limit, kMaxSliceBytes) / std::max<size_t>(slice_bytes, 1));
