@@ -4,6 +4,7 @@
 #include <tensorexpr/ops/convolution.h>
 #include "conv_im2col_gemm.h"
 #include "conv_pointwise_gemm.h"
+#include "conv_winograd.h"
 
 namespace tensorexpr {
 namespace ops {
@@ -20,7 +21,15 @@ size_t HeuristicBytes(const ConvGeometry& g, size_t limit, size_t dtype_bytes, b
   // im2col_gemm's columns, or for a weight gradient its joined form's (conv_im2col_gemm.h).
   const index_t columns = std::max(PlanIm2Col(g, dtype_bytes, limit).WorkspaceElems(),
                                    PlanIm2Col(g, dtype_bytes, limit, true).WorkspaceElems());
-  return std::max(staged, static_cast<size_t>(columns) * dtype_bytes);
+  // winograd_2x2's transforms, the GPU's choice for float's 3x3 stride-1 layers (counted for every 4-byte
+  // type on either device: a bound), where they fit the limit (else the selection refuses it).
+  index_t transforms = 0;
+  if (dtype_bytes == sizeof(float) && winograd::Supports<2>(g, input_contiguous).ok)
+    for (ConvPass pass : {ConvPass::kForward, ConvPass::kBackwardData}) {
+      const index_t elems = winograd::MakePlan<2>(g, pass, dtype_bytes, limit).WorkspaceElems();
+      if (static_cast<size_t>(elems) * dtype_bytes <= limit) transforms = std::max(transforms, elems);
+    }
+  return std::max(staged, static_cast<size_t>(std::max(columns, transforms)) * dtype_bytes);
 }
 
 }  // namespace

@@ -1094,6 +1094,55 @@ TEST_CASE("convolution gpu_direct: the heuristic's choice, a deterministic weigh
 }
 #endif
 
+#if defined(__CUDACC__)
+// Strict float's 3x3 stride-1 channels-first layers on the GPU: the heuristic takes winograd_2x2 for the
+// forward and the data gradient (not the weight gradient, nor under TF32, nor for 4 channels, gpu_direct's);
+// ConvolutionWorkspaceBytes counts its transforms; its results match the float64 reference for every req.
+TEST_CASE("convolution: the GPU heuristic takes winograd_2x2 for strict float 3x3 stride-1 layers", "[gpu][conv][winograd]") {
+  if (!HaveGPU()) {
+    WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");
+    return;
+  }
+  Stream<gpu>* stream = NewStream<gpu>();
+  // 16 filters on 8 channels: its transforms (16 points x 24 channels per 4 outputs) outgrow im2col_gemm's
+  // columns (72 per output), so ConvolutionWorkspaceBytes must count them.
+  const Case c = MakeCase({3, 8, 11, 10}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 16, 1, true);
+  const size_t bound = ops::ConvolutionWorkspaceBytes(c.param, c.data, sizeof(float));
+  const ops::ConvProblem pr = ops::MakeConvProblem<gpu, float>(ops::MakeConvGeometry(c.param, c.data), stream, true, c.param.workspace);
+  const auto& registry = ops::ConvRegistry<gpu, float>::Get();
+  const ops::ConvStores weight_grad = ops::ConvStores::Only(ops::ConvPass::kBackwardWeight, ReqStore{true, false});
+  CHECK(registry.Find("im2col_gemm")->WorkspaceBytes(pr, weight_grad) < bound);
+  for (ops::ConvPass pass : {ops::ConvPass::kForward, ops::ConvPass::kBackwardData})
+    CHECK(registry.Find("winograd_2x2")->WorkspaceBytes(pr, ops::ConvStores::Only(pass, ReqStore{true, false})) == bound);
+  auto chosen = [&](const Case& k, bool tf32) {
+    std::vector<std::string> log;
+    ops::SetConvLog([&](const std::string& line) { log.push_back(line); });
+    ops::ReleaseConvCaches<gpu>();
+    stream->set_tf32(tf32);
+    RunCase<gpu, float, 4, 4>(stream, k, Reqs{});
+    stream->set_tf32(false);
+    ops::SetConvLog(nullptr);
+    return log;
+  };
+  const std::vector<std::string> strict = chosen(c, false);
+  REQUIRE(strict.size() == 3);
+  for (const char* pass : {"forward float32", "data-grad float32"}) {
+    const auto line = std::find_if(strict.begin(), strict.end(), [&](const std::string& l) { return l.find(pass) != std::string::npos; });
+    REQUIRE(line != strict.end());
+    CHECK(line->find("-> winograd_2x2 (heuristic)") != std::string::npos);
+  }
+  for (const std::string& line : chosen(c, true)) CHECK(line.find("-> winograd") == std::string::npos);
+  Case few = c;  // gpu_direct's (registered before it): 4 channels, 16 filters, partials of 3 chunks
+  few.data[1] = 4;
+  const std::vector<std::string> direct = chosen(few, false);
+  CHECK(direct.size() == 3);
+  for (const std::string& line : direct) CHECK(line.find("-> gpu_direct (heuristic)") != std::string::npos);
+  ops::ReleaseConvCaches<gpu>();
+  for (size_t r = 0; r < 4; ++r) RunCase<gpu, float, 4, 4>(stream, c, ReqPattern(r));
+  DeleteStream(stream);
+}
+#endif
+
 // Winograd, forced (forward and data gradient; the weight's req kNullOp): outputs that are not a whole
 // number of tiles, padding 0 to 2 (the data gradient's origin moves with it), groups, one-channel and
 // one-filter problems, and a workspace cap that leaves room for one image's tiles at a time; float and double.

@@ -30,8 +30,9 @@ namespace ops {
 // heuristic: im2col_gemm's column buffer (cpu_per_image, cpu_direct and gpu_direct never take more, all
 // passes of a call together), or pointwise_gemm's for 1x1 kernels (none, except on the GPU for
 // channels-first images of fewer than 256 pixels and strided kernels whose gathered pixels fit the cap:
-// copies of the pixels it reads and of the output, counted whatever the device). An
-// algorithm forced by name or registered by the user may take up to the cap. A border other than zeros
+// copies of the pixels it reads and of the output, counted whatever the device), or winograd_2x2's
+// transforms for 4-byte types' 3x3 stride-1 channels-first layers (the GPU's choice for strict float;
+// counted whatever the device, where they fit the cap). An algorithm forced by name or registered by the user may take up to the cap. A border other than zeros
 // (pad_mode, pad_value) takes a padded copy of the data besides, and backward one of its gradient.
 size_t ConvolutionWorkspaceBytes(const ConvolutionParam& p, const std::vector<index_t>& data_shape,
                                  size_t dtype_bytes, bool input_contiguous = true);
