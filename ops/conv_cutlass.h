@@ -354,6 +354,19 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     const bool tf32_forward = k.element == cutlass_conv::Element::kF32 && k.pass == cutlass_conv::Pass::kFprop;
     return (tf32_forward || tiles <= cuda::CurrentDeviceInfo().sm_count) && mnk[2] >= 1024;
   }
+  // How much kernel k is preferred for a forward or data gradient of size mnk, among kernels doing equal
+  // work: Hopper's where HopperKernelsPay, else Ampere's; among Ampere's, the 128 x 64 tile where the
+  // 128 x 128 tiles would occupy at most half the SMs. bench/cutlass_kernels --dtype tf32 --pass dgrad
+  // (H200): on the layers at 7 x 7 with 512 channels (52 tiles on 132 SMs) the 3x3 and 1x1 data gradients
+  // took 0.076 and 0.045 ms on it against 0.109 and 0.059; from 98 tiles up the 128 x 128 tile was as fast
+  // or faster on every unit-stride layer (not on the strided one at 14 x 14 with 2048 filters, 392 tiles).
+  static int FpropPreference(const Kernel& k, const long long mnk[3]) {
+    const bool hopper_pays = HopperKernelsPay(k, mnk);
+    if (k.sm == 90) return hopper_pays ? 2 : 0;
+    const long long tiles128 = ((mnk[0] + 127) / 128) * ((mnk[1] + 127) / 128);
+    const bool narrow = 2 * tiles128 <= cuda::CurrentDeviceInfo().sm_count;
+    return (hopper_pays ? 0 : 2) + ((k.tile_n < 128) == narrow ? 1 : 0);
+  }
   // How much kernel k is preferred for a weight gradient of size mnk, among kernels doing equal work.
   // Hopper's kernels, which do not split the reduction, beat Ampere's split ones (bench/cutlass_kernels
   // --pass wgrad, H200, fp16) once their 128 x 64 tiles of the output occupy 45% of the SMs or more (by
@@ -391,8 +404,8 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
   }
 
   // The compiled kernel that can run `pass` of `pr` (directly or staged) with the least padded work
-  // (PaddedProducts: a 128-wide tile on 64 channels does twice the work); on a tie a Hopper kernel where
-  // HopperKernelsPay (for the weight gradient: WgradPreference's order), else the earlier, larger tile.
+  // (PaddedProducts: a 128-wide tile on 64 channels does twice the work); on a tie the preferred one
+  // (FpropPreference, WgradPreference), else the earlier, larger tile.
   // Kernel null with the reason in *why when none can.
   static Plan Search(const ConvProblem& pr, ConvPass pass, std::string* why, cutlass_conv::Epilogue epilogue) {
     auto refuse = [why](std::string reason) {
@@ -444,8 +457,8 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
         continue;
       }
       const double work = PaddedProducts(k, p.shape);
-      const int preference = pass == ConvPass::kBackwardWeight ? WgradPreference(k, mnk)
-                                                               : (k.sm == 90) == HopperKernelsPay(k, mnk) ? 1 : 0;
+      const int preference =
+          pass == ConvPass::kBackwardWeight ? WgradPreference(k, mnk) : FpropPreference(k, mnk);
       if (best.kernel == nullptr || work < best_work || (work == best_work && preference > best_preference))
         best = p, best_work = work, best_preference = preference;
     }
