@@ -1,0 +1,1 @@
+#include "../reduce_extrema_test.cc"
