@@ -22,9 +22,10 @@ size_t HeuristicBytes(const ConvGeometry& g, size_t limit, size_t dtype_bytes, b
   const index_t columns = std::max(PlanIm2Col(g, dtype_bytes, limit).WorkspaceElems(),
                                    PlanIm2Col(g, dtype_bytes, limit, true).WorkspaceElems());
   // winograd_2x2's transforms, the GPU's choice for float's 3x3 stride-1 layers (counted for every 4-byte
-  // type on either device: a bound), where they fit the limit (else the selection refuses it).
+  // type on either device: a bound), where they fit the limit (else the selection refuses it). Counted
+  // whether or not the input is dense: a forward on dense data takes it beside a padded data gradient.
   index_t transforms = 0;
-  if (dtype_bytes == sizeof(float) && winograd::Supports<2>(g, input_contiguous).ok)
+  if (dtype_bytes == sizeof(float) && winograd::Supports<2>(g, true).ok)
     for (ConvPass pass : {ConvPass::kForward, ConvPass::kBackwardData}) {
       const index_t elems = winograd::MakePlan<2>(g, pass, dtype_bytes, limit).WorkspaceElems();
       if (static_cast<size_t>(elems) * dtype_bytes <= limit) transforms = std::max(transforms, elems);

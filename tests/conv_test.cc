@@ -640,6 +640,35 @@ TEST_CASE("ConvolutionWorkspaceBytes keeps to the limit where a strided 1x1 kern
 #endif
 
 #if !defined(__CUDACC__)
+// winograd_2x2's transforms (the GPU's choice for strict float 3x3 stride-1 layers) are in the bound, dense
+// input or not (a forward on dense data beside a padded data gradient still takes them), where they fit
+// the cap; where they do not, selection refuses it and the bound is the columns'. The plans are the same
+// arithmetic on either device, so the CPU registry's algorithm tells what the GPU's asks.
+TEST_CASE("ConvolutionWorkspaceBytes counts winograd_2x2's transforms where they fit the cap", "[cpu][conv]") {
+  const Case c = MakeCase({3, 8, 11, 10}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 16, 1, true);  // 16 filters on 8 channels
+  const auto* winograd = ops::ConvRegistry<cpu, float>::Get().Find("winograd_2x2");
+  for (double cap_mb : {c.param.workspace, 0.05}) {
+    ConvolutionParam p = c.param;
+    p.workspace = cap_mb;
+    const ops::ConvGeometry g = ops::MakeConvGeometry(p, c.data);
+    const ops::ConvProblem pr = ops::MakeConvProblem<cpu, float>(g, nullptr, true, cap_mb);
+    const size_t limit = ops::WorkspaceLimitBytes(cap_mb);
+    const size_t column = sizeof(float) * size_t(ops::PlanIm2Col(g, sizeof(float), limit).col_elems);
+    for (bool dense : {true, false}) {
+      INFO("cap " << cap_mb << " MB, dense input " << dense);
+      const size_t bound = ops::ConvolutionWorkspaceBytes(p, c.data, sizeof(float), dense);
+      for (ops::ConvPass pass : {ops::ConvPass::kForward, ops::ConvPass::kBackwardData}) {
+        const size_t bytes = winograd->WorkspaceBytes(pr, ops::ConvStores::Only(pass, ReqStore{true, false}));
+        REQUIRE(bytes > column);  // the transforms outgrow the columns: the bound has to count them
+        if (bytes <= limit) CHECK(bound == bytes);
+        else CHECK(bound == column);  // 0.05 MB: one image's transforms, 54,272 bytes, do not fit
+      }
+    }
+  }
+}
+#endif
+
+#if !defined(__CUDACC__)
 // The joined weight gradient's products stay within BLAS's 32-bit sizes however large the workspace limit:
 // images x positions (the joined rows) and filters x images.
 TEST_CASE("im2col_gemm joins no more images than 32-bit gemm sizes allow", "[cpu][conv]") {
