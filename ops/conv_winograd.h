@@ -13,8 +13,9 @@
 // the weight gradient is left to the other algorithms (CanImplement says so).
 //
 // Numerics: the transforms' constants are exact in binary for m = 2; for m = 4 (divisions by 6 and 24,
-// products up to 8 x 8 in the output transform) the error grows by about an order of magnitude over a
-// direct sum (the tests bound both against the float64 reference).
+// products up to 8 x 8 in the output transform) the error grows about 20 times over a direct sum's (the
+// tests bound both against the float64 reference). A transform mixes its whole patch: an infinite or NaN
+// input makes every output of its tile NaN, not only those whose window holds it.
 //
 // Workspace: the transformed filters, and the transformed input and products of as many images as the cap
 // allows at once (at least one).
@@ -307,11 +308,12 @@ class ConvWinograd : public ConvAlgorithm<Device, DType> {
     return winograd::Supports<m>(pr.geom, pr.data_contiguous);
   }
   // The heuristic's choice for strict float on the GPU (F(2x2)'s constants are exact; F(4x4) is left to the
-  // tuner and to forcing by name). bench/conv_bench --dtype fp32 (H200, N = 32): on ResNet-50's four 3x3
-  // layers the forward summed to 0.69 of cuDNN's time and the data gradient to 0.68 (per layer 0.41-1.04
-  // and 0.43-1.20), where im2col_gemm's forward took 1.27-1.91 times; on 3x3 layers of 8 to 64 channels
-  // at 14 x 14 to 112 x 112 the forward took 0.59-1.09 of im2col_gemm's time and the backward 0.65-0.85.
-  // On the CPU im2col_gemm and cpu_per_image are faster; TF32 and 16-bit run on tensor cores.
+  // tuner and to forcing by name). bench/conv_bench --dtype fp32 (H200, N = 32, the README table's run): on
+  // ResNet-50's four 3x3 layers the forward summed to 0.65 of cuDNN's time and the data gradient to 0.62
+  // (per layer 0.41-0.92 and 0.38-1.12), where im2col_gemm's forward had taken 1.27-1.91 times; on 3x3
+  // layers of 8 to 64 channels at 14 x 14 to 112 x 112 (bench/small_3x3_layers.txt) the forward took
+  // 0.59-1.09 of im2col_gemm's time and the backward 0.65-0.85. On the CPU im2col_gemm and cpu_per_image
+  // are faster; TF32 and 16-bit run on tensor cores.
   bool Recommended(const ConvProblem& pr, ConvPass) const override {
     return m == 2 && std::is_same<Device, gpu>::value && std::is_same<DType, float>::value &&
            pr.math == ConvMath::kStrict;
