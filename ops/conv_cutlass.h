@@ -349,8 +349,13 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
   // 1024 or more whatever its tiles (by 13-34%; the 3x3 layer at 28 x 28 and the strided one at 14 x 14
   // with 2048 filters have 196 and 208 tiles); below that they win on the stride-2 layers at 28 x 28
   // only and lose elsewhere, up to 2x.
+  // Output tiles of 128 rows by tile_n columns covering a GEMM of size mnk: the rules below compare them
+  // with the SM count.
+  static long long OutputTiles(const long long mnk[3], long long tile_n) {
+    return ((mnk[0] + 127) / 128) * ((mnk[1] + tile_n - 1) / tile_n);
+  }
   static bool HopperKernelsPay(const Kernel& k, const long long mnk[3]) {
-    const long long tiles = ((mnk[0] + 127) / 128) * ((mnk[1] + 127) / 128);
+    const long long tiles = OutputTiles(mnk, 128);
     const bool tf32_forward = k.element == cutlass_conv::Element::kF32 && k.pass == cutlass_conv::Pass::kFprop;
     return (tf32_forward || tiles <= cuda::CurrentDeviceInfo().sm_count) && mnk[2] >= 1024;
   }
@@ -363,8 +368,7 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
   static int FpropPreference(const Kernel& k, const long long mnk[3]) {
     const bool hopper_pays = HopperKernelsPay(k, mnk);
     if (k.sm == 90) return hopper_pays ? 2 : 0;
-    const long long tiles128 = ((mnk[0] + 127) / 128) * ((mnk[1] + 127) / 128);
-    const bool narrow = 2 * tiles128 <= cuda::CurrentDeviceInfo().sm_count;
+    const bool narrow = 2 * OutputTiles(mnk, 128) <= cuda::CurrentDeviceInfo().sm_count;
     return (hopper_pays ? 0 : 2) + ((k.tile_n < 128) == narrow ? 1 : 0);
   }
   // How much kernel k is preferred for a weight gradient of size mnk, among kernels doing equal work.
@@ -375,11 +379,11 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
   // Ampere's kernels win. Hopper's other tile comes before Ampere's where Hopper pays.
   static int WgradPreference(const Kernel& k, const long long mnk[3]) {
     const long long sms = cuda::CurrentDeviceInfo().sm_count;
-    auto tiles = [mnk](long long n) { return ((mnk[0] + 127) / 128) * ((mnk[1] + n - 1) / n); };
-    const bool hopper = 20 * tiles(64) >= 9 * sms;
+    const bool hopper = 20 * OutputTiles(mnk, 64) >= 9 * sms;
     if (k.sm != 90) return hopper ? 0 : 2;
     if (!hopper) return 0;
-    const bool wide = 8 * tiles(128) >= 7 * sms && tiles(128) <= sms;
+    const long long tiles128 = OutputTiles(mnk, 128);
+    const bool wide = 8 * tiles128 >= 7 * sms && tiles128 <= sms;
     return (k.tile_n == 128) == wide ? 2 : 1;
   }
 

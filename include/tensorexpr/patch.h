@@ -68,6 +68,17 @@ struct PatchColumns {
   }
 };
 
+template <typename Device>
+struct Stream;
+
+// col = the chunk's column matrix of data, image-major, on either device: the layout-taking Im2Col of
+// cpu/patch.h or cuda/patch.cuh (found when this is instantiated) with PatchColumns::ImageMajor.
+template <typename Device, typename DType>
+inline void Im2Col(Stream<Device>* s, const PatchGeometry& g, const PatchChunk& ch, const DType* data,
+                   index_t data_stride, DType* col) {
+  Im2Col(s, g, ch, PatchColumns::ImageMajor(g, ch), data, data_stride, col);
+}
+
 // The geometry of a 2-D window over images (C, H, W) or (N..., C, H, W), checked: every parameter is
 // positive (padding non-negative), the dilated kernel fits the padded image, and no size wraps.
 // `op` names the caller in messages; `shape` is the image shape as the user gave it.

@@ -1,6 +1,6 @@
 // cpu/patch.h — im2col and col2im on the CPU (patch.h describes the geometry, the chunk and the column
 // layouts; cuda/patch.cuh is the GPU twin):
-//   Im2Col(s, g, chunk, data, data_stride, col)              the chunk's column matrix, image-major
+//   Im2Col(s, g, chunk, layout, data, data_stride, col)      the chunk's column matrix (patch.h: image-major)
 //   Col2Im(s, g, chunk, col, grad, grad_stride, accumulate)  its adjoint, written or added
 // and the CPU evaluators of the expressions unpack_patch2col / pack_col2patch, which run the same loops.
 //
@@ -260,12 +260,6 @@ inline void Im2Col(Stream<cpu>* s, const PatchGeometry& g, const PatchChunk& ch,
   ParallelFor(ch.nb * g.ColRows(), ch.pc, [&](index_t begin, index_t end) {
     patch_cpu::Im2ColRows<sv::saveto>(g, ch, rows, col, layout, begin, end);
   });
-}
-// The same, image-major.
-template <typename DType>
-inline void Im2Col(Stream<cpu>* s, const PatchGeometry& g, const PatchChunk& ch, const DType* data,
-                   index_t data_stride, DType* col) {
-  Im2Col(s, g, ch, PatchColumns::ImageMajor(g, ch), data, data_stride, col);
 }
 
 // grad (the chunk's images, rows of stride grad_stride) = (accumulate: +=) the sum of the column entries

@@ -1,6 +1,6 @@
 // cuda/patch.cuh — im2col and col2im on the GPU, the twin of cpu/patch.h (patch.h describes the geometry,
 // the chunk and the column layouts):
-//   Im2Col(s, g, chunk, data, data_stride, col)              the chunk's column matrix, image-major
+//   Im2Col(s, g, chunk, layout, data, data_stride, col)      the chunk's column matrix (patch.h: image-major)
 //   Col2Im(s, g, chunk, col, grad, grad_stride, accumulate)  its adjoint, written or added
 // and the GPU evaluators of unpack_patch2col / pack_col2patch over tensors, which launch the same kernels.
 //   im2col  channels first: one thread per (image, channel, output position), as in MXNet: it walks the
@@ -277,12 +277,6 @@ template <typename DType>
 inline void Im2Col(Stream<gpu>* s, const PatchGeometry& g, const PatchChunk& ch, const PatchColumns& layout,
                    const DType* data, index_t data_stride, DType* col) {
   patch_cuda::Im2Col(s, g, ch, layout, data, data_stride, col);
-}
-// The same, image-major.
-template <typename DType>
-inline void Im2Col(Stream<gpu>* s, const PatchGeometry& g, const PatchChunk& ch, const DType* data,
-                   index_t data_stride, DType* col) {
-  Im2Col(s, g, ch, PatchColumns::ImageMajor(g, ch), data, data_stride, col);
 }
 
 // grad (the chunk's images, rows of stride grad_stride) = (accumulate: +=) the sum of the column entries
