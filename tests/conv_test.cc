@@ -639,13 +639,19 @@ TEST_CASE("ConvolutionWorkspaceBytes keeps to the limit where a strided 1x1 kern
 }
 #endif
 
+// 16 filters on 8 channels, 3x3, stride 1, padding 1: winograd_2x2's transforms (16 points x 24 channels
+// per 4 outputs) outgrow im2col_gemm's columns (72 per output), so ConvolutionWorkspaceBytes must count them.
+Case WinogradOutgrowsColumnsCase() {
+  return MakeCase({3, 8, 11, 10}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 16, 1, true);
+}
+
 #if !defined(__CUDACC__)
 // winograd_2x2's transforms (the GPU's choice for strict float 3x3 stride-1 layers) are in the bound, dense
 // input or not (a forward on dense data beside a padded data gradient still takes them), where they fit
 // the cap; where they do not, selection refuses it and the bound is the columns'. The plans are the same
 // arithmetic on either device, so the CPU registry's algorithm tells what the GPU's asks.
 TEST_CASE("ConvolutionWorkspaceBytes counts winograd_2x2's transforms where they fit the cap", "[cpu][conv]") {
-  const Case c = MakeCase({3, 8, 11, 10}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 16, 1, true);  // 16 filters on 8 channels
+  const Case c = WinogradOutgrowsColumnsCase();
   const auto* winograd = ops::ConvRegistry<cpu, float>::Get().Find("winograd_2x2");
   for (double cap_mb : {c.param.workspace, 0.05}) {
     ConvolutionParam p = c.param;
@@ -1133,9 +1139,7 @@ TEST_CASE("convolution: the GPU heuristic takes winograd_2x2 for strict float 3x
     return;
   }
   Stream<gpu>* stream = NewStream<gpu>();
-  // 16 filters on 8 channels: its transforms (16 points x 24 channels per 4 outputs) outgrow im2col_gemm's
-  // columns (72 per output), so ConvolutionWorkspaceBytes must count them.
-  const Case c = MakeCase({3, 8, 11, 10}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 16, 1, true);
+  const Case c = WinogradOutgrowsColumnsCase();
   const size_t bound = ops::ConvolutionWorkspaceBytes(c.param, c.data, sizeof(float));
   const ops::ConvProblem pr = ops::MakeConvProblem<gpu, float>(ops::MakeConvGeometry(c.param, c.data), stream, true, c.param.workspace);
   const auto& registry = ops::ConvRegistry<gpu, float>::Get();
@@ -1147,6 +1151,7 @@ TEST_CASE("convolution: the GPU heuristic takes winograd_2x2 for strict float 3x
     std::vector<std::string> log;
     ops::SetConvLog([&](const std::string& line) { log.push_back(line); });
     ops::ReleaseConvCaches<gpu>();
+    ReleaseWorkspace(stream);
     stream->set_tf32(tf32);
     RunCase<gpu, float, 4, 4>(stream, k, Reqs{});
     stream->set_tf32(false);
@@ -1155,12 +1160,17 @@ TEST_CASE("convolution: the GPU heuristic takes winograd_2x2 for strict float 3x
   };
   const std::vector<std::string> strict = chosen(c, false);
   REQUIRE(strict.size() == 3);
+  // From a released workspace, the three passes held no more than the bound (in the workspace's 256-byte
+  // granules): no pass asked for more than ConvolutionWorkspaceBytes said.
+  CHECK(WorkspaceBytesHeld(stream) <= (bound + 255) / 256 * 256);
   for (const char* pass : {"forward float32", "data-grad float32"}) {
     const auto line = std::find_if(strict.begin(), strict.end(), [&](const std::string& l) { return l.find(pass) != std::string::npos; });
     REQUIRE(line != strict.end());
     CHECK(line->find("-> winograd_2x2 (heuristic)") != std::string::npos);
   }
-  for (const std::string& line : chosen(c, true)) CHECK(line.find("-> winograd") == std::string::npos);
+  const std::vector<std::string> tf32 = chosen(c, true);
+  REQUIRE(tf32.size() == 3);
+  for (const std::string& line : tf32) CHECK(line.find("-> winograd") == std::string::npos);
   Case few = c;  // gpu_direct's (registered before it): 4 channels, 16 filters, partials of 3 chunks
   few.data[1] = 4;
   const std::vector<std::string> direct = chosen(few, false);
