@@ -228,7 +228,7 @@ TEST_CASE("ParseOptions: defaults", "[cpu][trainer]") {
   CHECK_FALSE(o.help);
   for (const char* flag : {"--data", "--device", "--dtype", "--epochs", "--limit", "--batch", "--lr", "--momentum", "--wd",
                            "--warmup", "--schedule", "--dropout", "--bn", "--augment", "--threads", "--gpus",
-                           "--seed", "--log", "--plot", "--help"}) {
+                           "--profile", "--conv-algorithm", "--seed", "--log", "--plot", "--help"}) {
     INFO(flag);
     CHECK(std::string(Usage()).find(std::string("  ") + flag + " ") != std::string::npos);
   }
@@ -253,7 +253,7 @@ TEST_CASE("ParseOptions: every flag, as '--flag v' and as '--flag=v'", "[cpu][tr
       args({{"--data", "/some/dir"}, {"--device", "cpu"}, {"--epochs", "3"}, {"--limit", "1000"},
             {"--batch", "32"}, {"--lr", "0.125"}, {"--momentum", "0.5"}, {"--wd", "0.0001"}, {"--warmup", "7"},
             {"--schedule", "constant"}, {"--dropout", "0.25"}, {"--threads", "2"}, {"--seed", "123456789012"},
-            {"--log", "run.json"}, {"--plot", "run.svg"}});
+            {"--log", "run.json"}, {"--plot", "run.svg"}, {"--conv-algorithm", "im2col_gemm"}});
   std::vector<std::string> storage = a;
   storage.push_back("--bn");
   storage.push_back("--augment");
@@ -276,6 +276,7 @@ TEST_CASE("ParseOptions: every flag, as '--flag v' and as '--flag=v'", "[cpu][tr
   CHECK(o.seed == 123456789012ull);
   CHECK(o.log_file == "run.json");
   CHECK(o.plot_file == "run.svg");
+  CHECK(o.conv_algorithm == "im2col_gemm");
   CHECK(o.batch_norm);
   CHECK(o.augment);
   CHECK_FALSE(o.help);
@@ -327,7 +328,8 @@ TEST_CASE("ParseOptions: errors are OptionsErrors naming the flag", "[cpu][train
   CHECK_THAT(ParseError({"-x"}), Contains("'-x'"));
   // A flag at the end without its value.
   for (const char* flag : {"--epochs", "--limit", "--batch", "--lr", "--momentum", "--wd", "--warmup", "--dropout",
-                           "--threads", "--gpus", "--seed", "--device", "--schedule", "--data", "--log", "--plot"}) {
+                           "--threads", "--gpus", "--seed", "--device", "--schedule", "--data", "--log", "--plot",
+                           "--conv-algorithm"}) {
     INFO(flag);
     CHECK_THAT(ParseError({flag}), Contains(std::string(flag) + " needs a value"));
   }
@@ -372,6 +374,7 @@ TEST_CASE("ParseOptions: errors are OptionsErrors naming the flag", "[cpu][train
   // An empty --data would silently mean the default directory.
   CHECK_THAT(ParseError({"--data", ""}), Contains("--data wants a directory, got ''"));
   CHECK_THAT(ParseError({"--data="}), Contains("--data wants a directory"));
+  CHECK_THAT(ParseError({"--conv-algorithm", ""}), Contains("--conv-algorithm wants an algorithm's name, got ''"));
   // An error after valid flags still throws.
   CHECK_THAT(ParseError({"--epochs", "2", "--bn", "--lr"}), Contains("--lr needs a value"));
   // It is an OptionsError, hence a runtime_error.
@@ -819,7 +822,10 @@ TEST_CASE("ProgramDir and SettingsOf: default outputs beside the program, every 
   CHECK(SettingsOf(Parse({"--dtype", "bf16"}))[0] == std::make_pair(std::string("dtype"), std::string("bf16")));
   CHECK(value("gpus") == "1");
   CHECK(SettingsOf(Parse({"--gpus", "2"}))[13] == std::make_pair(std::string("gpus"), std::string("2")));
-  CHECK(settings.size() == 15);
+  CHECK(value("conv_algorithm") == "default");
+  CHECK(SettingsOf(Parse({"--conv-algorithm", "im2col_gemm"}))[14] ==
+        std::make_pair(std::string("conv_algorithm"), std::string("im2col_gemm")));
+  CHECK(settings.size() == 16);
 }
 
 TEST_CASE("FormatProgressLine fits any terminal width and never wraps", "[cpu][trainer]") {
@@ -1309,8 +1315,8 @@ TEST_CASE("ConvNet<cpu> with a profile times every layer of forward, backward an
   CHECK(text.find("sgd update") != std::string::npos);
 }
 
-TEST_CASE("Train<cpu>: two epochs on a tiny data set report one record each", "[cpu][trainer]") {
-  CpuStream stream;
+// 20 training and 10 test images of random pixels, labels cycling through the classes.
+Dataset TinyDataset() {
   Dataset d;
   std::mt19937 rng(11);
   for (ImageSet* s : {&d.train, &d.test}) {
@@ -1320,6 +1326,12 @@ TEST_CASE("Train<cpu>: two epochs on a tiny data set report one record each", "[
     for (uint8_t& p : s->pixels) p = static_cast<uint8_t>(rng() % 256);
     for (int64_t i = 0; i < s->count; ++i) s->labels.push_back(static_cast<uint8_t>(i % 10));
   }
+  return d;
+}
+
+TEST_CASE("Train<cpu>: two epochs on a tiny data set report one record each", "[cpu][trainer]") {
+  CpuStream stream;
+  const Dataset d = TinyDataset();
   Options o;
   o.epochs = 2;
   o.batch = 8;  // 3 batches per epoch, the last one partial
@@ -1356,6 +1368,43 @@ TEST_CASE("Train<cpu>: two epochs on a tiny data set report one record each", "[
     }
     CHECK(sum / 3 == Approx(r.train_loss).epsilon(1e-6));
   }
+}
+
+// --conv-algorithm reaches both convolutions, every pass (the selection log says each was forced), and an
+// algorithm the library does not have stops training with the library's error naming it.
+TEST_CASE("Train<cpu>: --conv-algorithm forces the convolutions' algorithm", "[cpu][trainer]") {
+  CpuStream stream;
+  const Dataset d = TinyDataset();
+  Options o;
+  o.epochs = 1;
+  o.batch = 10;
+  o.dropout = 0;
+  o.conv_algorithm = "im2col_gemm";
+  std::vector<std::string> log;
+  ops::ReleaseConvCaches<cpu>();
+  ops::SetConvLog([&](const std::string& line) { log.push_back(line); });
+  {
+    QuietStdout quiet;
+    NoSync one_process;
+    Train<cpu>(o, d, 20, stream.s, &one_process, [](const EpochRecord&) {});
+  }
+  // conv1 (1 channel; its data gradient is never asked for) and conv2: five passes.
+  size_t forced = 0;
+  for (const std::string& line : log) {
+    INFO(line);
+    CHECK(line.find("-> im2col_gemm (forced by ConvolutionParam::algorithm)") != std::string::npos);
+    forced += line.find("forced") != std::string::npos;
+  }
+  CHECK(forced == 5);
+  o.conv_algorithm = "no_such_algorithm";
+  {
+    QuietStdout quiet;
+    NoSync one_process;
+    CHECK_THROWS_WITH(Train<cpu>(o, d, 20, stream.s, &one_process, [](const EpochRecord&) {}),
+                      Contains("algorithm \"no_such_algorithm\" is not registered"));
+  }
+  ops::SetConvLog(nullptr);
+  ops::ReleaseConvCaches<cpu>();
 }
 
 TEST_CASE("Shard: the ranks split every global batch into disjoint, near-equal shares", "[cpu][trainer]") {

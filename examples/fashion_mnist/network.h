@@ -50,6 +50,7 @@ struct NetConfig {
   double dropout = 0.5;
   uint64_t seed = 42;
   uint64_t dropout_sequence = 0;  // Philox sequence of the dropout masks: one per rank, so ranks drop differently
+  std::string conv_algorithm;     // forced on both convolutions; empty: the library's choice
 };
 
 // One learnable tensor: its place in the arenas (ParameterArenas); views give it its shape.
@@ -124,6 +125,7 @@ class ConvNet {
     conv1_.num_filter = kC1;
     conv1_.padding = ops::ConvPadding::kSame;
     conv1_.no_bias = cfg.batch_norm;  // batch norm's beta takes the bias's place
+    conv1_.algorithm = cfg.conv_algorithm;
     conv2_ = conv1_;
     conv2_.num_filter = kC2;
     pool_.kernel = {2, 2};

@@ -47,6 +47,7 @@ struct Options {
   bool batch_norm = false;
   bool augment = false;       // mirror a random half of the training images left to right each epoch
   bool profile = false;       // print the time per layer and phase after training
+  std::string conv_algorithm;  // forced on both convolutions (ConvolutionParam::algorithm); empty: the library's choice
   unsigned long long seed = 42;
   std::string data_dir;       // empty: $FASHION_MNIST_DIR, then the Debian package's directory
   std::string log_file;       // empty: no log; .json -> JSON, anything else -> CSV
@@ -81,6 +82,9 @@ inline const char* Usage() {
          "                   gradients averaged over NCCL; --batch is per GPU, so the global batch is N times\n"
          "                   it (default 1; needs the CUDA build with NCCL)\n"
          "  --profile        after training, print the time each layer's forward and backward took\n"
+         "  --conv-algorithm NAME\n"
+         "                   force this convolution algorithm on both convolutions (e.g. im2col_gemm; default:\n"
+         "                   the library's choice per layer and pass)\n"
          "  --seed N         random seed for initialisation, shuffling and dropout (default 42)\n"
          "  --log FILE       per-epoch log with the run's settings, JSON when FILE ends in .json, CSV\n"
          "                   otherwise\n"
@@ -184,6 +188,10 @@ inline Options ParseOptions(int argc, char** argv) {
       o.gpus = static_cast<int>(ParseInteger(flag, next(), 1, 64));
     } else if (flag == "--seed") {
       o.seed = static_cast<unsigned long long>(ParseInteger(flag, next(), 0, 1LL << 62));
+    } else if (flag == "--conv-algorithm") {
+      o.conv_algorithm = next();
+      // Empty would mean "not given": the library's choice.
+      if (o.conv_algorithm.empty()) throw OptionsError("--conv-algorithm wants an algorithm's name, got ''");
     } else if (flag == "--data") {
       o.data_dir = next();
       // Empty would mean "not given" and fall back to $FASHION_MNIST_DIR or the default directory.
@@ -249,6 +257,7 @@ inline std::vector<std::pair<std::string, std::string>> SettingsOf(const Options
           {"augment", flag(o.augment)},
           {"threads", o.threads > 0 ? std::to_string(o.threads) : "default"},
           {"gpus", std::to_string(o.gpus)},
+          {"conv_algorithm", o.conv_algorithm.empty() ? "default" : o.conv_algorithm},
           {"seed", std::to_string(o.seed)}};
 }
 

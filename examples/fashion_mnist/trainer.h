@@ -192,6 +192,7 @@ void TrainIn(const Options& o, const Dataset& data, int64_t train_count, Stream<
   cfg.batch_norm = o.batch_norm;
   cfg.dropout = o.dropout;
   cfg.seed = o.seed;
+  cfg.conv_algorithm = o.conv_algorithm;
   cfg.dropout_sequence = static_cast<uint64_t>(sync->rank());
   ConvNet<Device, DType> net(cfg, s);
   sync->BroadcastParameters(net.MasterWeights());
