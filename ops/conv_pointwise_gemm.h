@@ -20,11 +20,17 @@
 // is spread back onto the input's grid, zeros at the pixels the kernel skips (ScatterPixels, col2im). That is one
 // gemm for cuBLAS or OpenBLAS where an implicit GEMM walks the whole input's geometry, and for
 // channels-first data transposes of a quarter of the input where the implicit GEMM stages all of it.
+//
+// On the GPU a channels-last forward with one group takes the convolution's epilogue (bias, residual,
+// relu) into the gemm's store (ops/gemm_epilogue.h, cuBLASLt), where the operator would otherwise run
+// it as a pass over the output: one product of N x P rows, K columns, the bias along K.
 #pragma once
+#include <cstdint>
 #include <type_traits>
 #include <tensorexpr/gemm.h>
 #include <tensorexpr/patch.h>
 #include <tensorexpr/ops/conv_algorithm.h>
+#include "gemm_epilogue.h"
 
 namespace tensorexpr {
 namespace ops {
@@ -105,6 +111,27 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
     if (pr.geom.channels_last) return filter >= double(1 << 19);
     return filter < double(1 << 21) || StagedElems(GatheredProblem(pr)) != 0;
   }
+  // The whole form on the GPU for channels-last data in one group (a strided kernel's on its gathered
+  // pixels), in float, half and bf16, where cuBLASLt has a kernel for the product: written, or added
+  // without a residual or relu (C is the output then). The bias must start on a 16-byte boundary.
+  bool FusesEpilogue(const ConvProblem& pr, const ConvEpilogue<DType>& ep, ReqStore store) const override {
+    if constexpr (kGpuEpilogue) {
+      const ConvGeometry& g = pr.geom;
+      if (!g.channels_last || g.G != 1 || !CanImplement(pr, ConvPass::kForward).ok) return false;
+      if (store.add && (ep.residual != nullptr || ep.activation != ConvActivation::kIdentity)) return false;
+      auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+      if (ep.bias != nullptr && !aligned(ep.bias)) return false;
+      // Every operand at least as aligned as asked (its element where not 16 bytes): a kernel for that
+      // serves the call's actual pointers.
+      const bool vectors = pr.vector_aligned && (ep.residual == nullptr || aligned(ep.residual));
+      const int alignment = vectors ? 16 : int(sizeof(DType));
+      const DType output{};  // (the query reads no pointer: any output stands for the one a run adds into)
+      return GpuGemmEpilogueSupported(FusedForwardCall(pointwise::IsStrided(g) ? pointwise::Gathered(g) : g, {}),
+                                      StoreEpilogue(ep, store, &output), pr.math == ConvMath::kTF32, alignment);
+    } else {
+      return false;
+    }
+  }
   size_t WorkspaceBytes(const ConvProblem& pr, const ConvStores& st) const override {
     if (!pointwise::IsStrided(pr.geom)) return sizeof(DType) * static_cast<size_t>(StagedElems(pr));
     if (!st.out.active && !st.weight_grad.active && !st.data_grad.active) return 0;
@@ -137,7 +164,15 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
     const ConvGeometry& g = pr.geom;
     const index_t P = g.OutSize(), Kg = g.Kg(), Cg = g.Cg();
     if (g.channels_last) {
-      RunChannelsLast(g, t, st, s);
+      ConvStores rest = st;
+      if constexpr (kGpuEpilogue) {
+        if (t.epilogue.active && st.out.active) {
+          GpuGemmWithEpilogue(s, FusedForwardCall(g, t), StoreEpilogue(t.epilogue, st.out, t.out),
+                              pr.math == ConvMath::kTF32);
+          rest.out = ReqStore{};
+        }
+      }
+      RunChannelsLast(g, t, rest, s);
       return;
     }
     if (StagedElems(pr) != 0) {
@@ -159,6 +194,25 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
   }
 
  private:
+  static constexpr bool kGpuEpilogue = std::is_same<Device, gpu>::value && !std::is_same<DType, double>::value;
+
+  // The channels-last forward of one group as one product: y (N P, K) = x (N P, C) . W (K, C)^T, the
+  // bias along y's rows, i.e. along the rows of the column-major result (K x N P) that the call computes.
+  static expr::GemmCall<DType> FusedForwardCall(const ConvGeometry& g, const ConvTensors<DType>& t) {
+    const index_t rows = g.N * g.OutSize();
+    return expr::RowMajorGemm(expr::RowMajorMatrix<DType>{const_cast<DType*>(t.data), rows, g.C, g.C}, false,
+                              expr::RowMajorMatrix<DType>{const_cast<DType*>(t.weight), g.K, g.C, g.C}, true,
+                              expr::RowMajorMatrix<DType>{t.out, rows, g.K, g.K});
+  }
+  // The epilogue as the gemm's store applies it: the residual as its C, or the output itself when adding.
+  static GemmEpilogue<DType> StoreEpilogue(const ConvEpilogue<DType>& ep, ReqStore store, const DType* out) {
+    GemmEpilogue<DType> e;
+    e.relu = ep.activation == ConvActivation::kRelu;
+    e.bias = ep.bias;
+    e.c = store.add ? out : ep.residual;
+    return e;
+  }
+
   // pointwise::StagedElems on the GPU; the CPU runs per image (OpenBLAS's per-image products measured
   // near its peak on narrow images too).
   static index_t StagedElems(const ConvProblem& pr) {

@@ -254,13 +254,15 @@ std::vector<Conv2d> StagedShapes() {
 }
 
 
-// The fused forward epilogue act(conv + bias + residual) (ops::ConvEpilogue) through the CUTLASS kernels'
-// store, with every req and each part on or off: the result is checked against float64 when the entry
-// point says it fused, and the output is checked untouched when it says it did not. Half problems the
-// kernels take as they are must fuse the whole form when it writes; the plain forward with a bias and the expression
-// API must give the same values whichever way they run.
+// The fused forward epilogue act(conv + bias + residual) (ops::ConvEpilogue) through `algorithm`'s store
+// (the CUTLASS kernels', or pointwise_gemm's cuBLASLt gemm), with every req and each part on or off: the
+// result is checked against float64 when the entry point says it fused, and the output is checked
+// untouched when it says it did not. Half problems the CUTLASS kernels take as they are must fuse the whole
+// form when it writes; pointwise_gemm must fuse every channels-last problem on 8-aligned channels in every
+// dtype, written, and added without residual or relu. The plain forward with a bias and the expression API
+// must give the same values whichever way they run.
 template <typename DType>
-void CheckFusedEpilogue(const Conv2d& c, Stream<gpu>* stream, double tol) {
+void CheckFusedEpilogue(const Conv2d& c, Stream<gpu>* stream, double tol, const char* algorithm = kCutlass) {
   const bool first = c.layout == ops::Layout::kNCHW;
   TensorContainer<cpu, 4, DType> xh(Shape4(c.N, c.H, c.W, c.C)), wh(Shape4(c.K, c.R, c.S, c.C)),
       rh(Shape4(c.N, c.P(), c.Q(), c.K)), oh(rh.shape_);
@@ -274,10 +276,11 @@ void CheckFusedEpilogue(const Conv2d& c, Stream<gpu>* stream, double tol) {
   TensorContainer<gpu, 1, DType> bias(Shape1(c.K));
   bias.set_stream(stream);
   Copy(bias.view(), bh.view(), stream);
-  const ops::ConvolutionParam param = c.Param(kCutlass);
-  INFO("N " << c.N << " H " << c.H << " W " << c.W << " C " << c.C << " K " << c.K << " kernel " << c.R << "x" << c.S
-            << " stride " << c.stride << " " << ops::LayoutName(c.layout) << " dtype " << DataType<DType>::name()
-            << (UsesTF32(stream) ? " (TF32)" : ""));
+  const ops::ConvolutionParam param = c.Param(algorithm);
+  const bool cutlass = std::string(algorithm) == kCutlass;
+  INFO(algorithm << ": N " << c.N << " H " << c.H << " W " << c.W << " C " << c.C << " K " << c.K << " kernel " << c.R
+                 << "x" << c.S << " stride " << c.stride << " " << ops::LayoutName(c.layout) << " dtype "
+                 << DataType<DType>::name() << (UsesTF32(stream) ? " (TF32)" : ""));
   auto expected = [&](bool relu, bool with_bias, bool with_residual, bool add) {
     std::vector<double> e(ref.y.size());
     for (size_t i = 0; i < e.size(); ++i) {
@@ -300,8 +303,11 @@ void CheckFusedEpilogue(const Conv2d& c, Stream<gpu>* stream, double tol) {
         e.residual = with_residual ? r.dptr_ : nullptr;
         const bool fused = ops::ConvolutionForwardFused(param, x.view(), w.view(), e, req, out.view());
         // (C = 8 is the stem's fixed-channels kernel, which has no fused form: that epilogue is a pass.)
-        const bool whole_form = std::is_same<DType, half_t>::value && !first && c.C % 8 == 0 && c.C != 8 && c.K % 8 == 0;
-        if (whole_form && req == kWriteTo) CHECK(fused);
+        const bool whole_form = cutlass ? std::is_same<DType, half_t>::value && !first && c.C % 8 == 0 && c.C != 8 &&
+                                              c.K % 8 == 0
+                                        : !first && c.C % 8 == 0 && c.K % 8 == 0;
+        const bool form_fuses = req == kWriteTo || (!cutlass && !relu && !with_residual);
+        if (whole_form && form_fuses) CHECK(fused);
         CheckAgainst(fused ? "fused" : "untouched", out.view(), c.layout,
                      fused ? expected(relu, true, with_residual, req == kAddTo) : out0, 1.0, tol);
       }
@@ -512,6 +518,44 @@ TEST_CASE("CUTLASS fused epilogue: bias, residual and relu in the kernels' store
     s->set_tf32(false);
     if (FloatKernelsCompiled(shapes[0], s)) CheckFusedEpilogue<float>(shapes[0], s, 1e-5);
   }
+  DeleteStream(s);
+}
+
+// pointwise_gemm's fused epilogue (cuBLASLt) on 1x1 layers, forced by name: 8-aligned channels, odd ones,
+// a strided kernel (on its gathered pixels), channels first (not fused: the operator's pass), in half,
+// bf16, TF32 and strict fp32. A bias that does not start on a 16-byte boundary is not fused.
+TEST_CASE("pointwise_gemm fused epilogue: bias, residual and relu in the cuBLASLt gemm's store, every req",
+          "[gpu][conv][epilogue]") {
+  if (!te_test::HaveGPU()) {
+    WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");
+    return;
+  }
+  constexpr const char* kPointwise = "pointwise_gemm";
+  Stream<gpu>* s = NewStream<gpu>(false);
+  std::vector<Conv2d> shapes = {{2, 5, 7, 16, 24, 1, 1}, {3, 4, 4, 3, 5, 1, 1}, {2, 9, 8, 8, 16, 1, 1}, {2, 5, 5, 8, 8, 1, 1}};
+  shapes[2].stride = 2;
+  shapes[3].layout = ops::Layout::kNCHW;
+  for (const Conv2d& c : shapes) {
+    CheckFusedEpilogue<half_t>(c, s, 1e-2, kPointwise);
+    CheckFusedEpilogue<bf16_t>(c, s, 2e-2, kPointwise);
+    s->set_tf32(true);
+    CheckFusedEpilogue<float>(c, s, 2e-3, kPointwise);
+    s->set_tf32(false);
+    CheckFusedEpilogue<float>(c, s, 1e-5, kPointwise);
+  }
+  // A bias one element past a 16-byte boundary: the gemm's store cannot take it, nothing is run.
+  const Conv2d c = shapes[0];
+  TensorContainer<gpu, 4, half_t> x(Shape4(c.N, c.H, c.W, c.C)), w(Shape4(c.K, 1, 1, c.C)), out(Shape4(c.N, c.P(), c.Q(), c.K));
+  TensorContainer<gpu, 1, half_t> bias(Shape1(c.K + 1));
+  for (auto* t : {&x, &w, &out}) t->set_stream(s);
+  bias.set_stream(s);
+  ops::ConvEpilogue<half_t> e;
+  e.active = true;
+  e.bias = bias.dptr_ + 1;
+  CHECK_FALSE(ops::ConvolutionForwardFused(c.Param(kPointwise), x.view(), w.view(), e, kWriteTo, out.view()));
+  e.bias = bias.dptr_;
+  CHECK(ops::ConvolutionForwardFused(c.Param(kPointwise), x.view(), w.view(), e, kWriteTo, out.view()));
+  s->Wait();
   DeleteStream(s);
 }
 
