@@ -77,6 +77,14 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     // Run stages the inputs once, for the plain kernel's shape: an epilogue kernel must run on it.
     if (plain.kernel == nullptr || plain.fold != p.fold || plain.shape.C != p.shape.C || plain.shape.K != p.shape.K)
       return false;
+    // Only the plain kernel's own tile with another store: where the plain choice is Hopper's kernel or
+    // another tile (FpropPreference, or TF32's one fused tile on 64 filters), it and a pass over the
+    // output were faster (conv_bench --epilogue --dtype tf32 --layout nhwc, H200: the 3x3 layer at 7 x 7
+    // took 0.106 ms fused on Ampere's tile against 0.059 on Hopper's; at 56 x 56 with 64 filters 0.089
+    // fused against 0.067 plain, where the pass over its output costs about 0.015).
+    if (plain.kernel->sm != p.kernel->sm || plain.kernel->tile_m != p.kernel->tile_m ||
+        plain.kernel->tile_n != p.kernel->tile_n)
+      return false;
     auto aligned = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
     if (ep.bias != nullptr && (p.shape.K != pr.geom.K || !aligned(ep.bias))) return false;
     const bool out_staged = Staged(pr, p, Role::kOutput);
