@@ -22,20 +22,7 @@ namespace {
 // stream-ordered pool, which keeps it for the next call.
 constexpr uint64_t kMaxWorkspaceBytes = uint64_t(32) << 20;
 
-template <typename DType>
-struct LtType;
-template <>
-struct LtType<float> {
-  static constexpr cudaDataType_t kValue = CUDA_R_32F;
-};
-template <>
-struct LtType<half_t> {
-  static constexpr cudaDataType_t kValue = CUDA_R_16F;
-};
-template <>
-struct LtType<bf16_t> {
-  static constexpr cudaDataType_t kValue = CUDA_R_16BF;
-};
+using cuda_blas::CudaDataType;
 
 // The process's cuBLASLt context for the current device (never destroyed: streams may outlive static
 // teardown, as with the workspaces).
@@ -80,14 +67,14 @@ const LtPlan& PlanFor(const expr::GemmCall<DType>& g, const GemmEpilogue<DType>&
                       int align_b, int align_c, int align_d) {
   const int device = cuda::CurrentDevice();
   tf32 = tf32 && std::is_same<DType, float>::value;
-  const PlanKey key{device,         int(LtType<DType>::kValue), tf32, g.trans_a, g.trans_b, g.m, g.n, g.k, g.lda,
+  const PlanKey key{device,         int(CudaDataType<DType>::kValue), tf32, g.trans_a, g.trans_b, g.m, g.n, g.k, g.lda,
                     g.ldb,          g.ldc,                      e.relu, e.bias != nullptr, e.c != nullptr, align_a,
                     align_b,        align_c,                    align_d};
   thread_local std::map<PlanKey, std::unique_ptr<LtPlan>> plans;
   std::unique_ptr<LtPlan>& slot = plans[key];
   if (slot != nullptr) return *slot;
   auto plan = std::make_unique<LtPlan>();
-  const cudaDataType_t type = LtType<DType>::kValue;
+  const cudaDataType_t type = CudaDataType<DType>::kValue;
   const cublasComputeType_t compute = tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   TE_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan->op, compute, CUDA_R_32F));
   const cublasOperation_t ta = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;

@@ -22,8 +22,13 @@
 namespace tensorexpr {
 namespace cuda_blas {
 
+// The CUDA library type of an element type (cuBLAS's Ex calls, cuBLASLt's layouts).
 template <typename DType>
 struct CudaDataType;
+template <>
+struct CudaDataType<float> {
+  static constexpr cudaDataType_t kValue = CUDA_R_32F;
+};
 template <>
 struct CudaDataType<half_t> {
   static constexpr cudaDataType_t kValue = CUDA_R_16F;
