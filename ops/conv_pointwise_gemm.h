@@ -126,8 +126,13 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
       const bool vectors = pr.vector_aligned && (ep.residual == nullptr || aligned(ep.residual));
       const int alignment = vectors ? 16 : int(sizeof(DType));
       const DType output{};  // (the query reads no pointer: any output stands for the one a run adds into)
-      return GpuGemmEpilogueSupported(FusedForwardCall(pointwise::IsStrided(g) ? pointwise::Gathered(g) : g, {}),
-                                      StoreEpilogue(ep, store, &output), pr.math == ConvMath::kTF32, alignment);
+      try {
+        return GpuGemmEpilogueSupported(FusedForwardCall(pointwise::IsStrided(g) ? pointwise::Gathered(g) : g, {}),
+                                        StoreEpilogue(ep, store, &output), pr.math == ConvMath::kTF32, alignment,
+                                        pr.workspace_limit);
+      } catch (const Error&) {
+        return false;  // cuBLASLt could not be set up: the plain gemm and a pass still can run
+      }
     } else {
       return false;
     }
@@ -167,8 +172,9 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
       ConvStores rest = st;
       if constexpr (kGpuEpilogue) {
         if (t.epilogue.active && st.out.active) {
+          TE_CHECK(g.G == 1, "pointwise_gemm: an epilogue fuses into one group's product only, not ", g.G);
           GpuGemmWithEpilogue(s, FusedForwardCall(g, t), StoreEpilogue(t.epilogue, st.out, t.out),
-                              pr.math == ConvMath::kTF32);
+                              pr.math == ConvMath::kTF32, pr.workspace_limit);
           rest.out = ReqStore{};
         }
       }
@@ -194,7 +200,10 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
   }
 
  private:
-  static constexpr bool kGpuEpilogue = std::is_same<Device, gpu>::value && !std::is_same<DType, double>::value;
+  // The dtypes ops/cuda/gemm_epilogue.cu is compiled for.
+  static constexpr bool kGpuEpilogue =
+      std::is_same<Device, gpu>::value && (std::is_same<DType, float>::value || std::is_same<DType, half_t>::value ||
+                                           std::is_same<DType, bf16_t>::value);
 
   // The channels-last forward of one group as one product: y (N P, K) = x (N P, C) . W (K, C)^T, the
   // bias along y's rows, i.e. along the rows of the column-major result (K x N P) that the call computes.

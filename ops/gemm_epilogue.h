@@ -18,15 +18,18 @@ struct GemmEpilogue {
   const DType* c = nullptr;     // m x n with D's leading dimension; null: none
 };
 
-// Whether the GPU has a kernel for g's sizes and layouts with e's form when every operand is `alignment`
-// bytes aligned (g's pointers are not read). A kernel found for an alignment serves any larger one.
-// tf32: float products on TF32 tensor cores (else strict fp32).
+// Whether the GPU has a kernel for g's sizes and layouts with e's form, every operand `alignment` bytes
+// aligned (16, or the element's size; g's pointers are not read) and at most `workspace_limit` bytes of
+// workspace. tf32: float products on TF32 tensor cores (else strict fp32).
 template <typename DType>
-bool GpuGemmEpilogueSupported(const expr::GemmCall<DType>& g, const GemmEpilogue<DType>& e, bool tf32,
-                              int alignment);
-// D = act(op(A) op(B) + C + bias) on stream s; an Error when no kernel fits (GpuGemmEpilogueSupported).
+bool GpuGemmEpilogueSupported(const expr::GemmCall<DType>& g, const GemmEpilogue<DType>& e, bool tf32, int alignment,
+                              size_t workspace_limit);
+// D = act(op(A) op(B) + C + bias) on stream s with the kernel GpuGemmEpilogueSupported found for the
+// same arguments (alignment 16 when every operand is 16-byte aligned, else the element's size: the kernel
+// does not depend on where the allocator put the tensors); an Error when there is none.
 template <typename DType>
-void GpuGemmWithEpilogue(Stream<gpu>* s, const expr::GemmCall<DType>& g, const GemmEpilogue<DType>& e, bool tf32);
+void GpuGemmWithEpilogue(Stream<gpu>* s, const expr::GemmCall<DType>& g, const GemmEpilogue<DType>& e, bool tf32,
+                         size_t workspace_limit);
 
 }  // namespace ops
 }  // namespace tensorexpr

@@ -6,6 +6,7 @@
 // whole gemm. Reductions of split kernels are kept in fp32 (never in the 16-bit output type), as the
 // library's cuBLAS handles do (CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION).
 #include <cublasLt.h>
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -18,9 +19,9 @@ namespace tensorexpr {
 namespace ops {
 namespace {
 
-// Workspace a kernel may ask for (split reductions): cuBLAS's own default on Hopper. Taken from the
-// stream-ordered pool, which keeps it for the next call.
-constexpr uint64_t kMaxWorkspaceBytes = uint64_t(32) << 20;
+// Workspace a kernel may ask for (split reductions), within the caller's limit: cuBLAS's own default on
+// Hopper. Taken from the stream-ordered pool, which keeps it for the next call.
+constexpr size_t kMaxWorkspaceBytes = size_t(32) << 20;
 
 using cuda_blas::CudaDataType;
 
@@ -35,13 +36,7 @@ cublasLtHandle_t LtHandle(int device) {
   return h;
 }
 
-// The largest power of two up to 256 that divides the address.
-int AlignmentOf(const void* p) {
-  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-  int align = 1;
-  while (align < 256 && a % uintptr_t(align * 2) == 0) align *= 2;
-  return align;
-}
+bool Aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // The descriptors of one problem and the heuristic's kernel for it (found = false: none).
 struct LtPlan {
@@ -59,17 +54,26 @@ struct LtPlan {
   }
 };
 
+// A preference object, destroyed however the heuristic's call ends.
+struct Preference {
+  cublasLtMatmulPreference_t p = nullptr;
+  Preference() { TE_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&p)); }
+  ~Preference() { cublasLtMatmulPreferenceDestroy(p); }
+  Preference(const Preference&) = delete;
+  Preference& operator=(const Preference&) = delete;
+};
+
 using PlanKey = std::tuple<int, int, bool, bool, bool, index_t, index_t, index_t, index_t, index_t, index_t, bool, bool,
-                           bool, int, int, int, int>;
+                           bool, int, size_t>;
 
 template <typename DType>
-const LtPlan& PlanFor(const expr::GemmCall<DType>& g, const GemmEpilogue<DType>& e, bool tf32, int align_a,
-                      int align_b, int align_c, int align_d) {
+const LtPlan& PlanFor(const expr::GemmCall<DType>& g, const GemmEpilogue<DType>& e, bool tf32, int alignment,
+                      size_t workspace_limit) {
   const int device = cuda::CurrentDevice();
   tf32 = tf32 && std::is_same<DType, float>::value;
-  const PlanKey key{device,         int(CudaDataType<DType>::kValue), tf32, g.trans_a, g.trans_b, g.m, g.n, g.k, g.lda,
-                    g.ldb,          g.ldc,                      e.relu, e.bias != nullptr, e.c != nullptr, align_a,
-                    align_b,        align_c,                    align_d};
+  const size_t workspace_bytes = std::min(workspace_limit, kMaxWorkspaceBytes);
+  const PlanKey key{device, int(CudaDataType<DType>::kValue), tf32, g.trans_a, g.trans_b, g.m, g.n, g.k, g.lda, g.ldb,
+                    g.ldc, e.relu, e.bias != nullptr, e.c != nullptr, alignment, workspace_bytes};
   thread_local std::map<PlanKey, std::unique_ptr<LtPlan>> plans;
   std::unique_ptr<LtPlan>& slot = plans[key];
   if (slot != nullptr) return *slot;
@@ -89,30 +93,24 @@ const LtPlan& PlanFor(const expr::GemmCall<DType>& g, const GemmEpilogue<DType>&
   TE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->b, type, uint64_t(g.trans_b ? g.n : g.k),
                                              uint64_t(g.trans_b ? g.k : g.n), int64_t(g.ldb)));
   TE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->d, type, uint64_t(g.m), uint64_t(g.n), int64_t(g.ldc)));
-  cublasLtMatmulPreference_t pref = nullptr;
-  TE_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-  const uint64_t workspace = kMaxWorkspaceBytes;
-  const uint32_t reduction = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
-  const uint32_t aligns[4] = {uint32_t(align_a), uint32_t(align_b), uint32_t(align_c), uint32_t(align_d)};
-  const cublasLtMatmulPreferenceAttributes_t align_attrs[4] = {
-      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
-  cublasStatus_t st =
-      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace));
-  if (st == CUBLAS_STATUS_SUCCESS)
-    st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reduction,
-                                              sizeof(reduction));
-  for (int i = 0; i < 4 && st == CUBLAS_STATUS_SUCCESS; ++i)
-    st = cublasLtMatmulPreferenceSetAttribute(pref, align_attrs[i], &aligns[i], sizeof(aligns[i]));
+  const Preference pref;
+  const uint64_t workspace = workspace_bytes;
+  const uint32_t reduction = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE, align = uint32_t(alignment);
+  TE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.p, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+                                                       sizeof(workspace)));
+  TE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.p, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reduction,
+                                                       sizeof(reduction)));
+  for (cublasLtMatmulPreferenceAttributes_t attr :
+       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+    TE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.p, attr, &align, sizeof(align)));
   int returned = 0;
   // C's layout is D's (C is D's shape with D's leading dimension).
-  if (st == CUBLAS_STATUS_SUCCESS)
-    st = cublasLtMatmulAlgoGetHeuristic(LtHandle(device), plan->op, plan->a, plan->b, plan->d, plan->d, pref, 1,
-                                        &plan->kernel, &returned);
-  cublasLtMatmulPreferenceDestroy(pref);
+  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(LtHandle(device), plan->op, plan->a, plan->b, plan->d,
+                                                           plan->d, pref.p, 1, &plan->kernel, &returned);
   // No kernel is an answer (NOT_SUPPORTED), not an error.
   if (st != CUBLAS_STATUS_NOT_SUPPORTED) TE_CUBLAS_CHECK(st);
-  plan->found = st == CUBLAS_STATUS_SUCCESS && returned > 0;
+  plan->found = st == CUBLAS_STATUS_SUCCESS && returned > 0 && plan->kernel.state == CUBLAS_STATUS_SUCCESS;
   slot = std::move(plan);
   return *slot;
 }
@@ -120,18 +118,21 @@ const LtPlan& PlanFor(const expr::GemmCall<DType>& g, const GemmEpilogue<DType>&
 }  // namespace
 
 template <typename DType>
-bool GpuGemmEpilogueSupported(const expr::GemmCall<DType>& g, const GemmEpilogue<DType>& e, bool tf32, int alignment) {
+bool GpuGemmEpilogueSupported(const expr::GemmCall<DType>& g, const GemmEpilogue<DType>& e, bool tf32, int alignment,
+                              size_t workspace_limit) {
   if (g.batch != 1 || g.m <= 0 || g.n <= 0 || g.k <= 0) return false;
-  return PlanFor(g, e, tf32, alignment, alignment, alignment, alignment).found;
+  return PlanFor(g, e, tf32, alignment, workspace_limit).found;
 }
 
 template <typename DType>
-void GpuGemmWithEpilogue(Stream<gpu>* s, const expr::GemmCall<DType>& g, const GemmEpilogue<DType>& e, bool tf32) {
+void GpuGemmWithEpilogue(Stream<gpu>* s, const expr::GemmCall<DType>& g, const GemmEpilogue<DType>& e, bool tf32,
+                         size_t workspace_limit) {
   TE_CHECK(g.batch == 1 && g.m > 0 && g.n > 0 && g.k > 0, "gemm with epilogue: one product of positive sizes, not ",
            g.batch, " of ", g.m, " x ", g.n, " x ", g.k);
-  TE_CHECK(e.bias == nullptr || AlignmentOf(e.bias) >= 16, "gemm with epilogue: the bias must start on a 16-byte boundary");
+  TE_CHECK(e.bias == nullptr || Aligned16(e.bias), "gemm with epilogue: the bias must start on a 16-byte boundary");
   const void* c = e.c != nullptr ? static_cast<const void*>(e.c) : static_cast<const void*>(g.c);
-  const LtPlan& plan = PlanFor(g, e, tf32, AlignmentOf(g.a), AlignmentOf(g.b), AlignmentOf(c), AlignmentOf(g.c));
+  const bool vectors = Aligned16(g.a) && Aligned16(g.b) && Aligned16(c) && Aligned16(g.c);
+  const LtPlan& plan = PlanFor(g, e, tf32, vectors ? 16 : int(sizeof(DType)), workspace_limit);
   TE_CHECK(plan.found, "gemm with epilogue: cuBLASLt has no kernel for ", g.m, " x ", g.n, " x ", g.k, " in ",
            DataType<DType>::name(), " with this epilogue");
   const void* bias = e.bias;
@@ -146,8 +147,10 @@ void GpuGemmWithEpilogue(Stream<gpu>* s, const expr::GemmCall<DType>& g, const G
 }
 
 #define TE_GEMM_EPILOGUE_INSTANCES(DType)                                                                         \
-  template bool GpuGemmEpilogueSupported<DType>(const expr::GemmCall<DType>&, const GemmEpilogue<DType>&, bool, int); \
-  template void GpuGemmWithEpilogue<DType>(Stream<gpu>*, const expr::GemmCall<DType>&, const GemmEpilogue<DType>&, bool);
+  template bool GpuGemmEpilogueSupported<DType>(const expr::GemmCall<DType>&, const GemmEpilogue<DType>&, bool, int,  \
+                                                 size_t);                                                              \
+  template void GpuGemmWithEpilogue<DType>(Stream<gpu>*, const expr::GemmCall<DType>&, const GemmEpilogue<DType>&, bool, \
+                                           size_t);
 TE_GEMM_EPILOGUE_INSTANCES(float)
 TE_GEMM_EPILOGUE_INSTANCES(half_t)
 TE_GEMM_EPILOGUE_INSTANCES(bf16_t)

@@ -291,26 +291,41 @@ void CheckFusedEpilogue(const Conv2d& c, Stream<gpu>* stream, double tol, const 
     }
     return e;
   };
+  // (C = 8 is the stem's fixed-channels kernel, which has no fused form: that epilogue is a pass.)
+  const bool whole_form = cutlass ? std::is_same<DType, half_t>::value && !first && c.C % 8 == 0 && c.C != 8 &&
+                                        c.K % 8 == 0
+                                  : !first && c.C % 8 == 0 && c.K % 8 == 0;
   for (const bool relu : {false, true})
-    for (const bool with_residual : {false, true})
-      for (const OpReqType req : {kWriteTo, kAddTo}) {
-        INFO((relu ? "relu" : "identity") << (with_residual ? " with residual" : "") << " req " << OpReqName(req));
-        Copy(out.view(), upload(oh).view(), stream);
-        ops::ConvEpilogue<DType> e;
-        e.active = true;
-        e.activation = relu ? ops::ConvActivation::kRelu : ops::ConvActivation::kIdentity;
-        e.bias = bias.dptr_;
-        e.residual = with_residual ? r.dptr_ : nullptr;
-        const bool fused = ops::ConvolutionForwardFused(param, x.view(), w.view(), e, req, out.view());
-        // (C = 8 is the stem's fixed-channels kernel, which has no fused form: that epilogue is a pass.)
-        const bool whole_form = cutlass ? std::is_same<DType, half_t>::value && !first && c.C % 8 == 0 && c.C != 8 &&
-                                              c.K % 8 == 0
-                                        : !first && c.C % 8 == 0 && c.K % 8 == 0;
-        const bool form_fuses = req == kWriteTo || (!cutlass && !relu && !with_residual);
-        if (whole_form && form_fuses) CHECK(fused);
-        CheckAgainst(fused ? "fused" : "untouched", out.view(), c.layout,
-                     fused ? expected(relu, true, with_residual, req == kAddTo) : out0, 1.0, tol);
-      }
+    for (const bool with_bias : {true, false})
+      for (const bool with_residual : {false, true})
+        for (const OpReqType req : {kWriteTo, kAddTo}) {
+          INFO((relu ? "relu" : "identity") << (with_bias ? " with bias" : "") << (with_residual ? " with residual" : "")
+                                            << " req " << OpReqName(req));
+          Copy(out.view(), upload(oh).view(), stream);
+          ops::ConvEpilogue<DType> e;
+          e.active = true;
+          e.activation = relu ? ops::ConvActivation::kRelu : ops::ConvActivation::kIdentity;
+          e.bias = with_bias ? bias.dptr_ : nullptr;
+          e.residual = with_residual ? r.dptr_ : nullptr;
+          const bool fused = ops::ConvolutionForwardFused(param, x.view(), w.view(), e, req, out.view());
+          const bool form_fuses = (req == kWriteTo && (with_bias || !cutlass)) || (!cutlass && !relu && !with_residual);
+          if (whole_form && form_fuses) CHECK(fused);
+          CheckAgainst(fused ? "fused" : "untouched", out.view(), c.layout,
+                       fused ? expected(relu, with_bias, with_residual, req == kAddTo) : out0, 1.0, tol);
+        }
+  {  // The residual is the output itself: read and written in place.
+    Copy(out.view(), upload(oh).view(), stream);
+    ops::ConvEpilogue<DType> e;
+    e.active = true;
+    e.activation = ops::ConvActivation::kRelu;
+    e.bias = bias.dptr_;
+    e.residual = out.dptr_;
+    const bool fused = ops::ConvolutionForwardFused(param, x.view(), w.view(), e, kWriteTo, out.view());
+    if (whole_form && !cutlass) CHECK(fused);
+    std::vector<double> in_place = expected(false, true, false, false);
+    for (size_t i = 0; i < in_place.size(); ++i) in_place[i] = std::max(0.0, in_place[i] + out0[i]);
+    CheckAgainst(fused ? "fused, residual = output" : "untouched", out.view(), c.layout, fused ? in_place : out0, 1.0, tol);
+  }
   // The plain forward with a bias, and the expression API, whichever way they run.
   ops::ConvolutionParam with_bias = param;
   with_bias.no_bias = false;
@@ -532,7 +547,9 @@ TEST_CASE("pointwise_gemm fused epilogue: bias, residual and relu in the cuBLASL
   }
   constexpr const char* kPointwise = "pointwise_gemm";
   Stream<gpu>* s = NewStream<gpu>(false);
-  std::vector<Conv2d> shapes = {{2, 5, 7, 16, 24, 1, 1}, {3, 4, 4, 3, 5, 1, 1}, {2, 9, 8, 8, 16, 1, 1}, {2, 5, 5, 8, 8, 1, 1}};
+  // The last: long enough a reduction (2048) that cuBLASLt may split it.
+  std::vector<Conv2d> shapes = {{2, 5, 7, 16, 24, 1, 1}, {3, 4, 4, 3, 5, 1, 1},   {2, 9, 8, 8, 16, 1, 1},
+                                {2, 5, 5, 8, 8, 1, 1},   {2, 7, 7, 2048, 512, 1, 1}};
   shapes[2].stride = 2;
   shapes[3].layout = ops::Layout::kNCHW;
   for (const Conv2d& c : shapes) {
@@ -555,6 +572,33 @@ TEST_CASE("pointwise_gemm fused epilogue: bias, residual and relu in the cuBLASL
   CHECK_FALSE(ops::ConvolutionForwardFused(c.Param(kPointwise), x.view(), w.view(), e, kWriteTo, out.view()));
   e.bias = bias.dptr_;
   CHECK(ops::ConvolutionForwardFused(c.Param(kPointwise), x.view(), w.view(), e, kWriteTo, out.view()));
+  // Channels first and grouped layers are refused.
+  Conv2d first = c;
+  first.layout = ops::Layout::kNCHW;
+  TensorContainer<gpu, 4, half_t> xf(Shape4(c.N, c.C, c.H, c.W)), wf(Shape4(c.K, c.C, 1, 1)), outf(Shape4(c.N, c.K, c.P(), c.Q()));
+  for (auto* t : {&xf, &wf, &outf}) t->set_stream(s);
+  CHECK_FALSE(ops::ConvolutionForwardFused(first.Param(kPointwise), xf.view(), wf.view(), e, kWriteTo, outf.view()));
+  ops::ConvolutionParam grouped = c.Param(kPointwise);
+  grouped.num_group = 2;
+  TensorContainer<gpu, 4, half_t> wg(Shape4(c.K, 1, 1, c.C / 2));
+  wg.set_stream(s);
+  CHECK_FALSE(ops::ConvolutionForwardFused(grouped, x.view(), wg.view(), e, kWriteTo, out.view()));
+  // An output one element past a 16-byte boundary: the plain forward with a bias, fused or not, is right.
+  HostOperands<half_t> host(c);
+  TensorContainer<cpu, 1, half_t> bh(Shape1(c.K));
+  FillRandom(bh.view());
+  Copy(bias.view().Slice(0, c.K), bh.view(), s);
+  TensorContainer<gpu, 4, half_t> xd = Upload(host.x, false, s), wd = Upload(host.w, false, s);
+  TensorContainer<gpu, 1, half_t> spare(Shape1(out.shape_.Size() + 1));
+  spare.set_stream(s);
+  const Tensor<gpu, 4, half_t> shifted(spare.dptr_ + 1, out.shape_, s);
+  ops::ConvolutionParam with_bias = c.Param(kPointwise);
+  with_bias.no_bias = false;
+  ops::ConvolutionForward(with_bias, xd.view(), wd.view(), bias.view().Slice(0, c.K), kWriteTo, shifted);
+  const Reference ref(c, Values(host.x), Values(host.w), Values(host.dy));
+  std::vector<double> want = ref.y;
+  for (size_t i = 0; i < want.size(); ++i) want[i] += double(static_cast<float>(bh.dptr_[i % size_t(c.K)]));
+  CheckAgainst("output off a 16-byte boundary", shifted, c.layout, want, 1.0, 1e-2);
   s->Wait();
   DeleteStream(s);
 }
