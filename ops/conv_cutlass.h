@@ -70,8 +70,8 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
   bool FusesEpilogue(const ConvProblem& pr, const ConvEpilogue<DType>& ep, ReqStore store) const override {
     const Plan p = Prepare(pr, ConvPass::kForward, nullptr, KernelEpilogue(ep));
     if (p.kernel == nullptr) return false;
-    // A stem's fixed-channels kernel does several times less work than any fused one can (conv_kernel.cuh):
-    // it and a pass over the output are faster.
+    // A stem's fixed-channels kernel does several times less work than any other fused one can
+    // (conv_kernel.cuh): only its own fused forms (the bias as their source) are worth it.
     const Plan plain = Prepare(pr, ConvPass::kForward, nullptr);
     if (plain.kernel != nullptr && plain.kernel->fixed_channels && !p.kernel->fixed_channels) return false;
     // Run stages the inputs once, for the plain kernel's shape: an epilogue kernel must run on it.
@@ -90,6 +90,9 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     auto aligned = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
     if (ep.bias != nullptr && (p.shape.K != pr.geom.K || !aligned(ep.bias))) return false;
     const bool out_staged = Staged(pr, p, Role::kOutput);
+    // The stem's kernels read the bias as their source: no residual, and no output to add onto in place.
+    if (p.kernel->bias_in_source && (ep.bias == nullptr || ep.residual != nullptr || (store.add && !out_staged)))
+      return false;
     if (ep.residual != nullptr && (out_staged || store.add || !aligned(ep.residual))) return false;
     return !store.add || out_staged || ep.activation == ConvActivation::kIdentity;
   }
@@ -134,14 +137,20 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
       switch (pass) {
         case ConvPass::kForward:
           o.a = x, o.b = w, o.bias = t.epilogue.bias;
+          // (The stem's kernels take the bias as a source row: FusesEpilogue left them no residual, and no
+          // output to add onto unless it is staged.)
+          if (p.kernel->bias_in_source) o.bias = nullptr, o.source = t.epilogue.bias, o.source_is_row = true, o.beta = 1.0f;
           if (Staged(pr, p, Role::kOutput)) {
             o.c = at(st.out);
             p.kernel->run(s, o, kernel_ws, cs);
             UnstageActivations(at(st.out), g, g.out, g.K, s.K, ColumnFold(), t.out, OutRowStride(g), stores.out.add,
                                stream);
           } else {
-            o.c = t.out, o.beta = stores.out.beta();
-            if (t.epilogue.residual != nullptr) o.source = t.epilogue.residual, o.beta = 1.0f;
+            o.c = t.out;
+            if (!p.kernel->bias_in_source) {
+              o.beta = stores.out.beta();
+              if (t.epilogue.residual != nullptr) o.source = t.epilogue.residual, o.beta = 1.0f;
+            }
             p.kernel->run(s, o, kernel_ws, cs);
           }
           break;

@@ -16,6 +16,7 @@
 #include <cutlass/epilogue/thread/activation.h>
 #include <cutlass/epilogue/thread/linear_combination.h>
 #include <cutlass/epilogue/thread/linear_combination_bias_elementwise.h>
+#include <cutlass/epilogue/thread/linear_combination_relu.h>
 #include <cutlass/gemm/threadblock/threadblock_swizzle.h>
 #include <cutlass/layout/tensor.h>
 #include <tensorexpr/base.h>
@@ -45,7 +46,8 @@ struct CutlassConv {
 
   // A, B and C of the implicit GEMM (conv_kernels.h), each packed; slices of a split reduction go to
   // consecutive copies of C (CUTLASS's parallel split-K). The bias, where the kernel has one, is one
-  // vector for every row of the output (a row step of 0).
+  // vector for every row of the output (a row step of 0); so is a source that is one row (strides 0: the
+  // epilogue's C iterator steps by the layout's first stride, ConvOutputIteratorParameter).
   static Arguments MakeArguments(const Conv2dShape& s, const ConvOperands& o) {
     using ElementA = typename Operator::ElementA;
     using ElementB = typename Operator::ElementB;
@@ -63,8 +65,9 @@ struct CutlassConv {
     auto* c = static_cast<ElementC*>(o.c);
     auto* source = o.source != nullptr ? static_cast<ElementC*>(const_cast<void*>(o.source)) : c;
     const auto mode = s.split_k > 1 ? cutlass::conv::SplitKMode::kParallel : cutlass::conv::SplitKMode::kSerial;
-    Arguments args(p, {a, LayoutA::packed(extent_a)}, {b, LayoutB::packed(extent_b)},
-                   {source, LayoutC::packed(extent_c)}, {c, LayoutC::packed(extent_c)}, {1.0f, o.beta}, mode);
+    const LayoutC source_layout = o.source_is_row ? LayoutC(typename LayoutC::Stride(0)) : LayoutC::packed(extent_c);
+    Arguments args(p, {a, LayoutA::packed(extent_a)}, {b, LayoutB::packed(extent_b)}, {source, source_layout},
+                   {c, LayoutC::packed(extent_c)}, {1.0f, o.beta}, mode);
     if constexpr (kHasBias) {
       args.ptr_Vector = const_cast<void*>(o.bias);
       args.ldr = 0;
@@ -114,16 +117,18 @@ struct CutlassConv {
   }
 };
 
-// The ConvKernel of `Operator`, with its name and what it needs.
+// The ConvKernel of `Operator`, with its name and what it needs. bias_in_source: a kBias / kBiasRelu
+// kernel whose bias is its source C (ConvKernel::bias_in_source), the operator's epilogue linear.
 template <typename Operator>
 ConvKernel MakeConvKernel(const char* name, Pass pass, Element element, Math math,
-                          Epilogue epilogue = Epilogue::kLinear) {
+                          Epilogue epilogue = Epilogue::kLinear, bool bias_in_source = false) {
   // The weight gradient's kernels write float slices (ConvOperands); the others store the element type.
   const bool float_output = pass == Pass::kWgrad;
   if (float_output && !std::is_same<typename Operator::ElementC, float>::value)
     Fail("CUTLASS kernel ", name, ": a weight-gradient kernel must store float slices");
   using Adapter = CutlassConv<Operator>;
-  if (Adapter::kHasBias != (epilogue != Epilogue::kLinear))
+  if (bias_in_source ? Adapter::kHasBias || epilogue == Epilogue::kLinear || pass != Pass::kFprop
+                     : Adapter::kHasBias != (epilogue != Epilogue::kLinear))
     Fail("CUTLASS kernel ", name, ": the epilogue named does not match the operator's");
   constexpr int alignment_a = Operator::UnderlyingKernel::Mma::IteratorA::AccessType::kElements;
   constexpr int alignment_c = Operator::UnderlyingKernel::Epilogue::OutputTileIterator::kElementsPerAccess;
@@ -133,6 +138,7 @@ ConvKernel MakeConvKernel(const char* name, Pass pass, Element element, Math mat
                     math,
                     epilogue,
                     Operator::kIteratorAlgorithm == cutlass::conv::IteratorAlgorithm::kFixedChannels,
+                    bias_in_source,
                     alignment_a > alignment_c ? alignment_a : alignment_c,
                     float_output,
                     Operator::ThreadblockShape::kM,
@@ -168,7 +174,7 @@ using BiasEpilogue =
                                                                 Act, cutlass::plus<float>, /*StoreT=*/false, E>;
 
 // (CUTLASS's fused-epilogue kernel counts its K steps as the optimized iterators do, so it has no
-// fixed-channels form: conv_cutlass.h leaves the stem's epilogue to a pass of its own.)
+// fixed-channels form: the stem's kernels take the bias as their source instead, AppendFixedChannelsBias.)
 template <typename E, typename Act, typename ThreadblockShape, typename WarpShape, typename InstructionShape,
           int kStages>
 using TensorOpFpropBias =
@@ -220,15 +226,39 @@ void AppendFpropBias16(std::vector<ConvKernel>& kernels, Element element, const 
 // by staging): each K step of the tile packs several filter taps, where the optimized iterators would
 // spend a whole K step per tap on mostly padding. (A 4-half form, 8-byte vectors, did half the MMA work on a
 // 3-channel stem and ran 38% slower: 0.215 against 0.156 ms on ResNet-50's stem, H200, N = 32.)
-template <typename E, typename ThreadblockShape, typename WarpShape, typename InstructionShape, int kStages>
+// OutputOp: the plain linear store, or TensorOpReluEpilogue for the stem's bias + relu.
+template <typename E, typename ThreadblockShape, typename WarpShape, typename InstructionShape, int kStages,
+          typename OutputOp = TensorOpEpilogue<E, E>>
 using TensorOpFpropFixedChannels =
     cutlass::conv::device::ImplicitGemmConvolution<typename cutlass::conv::kernel::DefaultConv2dFprop<
         E, cutlass::layout::TensorNHWC, E, cutlass::layout::TensorNHWC, E, cutlass::layout::TensorNHWC, float,
         cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80, ThreadblockShape, WarpShape, InstructionShape,
-        TensorOpEpilogue<E, E>, cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<4>, kStages,
+        OutputOp, cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<4>, kStages,
         cutlass::arch::OpMultiplyAdd, cutlass::conv::IteratorAlgorithm::kFixedChannels,
         cutlass::conv::StrideSupport::kStrided, 128 / cutlass::sizeof_bits<E>::value,
         128 / cutlass::sizeof_bits<E>::value>::Kernel>;
+
+// relu(acc + beta * C) in float, stored once: with C the bias read as one row (ConvOperands::source_is_row)
+// and beta 1, the stem's bias + relu.
+template <typename E>
+using TensorOpReluEpilogue =
+    cutlass::epilogue::thread::LinearCombinationRelu<E, 128 / cutlass::sizeof_bits<E>::value, float, float>;
+
+// The stem's fused epilogues on the fixed-channels forward of element type E with tile set Tiles, the bias
+// its source: the plain kernel again as kBias (listed in the plain kernel's unit, so it is compiled once),
+// and its relu form as kBiasRelu.
+template <typename E, typename Tiles>
+ConvKernel FixedChannelsBiasKernel(const char* name, Element element) {
+  return MakeConvKernel<TensorOpFpropFixedChannels<E, typename Tiles::NarrowTile, typename Tiles::NarrowWarp,
+                                                   typename Tiles::Mma, 3>>(
+      name, Pass::kFprop, element, Math::kTensorOp, Epilogue::kBias, /*bias_in_source=*/true);
+}
+template <typename E, typename Tiles>
+ConvKernel FixedChannelsBiasReluKernel(const char* name, Element element) {
+  return MakeConvKernel<TensorOpFpropFixedChannels<E, typename Tiles::NarrowTile, typename Tiles::NarrowWarp,
+                                                   typename Tiles::Mma, 3, TensorOpReluEpilogue<E>>>(
+      name, Pass::kFprop, element, Math::kTensorOp, Epilogue::kBiasRelu, /*bias_in_source=*/true);
+}
 
 // Data gradient: kUnity for stride 1 (the faster iterators), kStrided for any stride without dilation.
 template <typename E, typename ThreadblockShape, typename WarpShape, typename InstructionShape, int kStages,

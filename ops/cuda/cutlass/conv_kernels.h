@@ -47,6 +47,7 @@ struct ConvOperands {
   void* c = nullptr;
   float beta = 0.0f;
   const void* source = nullptr;  // read where beta != 0, laid out like C; null: C
+  bool source_is_row = false;    // source is one row of K values read for every output row (a bias through C)
   const void* bias = nullptr;    // K elements for the kBias* epilogues, 16-byte aligned; null: zeros
 };
 
@@ -57,6 +58,8 @@ struct ConvKernel {
   Math math;
   Epilogue epilogue;
   bool fixed_channels;  // its K steps pack several filter taps: inputs of exactly `alignment` channels
+  bool bias_in_source;  // a kBias / kBiasRelu kernel without a bias vector: the bias is its source C, a row
+                        // read for every output row (ConvOperands::source_is_row), so it takes no residual
   int alignment;      // elements per vector access: C and K must be multiples of it
   bool float_output;  // C is float slices of a split reduction (the wgrad kernels)
   int tile_m, tile_n, tile_k;  // the thread block's tile of the implicit GEMM

@@ -11,6 +11,8 @@ void AppendFpropBiasF16Kernels(std::vector<ConvKernel>& kernels) {
                                        "f16_tensorop_fprop_bias_relu_128x128x64_3",
                                        "f16_tensorop_fprop_bias_relu_128x64x64_4"};
   AppendFpropBias16<cutlass::half_t>(kernels, Element::kF16, names);
+  kernels.push_back(FixedChannelsBiasReluKernel<cutlass::half_t, Tiles16>(
+      "f16_tensorop_fprop_fixed_channels_bias_relu_128x64x64_3", Element::kF16));
 }
 
 }  // namespace cutlass_conv

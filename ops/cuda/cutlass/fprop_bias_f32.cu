@@ -18,6 +18,8 @@ void AppendFpropBias32Kernels(std::vector<ConvKernel>& kernels) {
   kernels.push_back(MakeConvKernel<TensorOpFpropBias<float, Relu, Tile, Warp, Mma, 3>>(
       "tf32_tensorop_fprop_bias_relu_128x128x32_3", Pass::kFprop, Element::kF32, Math::kTensorOp,
       Epilogue::kBiasRelu));
+  kernels.push_back(FixedChannelsBiasReluKernel<float, Tiles32>("tf32_tensorop_fprop_fixed_channels_bias_relu_128x64x32_3",
+                                                                Element::kF32));
 }
 
 }  // namespace cutlass_conv

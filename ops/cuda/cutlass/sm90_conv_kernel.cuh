@@ -166,6 +166,7 @@ ConvKernel MakeSm90ConvKernel(const char* name, Element element) {
                     Math::kTensorOp,
                     Epilogue::kLinear,
                     /*fixed_channels=*/false,
+                    /*bias_in_source=*/false,
                     Config::kAlignment,
                     /*float_output=*/Adapter::kWgrad,
                     int(cute::size<0>(Tile{})),
