@@ -73,7 +73,7 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     // A stem's fixed-channels kernel does several times less work than any other fused one can
     // (conv_kernel.cuh): only its own fused forms (the bias as their source) are worth it.
     const Plan plain = Prepare(pr, ConvPass::kForward, nullptr);
-    if (plain.kernel != nullptr && plain.kernel->fixed_channels && !p.kernel->fixed_channels) return false;
+    if (plain.kernel != nullptr && plain.kernel->fixed_channels != p.kernel->fixed_channels) return false;
     // Run stages the inputs once, for the plain kernel's shape: an epilogue kernel must run on it.
     if (plain.kernel == nullptr || plain.fold != p.fold || plain.shape.C != p.shape.C || plain.shape.K != p.shape.K)
       return false;

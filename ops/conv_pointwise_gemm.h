@@ -119,17 +119,13 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
       const ConvGeometry& g = pr.geom;
       if (!g.channels_last || g.G != 1 || !CanImplement(pr, ConvPass::kForward).ok) return false;
       if (store.add && (ep.residual != nullptr || ep.activation != ConvActivation::kIdentity)) return false;
-      auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-      if (ep.bias != nullptr && !aligned(ep.bias)) return false;
-      // Every operand at least as aligned as asked (its element where not 16 bytes): a kernel for that
-      // serves the call's actual pointers.
-      const bool vectors = pr.vector_aligned && (ep.residual == nullptr || aligned(ep.residual));
-      const int alignment = vectors ? 16 : int(sizeof(DType));
+      if (ep.bias != nullptr && reinterpret_cast<uintptr_t>(ep.bias) % 16 != 0) return false;
+      // The problem the product runs on: a strided kernel's on its gathered pixels (Run's recursion).
+      const ConvProblem run = pointwise::IsStrided(g) ? GatheredProblem(pr) : pr;
       const DType output{};  // (the query reads no pointer: any output stands for the one a run adds into)
       try {
-        return GpuGemmEpilogueSupported(FusedForwardCall(pointwise::IsStrided(g) ? pointwise::Gathered(g) : g, {}),
-                                        StoreEpilogue(ep, store, &output), pr.math == ConvMath::kTF32, alignment,
-                                        pr.workspace_limit);
+        return GpuGemmEpilogueSupported(FusedForwardCall(run.geom, {}), StoreEpilogue(ep, store, &output),
+                                        run.math == ConvMath::kTF32, FusedAlignment(run, ep), run.workspace_limit);
       } catch (const Error&) {
         return false;  // cuBLASLt could not be set up: the plain gemm and a pass still can run
       }
@@ -174,7 +170,7 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
         if (t.epilogue.active && st.out.active) {
           TE_CHECK(g.G == 1, "pointwise_gemm: an epilogue fuses into one group's product only, not ", g.G);
           GpuGemmWithEpilogue(s, FusedForwardCall(g, t), StoreEpilogue(t.epilogue, st.out, t.out),
-                              pr.math == ConvMath::kTF32, pr.workspace_limit);
+                              pr.math == ConvMath::kTF32, FusedAlignment(pr, t.epilogue), pr.workspace_limit);
           rest.out = ReqStore{};
         }
       }
@@ -212,6 +208,13 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
     return expr::RowMajorGemm(expr::RowMajorMatrix<DType>{const_cast<DType*>(t.data), rows, g.C, g.C}, false,
                               expr::RowMajorMatrix<DType>{const_cast<DType*>(t.weight), g.K, g.C, g.C}, true,
                               expr::RowMajorMatrix<DType>{t.out, rows, g.K, g.K});
+  }
+  // The alignment cuBLASLt's kernel is chosen for, the same at FusesEpilogue and at Run (so the same
+  // cached kernel runs, wherever the allocator put the tensors): 16 bytes where the problem's tensors and
+  // the residual are 16-byte aligned, else the element's size.
+  static int FusedAlignment(const ConvProblem& pr, const ConvEpilogue<DType>& ep) {
+    const bool residual_aligned = ep.residual == nullptr || reinterpret_cast<uintptr_t>(ep.residual) % 16 == 0;
+    return pr.vector_aligned && residual_aligned ? 16 : int(sizeof(DType));
   }
   // The epilogue as the gemm's store applies it: the residual as its C, or the output itself when adding.
   static GemmEpilogue<DType> StoreEpilogue(const ConvEpilogue<DType>& ep, ReqStore store, const DType* out) {

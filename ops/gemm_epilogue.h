@@ -25,11 +25,10 @@ template <typename DType>
 bool GpuGemmEpilogueSupported(const expr::GemmCall<DType>& g, const GemmEpilogue<DType>& e, bool tf32, int alignment,
                               size_t workspace_limit);
 // D = act(op(A) op(B) + C + bias) on stream s with the kernel GpuGemmEpilogueSupported found for the
-// same arguments (alignment 16 when every operand is 16-byte aligned, else the element's size: the kernel
-// does not depend on where the allocator put the tensors); an Error when there is none.
+// same arguments; an Error when there is none, or when an operand is less aligned than `alignment`.
 template <typename DType>
 void GpuGemmWithEpilogue(Stream<gpu>* s, const expr::GemmCall<DType>& g, const GemmEpilogue<DType>& e, bool tf32,
-                         size_t workspace_limit);
+                         int alignment, size_t workspace_limit);
 
 }  // namespace ops
 }  // namespace tensorexpr

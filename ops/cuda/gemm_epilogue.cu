@@ -77,6 +77,8 @@ const LtPlan& PlanFor(const expr::GemmCall<DType>& g, const GemmEpilogue<DType>&
   thread_local std::map<PlanKey, std::unique_ptr<LtPlan>> plans;
   std::unique_ptr<LtPlan>& slot = plans[key];
   if (slot != nullptr) return *slot;
+  // (A set-up that throws leaves an answer behind: no kernel, not asked again.)
+  slot = std::make_unique<LtPlan>();
   auto plan = std::make_unique<LtPlan>();
   const cudaDataType_t type = CudaDataType<DType>::kValue;
   const cublasComputeType_t compute = tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
@@ -126,13 +128,15 @@ bool GpuGemmEpilogueSupported(const expr::GemmCall<DType>& g, const GemmEpilogue
 
 template <typename DType>
 void GpuGemmWithEpilogue(Stream<gpu>* s, const expr::GemmCall<DType>& g, const GemmEpilogue<DType>& e, bool tf32,
-                         size_t workspace_limit) {
+                         int alignment, size_t workspace_limit) {
   TE_CHECK(g.batch == 1 && g.m > 0 && g.n > 0 && g.k > 0, "gemm with epilogue: one product of positive sizes, not ",
            g.batch, " of ", g.m, " x ", g.n, " x ", g.k);
   TE_CHECK(e.bias == nullptr || Aligned16(e.bias), "gemm with epilogue: the bias must start on a 16-byte boundary");
   const void* c = e.c != nullptr ? static_cast<const void*>(e.c) : static_cast<const void*>(g.c);
-  const bool vectors = Aligned16(g.a) && Aligned16(g.b) && Aligned16(c) && Aligned16(g.c);
-  const LtPlan& plan = PlanFor(g, e, tf32, vectors ? 16 : int(sizeof(DType)), workspace_limit);
+  for (const void* p : {static_cast<const void*>(g.a), static_cast<const void*>(g.b), c, static_cast<const void*>(g.c)})
+    TE_CHECK(reinterpret_cast<uintptr_t>(p) % uintptr_t(alignment) == 0, "gemm with epilogue: an operand at ", p,
+             " is not ", alignment, "-byte aligned as its kernel was chosen for");
+  const LtPlan& plan = PlanFor(g, e, tf32, alignment, workspace_limit);
   TE_CHECK(plan.found, "gemm with epilogue: cuBLASLt has no kernel for ", g.m, " x ", g.n, " x ", g.k, " in ",
            DataType<DType>::name(), " with this epilogue");
   const void* bias = e.bias;
@@ -150,7 +154,7 @@ void GpuGemmWithEpilogue(Stream<gpu>* s, const expr::GemmCall<DType>& g, const G
   template bool GpuGemmEpilogueSupported<DType>(const expr::GemmCall<DType>&, const GemmEpilogue<DType>&, bool, int,  \
                                                  size_t);                                                              \
   template void GpuGemmWithEpilogue<DType>(Stream<gpu>*, const expr::GemmCall<DType>&, const GemmEpilogue<DType>&, bool, \
-                                           size_t);
+                                           int, size_t);
 TE_GEMM_EPILOGUE_INSTANCES(float)
 TE_GEMM_EPILOGUE_INSTANCES(half_t)
 TE_GEMM_EPILOGUE_INSTANCES(bf16_t)

@@ -65,6 +65,8 @@ struct CutlassConv {
     auto* c = static_cast<ElementC*>(o.c);
     auto* source = o.source != nullptr ? static_cast<ElementC*>(const_cast<void*>(o.source)) : c;
     const auto mode = s.split_k > 1 ? cutlass::conv::SplitKMode::kParallel : cutlass::conv::SplitKMode::kSerial;
+    // (A serial split would read its later slices' source from D: a row source needs one slice.)
+    if (o.source_is_row && s.split_k > 1) Fail("CUTLASS convolution: a source row with a split reduction");
     const LayoutC source_layout = o.source_is_row ? LayoutC(typename LayoutC::Stride(0)) : LayoutC::packed(extent_c);
     Arguments args(p, {a, LayoutA::packed(extent_a)}, {b, LayoutB::packed(extent_b)}, {source, source_layout},
                    {c, LayoutC::packed(extent_c)}, {1.0f, o.beta}, mode);
@@ -118,7 +120,8 @@ struct CutlassConv {
 };
 
 // The ConvKernel of `Operator`, with its name and what it needs. bias_in_source: a kBias / kBiasRelu
-// kernel whose bias is its source C (ConvKernel::bias_in_source), the operator's epilogue linear.
+// kernel without a bias vector, whose bias is its source C (ConvKernel::bias_in_source; its output op
+// is LinearCombination or LinearCombinationRelu).
 template <typename Operator>
 ConvKernel MakeConvKernel(const char* name, Pass pass, Element element, Math math,
                           Epilogue epilogue = Epilogue::kLinear, bool bias_in_source = false) {
@@ -174,7 +177,7 @@ using BiasEpilogue =
                                                                 Act, cutlass::plus<float>, /*StoreT=*/false, E>;
 
 // (CUTLASS's fused-epilogue kernel counts its K steps as the optimized iterators do, so it has no
-// fixed-channels form: the stem's kernels take the bias as their source instead, AppendFixedChannelsBias.)
+// fixed-channels form: the stem's kernels take the bias as their source instead, FixedChannelsBiasKernel.)
 template <typename E, typename Act, typename ThreadblockShape, typename WarpShape, typename InstructionShape,
           int kStages>
 using TensorOpFpropBias =

@@ -49,6 +49,7 @@ struct ConvOperands {
   const void* source = nullptr;  // read where beta != 0, laid out like C; null: C
   bool source_is_row = false;    // source is one row of K values read for every output row (a bias through C)
   const void* bias = nullptr;    // K elements for the kBias* epilogues, 16-byte aligned; null: zeros
+                                 // (bias_in_source kernels ignore it: their bias is the source)
 };
 
 struct ConvKernel {
