@@ -110,6 +110,19 @@ std::vector<FamilyResult> BenchFamilies(Stream<Device>* s, const FamilyHooks<Dev
     const auto h = Host(s, y.view());
     return CheckSamples("broadcast", h.dptr_, size, [&](index_t i) { return X(0, 0, i) + bh.dptr_[i / HW % C]; }, 1e-6);
   });
+  // The same sum over 7-wide rows (x as (N, C, HW / 7, 7)), as a bias add over NCHW 7x7 activations reads:
+  // the rows are narrower than a vector.
+  {
+    const Shape<4> s4 = Shape4(N, C, HW / 7, 7);
+    const Tensor<Device, 4, float> x4(x.dptr_, s4, s);
+    Tensor<Device, 4, float> y4(y.dptr_, s4, s);
+    run("broadcast_rows7", "x + broadcast<1>(bias), 7-wide rows", 2 * S,
+        [&] { y4 = x4 + broadcast<1>(bias.view(), s4); }, [&] {
+          const auto h = Host(s, y.view());
+          return CheckSamples("broadcast, 7-wide rows", h.dptr_, size,
+                              [&](index_t i) { return X(0, 0, i) + bh.dptr_[i / HW % C]; }, 1e-6);
+        });
+  }
   out1.Resize(Shape1(C));
   run("sumall_except_dim", "sumall_except_dim<1>(x)", S, [&] { out1 = sumall_except_dim<1>(x.view()); }, [&] {
     const auto h = Host(s, out1.view());

@@ -74,6 +74,11 @@ def main():
     # key -> (eager callable, pure function and its inputs for torch.compile)
     families = {
         "broadcast": (lambda: torch.add(x, bias.view(1, C, 1), out=y), lambda x, bias: x + bias.view(1, C, 1), (x, bias)),
+        "broadcast_rows7": (
+            lambda: torch.add(x.view(N, C, HW // 7, 7), bias.view(1, C, 1, 1), out=y.view(N, C, HW // 7, 7)),
+            lambda x, bias: x.view(N, C, HW // 7, 7) + bias.view(1, C, 1, 1),
+            (x, bias),
+        ),
         "sumall_except_dim": (lambda: torch.sum(x, dim=(0, 2), out=out1), lambda x: x.sum(dim=(0, 2)), (x,)),
         "reduce_sum": (lambda: torch.sum(x, dim=2, out=out2), lambda x: x.sum(dim=2), (x,)),
         "reduce_max": (lambda: torch.amax(x, dim=2, out=out2), lambda x: x.amax(dim=2), (x,)),
