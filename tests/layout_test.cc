@@ -485,6 +485,25 @@ TEST_CASE("CPU assignments past the caches stream whole lines and match the refe
       for (index_t k = w; k < pitch; ++k) touched += storage[r * pitch + k] != 5.0f;
     CHECK(touched == 0);
   }
+  SECTION("a broadcast over rows shorter than a line (NCHW 7 x 7 activations), contiguous and padded") {
+    const Shape<4> shape = Shape4(64, 1024, 19, 7);  // 35 MB of floats
+    const index_t rows = shape.ProdShape(0, 3);
+    TensorContainer<cpu, 4, float> x(shape);
+    TensorContainer<cpu, 1, float> bias(Shape1(shape[1]));
+    FillRandom(x.view());
+    FillRandom(bias.view());
+    for (index_t pitch : {index_t(7), index_t(9)}) {
+      INFO("row pitch " << pitch);
+      TensorContainer<cpu, 1, float> storage(Shape1(rows * pitch), 5.0f);
+      Tensor<cpu, 4, float> y(storage.dptr_, shape, pitch, nullptr);
+      y = F<op::relu>(x.view() + broadcast<1>(bias.view(), shape));
+      CheckAll(y, [&](const Shape<4>& i) { return std::max(0.0, double(x[i[0]][i[1]][i[2]][i[3]] + bias[i[1]])); }, 0.0);
+      index_t touched = 0;
+      for (index_t r = 0; r < rows; ++r)
+        for (index_t k = 7; k < pitch; ++k) touched += storage[r * pitch + k] != 5.0f;
+      CHECK(touched == 0);
+    }
+  }
   SECTION("a.T() of floats into a destination that starts inside a line") {
     const index_t n = 3001;  // 36 MB
     TensorContainer<cpu, 2, float> a(Shape2(n, n + 2)), big(Shape2(n + 3, n + 8), 7.0f);

@@ -64,7 +64,8 @@ inline void MapPlan(Tensor<cpu, dim, DType> dst, const E& e) {
   // Whole cache lines per chunk, so that threads share no line of a row that starts on one.
   constexpr index_t kLine = 64 / index_t(sizeof(DType)) > 0 ? 64 / index_t(sizeof(DType)) : 1;
   const index_t chunk = ((width + chunks - 1) / chunks + kLine - 1) / kLine * kLine;
-  if (streaming) {
+  // Rows shorter than a cache line would stream nothing (streaming_store::Store stores a line's ends plainly).
+  if (streaming && width * index_t(sizeof(DType)) >= streaming_store::kLineBytes) {
     DType* const out = dst.dptr_;
     const index_t stride = dst.stride_;
     ParallelFor(s[0] * chunks, chunk, [plan, out, stride, width, chunks, chunk](index_t begin, index_t end) {
@@ -79,6 +80,17 @@ inline void MapPlan(Tensor<cpu, dim, DType> dst, const E& e) {
     return;
   }
   const auto out = dst.plan();
+  if (chunks == 1) {
+    // Whole rows, with no division per row to find them: on rows of a few elements (NCHW activations 7
+    // wide) that division cost as much as the row.
+    ParallelFor(s[0], width, [plan, out, width](index_t begin, index_t end) {
+      const auto p = plan;
+      const auto o = out;
+      for (index_t y = begin; y < end; ++y)
+        for (index_t x = 0; x < width; ++x) Saver::Save(o.REval(y, x), p.Eval(y, x));
+    });
+    return;
+  }
   ParallelFor(s[0] * chunks, chunk, [plan, out, width, chunks, chunk](index_t begin, index_t end) {
     const auto p = plan;
     const auto o = out;
