@@ -23,13 +23,15 @@
 //
 // On the GPU a channels-last forward with one group takes the convolution's epilogue (bias, residual,
 // relu) into the gemm's store (ops/gemm_epilogue.h, cuBLASLt), where the operator would otherwise run
-// it as a pass over the output: one product of N x P rows, K columns, the bias along K.
+// it as a pass over the output: one product of N x P rows, K columns, the bias along K. A staged
+// channels-first forward applies it in the transpose that moves the result back (epilogue_map).
 #pragma once
 #include <cstdint>
 #include <type_traits>
 #include <tensorexpr/gemm.h>
 #include <tensorexpr/patch.h>
 #include <tensorexpr/ops/conv_algorithm.h>
+#include <tensorexpr/ops/conv_epilogue_map.h>
 #include "gemm_epilogue.h"
 
 namespace tensorexpr {
@@ -114,10 +116,16 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
   // The whole form on the GPU for channels-last data in one group (a strided kernel's on its gathered
   // pixels), in float, half and bf16, where cuBLASLt has a kernel for the product: written, or added
   // without a residual or relu (C is the output then). The bias must start on a 16-byte boundary.
+  // Channels first, any form wherever the forward is staged (the GPU's narrow images).
   bool FusesEpilogue(const ConvProblem& pr, const ConvEpilogue<DType>& ep, ReqStore store) const override {
+    const ConvGeometry& g = pr.geom;
+    if (!g.channels_last) {
+      // Staged channels-first runs apply any epilogue in the transpose that moves the result back.
+      if (!CanImplement(pr, ConvPass::kForward).ok) return false;
+      return StagedElems(pointwise::IsStrided(g) ? GatheredProblem(pr) : pr) != 0;
+    }
     if constexpr (kGpuEpilogue) {
-      const ConvGeometry& g = pr.geom;
-      if (!g.channels_last || g.G != 1 || !CanImplement(pr, ConvPass::kForward).ok) return false;
+      if (g.G != 1 || !CanImplement(pr, ConvPass::kForward).ok) return false;
       if (store.add && (ep.residual != nullptr || ep.activation != ConvActivation::kIdentity)) return false;
       if (ep.bias != nullptr && reinterpret_cast<uintptr_t>(ep.bias) % 16 != 0) return false;
       // The problem the product runs on: a strided kernel's on its gathered pixels (Run's recursion).
@@ -247,21 +255,26 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
     staged.data = x, staged.data_grad = x, staged.out = y, staged.out_grad = y;
     staged.data_stride = staged.data_grad_stride = C;
     const ReqStore write{true, false};
-    // (N, ch, P) -> (N, P, ch), and back with the req.
+    // (N, ch, P) -> (N, P, ch) ...
     auto to_last = [&](const DType* from, index_t ch, DType* to) {
       Tensor<Device, 3, DType>(to, Shape3(N, P, ch), s) =
           expr::transpose(Tensor<Device, 3, DType>(const_cast<DType*>(from), Shape3(N, ch, P), s), Shape3(0, 2, 1));
     };
-    auto to_first = [&](const DType* from, index_t ch, DType* to, bool add) {
+    // ... and back with the req, through the forward's epilogue where FusesEpilogue took it.
+    auto to_first = [&](const DType* from, index_t ch, DType* to, bool add, const ConvEpilogue<DType>& ep) {
       Tensor<Device, 3, DType> dst(to, Shape3(N, ch, P), s);
       const auto src =
           expr::transpose(Tensor<Device, 3, DType>(const_cast<DType*>(from), Shape3(N, P, ch), s), Shape3(0, 2, 1));
-      if (add) dst += src; else dst = src;
+      if (ep.active) {
+        if (add) dst += epilogue_map(src, ep, false); else dst = epilogue_map(src, ep, false);
+      } else {
+        if (add) dst += src; else dst = src;
+      }
     };
     if (st.out.active) {
       to_last(t.data, C, x);
       RunChannelsLast(last, staged, ConvStores::Only(ConvPass::kForward, write), s);
-      to_first(y, K, t.out, st.out.add);
+      to_first(y, K, t.out, st.out.add, t.epilogue);
     }
     if (!st.weight_grad.active && !st.data_grad.active) return;
     to_last(t.out_grad, K, y);
@@ -271,7 +284,7 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
     }
     if (st.data_grad.active) {
       RunChannelsLast(last, staged, ConvStores::Only(ConvPass::kBackwardData, write), s);
-      to_first(x, C, t.data_grad, st.data_grad.add);
+      to_first(x, C, t.data_grad, st.data_grad.add, ConvEpilogue<DType>());
     }
   }
 

@@ -10,6 +10,7 @@
 #include <vector>
 #include <tensorexpr/tensorexpr.h>
 #include <tensorexpr/ops/convolution.h>
+#include <tensorexpr/ops/conv_epilogue_map.h>
 #include "border.h"
 #include "conv_select.h"
 
@@ -55,7 +56,7 @@ inline Tensor<Device, dim + 1, DType> WithBatch(const Tensor<Device, dim, DType>
 
 // Calls f(view) with a batched tensor (N, C, spatial...), or (N, spatial..., C) channels last, viewed with
 // its channels as dimension 1: (N, C, rows, W) or (rows, C), each row's stride kept (padded rows work).
-// Where a bias is added or its gradient summed.
+// Where the bias's gradient is summed (the bias itself is added by epilogue_map).
 template <typename Device, int dim, typename DType, typename F>
 inline void WithChannelsAt1(const Tensor<Device, dim, DType>& t, bool channels_last, F f) {
   const Shape<dim>& s = t.shape_;
@@ -198,9 +199,8 @@ bool RunConvForward(const ConvolutionParam& p, const Tensor<Device, ddim, DType>
     const size_t bytes = a->WorkspaceBytes(problem, stores);
     a->Run(problem, t, stores, bytes > 0 ? GetWorkspaceBytes<Device>(bytes, s) : nullptr, s);
     if (epilogue.active && !fused) {
-      // The bias alone, laid along the channel dimension.
-      const Tensor<Device, 1, DType> bias(const_cast<DType*>(epilogue.bias), Shape1(g.K), s);
-      WithChannelsAt1(out, g.channels_last, [&](auto y) { y += expr::broadcast<1>(bias, y.shape_); });
+      // The bias alone (linear: added after a store that adds too), in place.
+      WithEpilogueRows(g.channels_last, [&](auto y) { y = epilogue_map(y, epilogue, g.channels_last); }, out);
     }
     return true;
   }

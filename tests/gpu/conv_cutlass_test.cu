@@ -259,7 +259,7 @@ std::vector<Conv2d> StagedShapes() {
 // result is checked against float64 when the entry point says it fused, and the output is checked
 // untouched when it says it did not. Half problems the CUTLASS kernels take as they are must fuse the whole
 // form when it writes; pointwise_gemm must fuse every channels-last problem on 8-aligned channels in every
-// dtype, written, and added without residual or relu. The plain forward with a bias and the expression API
+// dtype, written, and added without residual or relu, and every form of a staged channels-first batch. The plain forward with a bias and the expression API
 // must give the same values whichever way they run.
 template <typename DType>
 void CheckFusedEpilogue(const Conv2d& c, Stream<gpu>* stream, double tol, const char* algorithm = kCutlass) {
@@ -293,9 +293,12 @@ void CheckFusedEpilogue(const Conv2d& c, Stream<gpu>* stream, double tol, const 
   };
   // (C = 8 runs on the fixed-channels kernel, whose fused forms take the bias as their source: no
   // residual. So does the RGB stem, folded to 6 of 8 channels: in half it must fuse bias and relu.)
+  // (pointwise_gemm's channels-first forward of a batch of narrow images runs staged, and applies any
+  // form in its transpose back.)
+  const bool staged_first = !cutlass && first && c.N > 1 && c.P() * c.Q() < 256;
   const bool whole_form = cutlass ? std::is_same<DType, half_t>::value && !first && c.C % 8 == 0 && c.C != 8 &&
                                         c.K % 8 == 0
-                                  : !first && c.C % 8 == 0 && c.K % 8 == 0;
+                                  : first ? staged_first : c.C % 8 == 0 && c.K % 8 == 0;
   const bool stem = cutlass && std::is_same<DType, half_t>::value && !first && c.C == 3 && c.R == 7 && c.K % 8 == 0;
   for (const bool relu : {false, true})
     for (const bool with_bias : {true, false})
@@ -310,7 +313,7 @@ void CheckFusedEpilogue(const Conv2d& c, Stream<gpu>* stream, double tol, const 
           e.bias = with_bias ? bias.dptr_ : nullptr;
           e.residual = with_residual ? r.dptr_ : nullptr;
           const bool fused = ops::ConvolutionForwardFused(param, x.view(), w.view(), e, req, out.view());
-          const bool form_fuses = req == kWriteTo || (!cutlass && !relu && !with_residual);
+          const bool form_fuses = req == kWriteTo || (!cutlass && (staged_first || (!relu && !with_residual)));
           if (whole_form && form_fuses) CHECK(fused);
           if (stem && with_bias && !with_residual && req == kWriteTo) CHECK(fused);
           CheckAgainst(fused ? "fused" : "untouched", out.view(), c.layout,
@@ -540,7 +543,7 @@ TEST_CASE("CUTLASS fused epilogue: bias, residual and relu in the kernels' store
 }
 
 // pointwise_gemm's fused epilogue (cuBLASLt) on 1x1 layers, forced by name: 8-aligned channels, odd ones,
-// a strided kernel (on its gathered pixels), channels first (not fused: the operator's pass), in half,
+// a strided kernel (on its gathered pixels), channels first (fused in the staged transpose back), in half,
 // bf16, TF32 and strict fp32. A bias that does not start on a 16-byte boundary is not fused.
 TEST_CASE("pointwise_gemm fused epilogue: bias, residual and relu in the cuBLASLt gemm's store, every req",
           "[gpu][conv][epilogue]") {
@@ -575,12 +578,15 @@ TEST_CASE("pointwise_gemm fused epilogue: bias, residual and relu in the cuBLASL
   CHECK_FALSE(ops::ConvolutionForwardFused(c.Param(kPointwise), x.view(), w.view(), e, kWriteTo, out.view()));
   e.bias = bias.dptr_;
   CHECK(ops::ConvolutionForwardFused(c.Param(kPointwise), x.view(), w.view(), e, kWriteTo, out.view()));
-  // Channels first and grouped layers are refused.
+  // Channels first: fused where a batch of narrow images runs staged (any bias pointer: the transpose back
+  // reads it element by element), not where one image runs as it is. Grouped channels-last layers are refused.
   Conv2d first = c;
   first.layout = ops::Layout::kNCHW;
   TensorContainer<gpu, 4, half_t> xf(Shape4(c.N, c.C, c.H, c.W)), wf(Shape4(c.K, c.C, 1, 1)), outf(Shape4(c.N, c.K, c.P(), c.Q()));
   for (auto* t : {&xf, &wf, &outf}) t->set_stream(s);
-  CHECK_FALSE(ops::ConvolutionForwardFused(first.Param(kPointwise), xf.view(), wf.view(), e, kWriteTo, outf.view()));
+  CHECK(ops::ConvolutionForwardFused(first.Param(kPointwise), xf.view(), wf.view(), e, kWriteTo, outf.view()));
+  const Tensor<gpu, 4, half_t> x_one(xf.dptr_, Shape4(1, c.C, c.H, c.W), s), out_one(outf.dptr_, Shape4(1, c.K, c.P(), c.Q()), s);
+  CHECK_FALSE(ops::ConvolutionForwardFused(first.Param(kPointwise), x_one, wf.view(), e, kWriteTo, out_one));
   ops::ConvolutionParam grouped = c.Param(kPointwise);
   grouped.num_group = 2;
   TensorContainer<gpu, 4, half_t> wg(Shape4(c.K, 1, 1, c.C / 2));

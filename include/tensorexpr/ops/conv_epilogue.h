@@ -15,13 +15,14 @@
 // it costs nothing beyond the convolution. Any other expression, or an algorithm that does not fuse it,
 // takes one more elementwise pass: the convolution is stored (into out itself when req writes and no
 // operand of the expression reads out's memory, else into a temporary) and the expression is evaluated
-// over it with req.
+// over it with req (the recognised form as one epilogue_map, <tensorexpr/ops/conv_epilogue_map.h>).
 #pragma once
 #include <cstdint>
 #include <type_traits>
 #include <tensorexpr/tensor.h>
 #include <tensorexpr/tensor_container.h>
 #include <tensorexpr/ops/convolution.h>
+#include <tensorexpr/ops/conv_epilogue_map.h>
 
 namespace tensorexpr {
 namespace ops {
@@ -212,19 +213,30 @@ void ConvolutionForward(const ConvolutionParam& p, const Tensor<Device, ddim, DT
   const ConvEpilogue<DType> fused = epilogue::Match<Device, ddim, DType>(e, out.shape_, channel_axis);
   if (fused.active && ConvolutionForwardFused(p, data, weight, fused, req, out)) return;
   if (req == kNullOp) return;
+  // out (store) the epilogue of `conv`: the recognised form of batched data as one epilogue_map over rows
+  // of whole images, any other expression as written.
+  // (Assign): a public header, so an MXNet `#define Assign(out, req, exp)` made before it must not expand.
+  const bool channels_last = p.layout == Layout::kNHWC;
+  auto apply = [&](OpReqType store, const Tensor<Device, ddim, DType>& conv) {
+    if (fused.active && ddim == wdim) {
+      WithEpilogueRows(channels_last, [&](auto o, auto c) { (Assign)(o, store, epilogue_map(c, fused, channels_last)); },
+                       out, conv);
+    } else {
+      (Assign)(out, store, epilogue::Bind(e, conv));
+    }
+  };
   const Tensor<Device, 1, DType> no_bias;
   const char* const out_begin = reinterpret_cast<const char*>(out.dptr_);
   const char* const out_end = out_begin + sizeof(DType) * size_t(out.shape_.Size());
   if (req != kAddTo && !epilogue::MayRead(e, out_begin, out_end)) {
     ConvolutionForward(p, data, weight, no_bias, kWriteTo, out);
-    // (Assign): a public header, so an MXNet `#define Assign(out, req, exp)` made before it must not expand.
-    (Assign)(out, kWriteTo, epilogue::Bind(e, out));
+    apply(kWriteTo, out);
   } else {
     TensorContainer<Device, ddim, DType> conv;
     conv.set_stream(out.stream_);
     conv.Resize(out.shape_);
     ConvolutionForward(p, data, weight, no_bias, kWriteTo, conv.view());
-    (Assign)(out, req, epilogue::Bind(e, conv.view()));
+    apply(req, conv.view());
   }
 }
 
