@@ -24,7 +24,7 @@
 // On the GPU a channels-last forward with one group takes the convolution's epilogue (bias, residual,
 // relu) into the gemm's store (ops/gemm_epilogue.h, cuBLASLt), where the operator would otherwise run
 // it as a pass over the output: one product of N x P rows, K columns, the bias along K. A staged
-// channels-first forward applies it in the transpose that moves the result back (epilogue_map).
+// channels-first forward applies bias and relu to its channels-last result before moving it back.
 #pragma once
 #include <cstdint>
 #include <type_traits>
@@ -116,12 +116,14 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
   // The whole form on the GPU for channels-last data in one group (a strided kernel's on its gathered
   // pixels), in float, half and bf16, where cuBLASLt has a kernel for the product: written, or added
   // without a residual or relu (C is the output then). The bias must start on a 16-byte boundary.
-  // Channels first, any form wherever the forward is staged (the GPU's narrow images).
+  // Channels first, bias and relu (no residual) wherever the forward is staged (the GPU's narrow images).
   bool FusesEpilogue(const ConvProblem& pr, const ConvEpilogue<DType>& ep, ReqStore store) const override {
     const ConvGeometry& g = pr.geom;
     if (!g.channels_last) {
-      // Staged channels-first runs apply any epilogue in the transpose that moves the result back.
-      if (!CanImplement(pr, ConvPass::kForward).ok) return false;
+      // A staged channels-first run applies bias and relu to its channels-last result before moving it back
+      // (a pass over a copy the caches may still hold, which leaves the transpose back its tiled kernel). A
+      // residual, laid out channels first, is left to the operator's pass.
+      if (ep.residual != nullptr || !CanImplement(pr, ConvPass::kForward).ok) return false;
       return StagedElems(pointwise::IsStrided(g) ? GatheredProblem(pr) : pr) != 0;
     }
     if constexpr (kGpuEpilogue) {
@@ -260,21 +262,21 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
       Tensor<Device, 3, DType>(to, Shape3(N, P, ch), s) =
           expr::transpose(Tensor<Device, 3, DType>(const_cast<DType*>(from), Shape3(N, ch, P), s), Shape3(0, 2, 1));
     };
-    // ... and back with the req, through the forward's epilogue where FusesEpilogue took it.
-    auto to_first = [&](const DType* from, index_t ch, DType* to, bool add, const ConvEpilogue<DType>& ep) {
+    // ... and back with the req (a transpose by itself: the tiled kernel, expr/transpose.h).
+    auto to_first = [&](const DType* from, index_t ch, DType* to, bool add) {
       Tensor<Device, 3, DType> dst(to, Shape3(N, ch, P), s);
       const auto src =
           expr::transpose(Tensor<Device, 3, DType>(const_cast<DType*>(from), Shape3(N, P, ch), s), Shape3(0, 2, 1));
-      if (ep.active) {
-        if (add) dst += epilogue_map(src, ep, false); else dst = epilogue_map(src, ep, false);
-      } else {
-        if (add) dst += src; else dst = src;
-      }
+      if (add) dst += src; else dst = src;
     };
     if (st.out.active) {
       to_last(t.data, C, x);
       RunChannelsLast(last, staged, ConvStores::Only(ConvPass::kForward, write), s);
-      to_first(y, K, t.out, st.out.add, t.epilogue);
+      if (t.epilogue.active) {  // (FusesEpilogue: no residual) bias and relu on the staged result, in order
+        Tensor<Device, 2, DType> rows(y, Shape2(N * P, K), s);
+        rows = epilogue_map(rows, t.epilogue, true);
+      }
+      to_first(y, K, t.out, st.out.add);
     }
     if (!st.weight_grad.active && !st.data_grad.active) return;
     to_last(t.out_grad, K, y);
@@ -284,7 +286,7 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
     }
     if (st.data_grad.active) {
       RunChannelsLast(last, staged, ConvStores::Only(ConvPass::kBackwardData, write), s);
-      to_first(x, C, t.data_grad, st.data_grad.add, ConvEpilogue<DType>());
+      to_first(x, C, t.data_grad, st.data_grad.add);
     }
   }
 

@@ -150,56 +150,71 @@ void CheckEpilogues(const EpilogueCase& c, Stream<Device>* stream) {
 }  // namespace
 
 // epilogue_map (<tensorexpr/ops/conv_epilogue_map.h>) by itself: every form (bias, residual, relu each on
-// or off), written and added, over (N, C, D, H, W) seen as (N, C, P) rows of whole images, over padded rows
+// or off), written and added, from another tensor and in place (x = epilogue_map(x), as the operator's
+// bias pass runs it), over channels-first tensors seen as (N, C, P) rows of whole images, over padded rows
 // (kept as they are), and channels last, against a float64 loop.
-template <typename Device, int dim>
+template <typename Device, typename DType, int dim>
 void CheckEpilogueMap(const Shape<dim>& shape, bool channels_last, bool padded, Stream<Device>* stream) {
   const index_t K = channels_last ? shape[dim - 1] : shape[1];
-  TensorContainer<cpu, dim, float> sh(shape), rh(shape), oh(shape);
-  TensorContainer<cpu, 1, float> bh(Shape1(K));
-  for (Tensor<cpu, dim, float> t : {sh.view(), rh.view(), oh.view()}) FillRandom(t);
+  const double tol = std::is_same<DType, float>::value ? 1e-6 : te_test::Tol<DType>();
+  TensorContainer<cpu, dim, DType> sh(shape), rh(shape), oh(shape);
+  TensorContainer<cpu, 1, DType> bh(Shape1(K));
+  for (Tensor<cpu, dim, DType> t : {sh.view(), rh.view(), oh.view()}) FillRandom(t);
   FillRandom(bh.view());
   auto src = ToDevice<Device>(sh.view(), stream), res = ToDevice<Device>(rh.view(), stream);
   auto bias = ToDevice<Device>(bh.view(), stream);
-  TensorContainer<Device, dim, float> out(padded);
+  TensorContainer<Device, dim, DType> out(padded);
   out.set_stream(stream);
   out.Resize(shape);
   if (padded) REQUIRE(out.stride_ != shape[dim - 1]);
-  for (const bool relu : {false, true})
-    for (const bool with_bias : {false, true})
-      for (const bool with_residual : {false, true})
-        for (const OpReqType req : {kWriteTo, kAddTo}) {
-          INFO("shape " << shape << (channels_last ? " channels last" : " channels first") << (padded ? " padded" : "")
-                        << (relu ? ", relu" : "") << (with_bias ? ", bias" : "") << (with_residual ? ", residual" : "")
-                        << ", req " << int(req));
-          Copy(out.view(), oh.view(), stream);
-          ops::ConvEpilogue<float> ep;
-          ep.active = true;
-          ep.activation = relu ? ops::ConvActivation::kRelu : ops::ConvActivation::kIdentity;
-          ep.bias = with_bias ? bias.dptr_ : nullptr;
-          ep.residual = with_residual ? res.dptr_ : nullptr;
-          ops::WithEpilogueRows(channels_last, [&](auto o, auto x) { Assign(o, req, ops::epilogue_map(x, ep, channels_last)); },
-                                out.view(), src.view());
-          index_t flat = 0;
-          std::vector<double> want(size_t(shape.Size()));
-          te_test::ForEachIndex(shape, [&](const Shape<dim>& i) {
-            double v = double(sh.dptr_[flat]) + (with_bias ? double(bh.dptr_[channels_last ? i[dim - 1] : i[1]]) : 0.0) +
-                       (with_residual ? double(rh.dptr_[flat]) : 0.0);
-            if (relu) v = v > 0 ? v : 0.0;
-            want[size_t(flat)] = req == kAddTo ? double(oh.dptr_[flat]) + v : v;
-            ++flat;
-          });
-          auto got = ToHost(out.view());
-          index_t k = 0;
-          te_test::CheckAll(got.view(), [&](const Shape<dim>&) { return want[size_t(k++)]; }, 1e-6, "epilogue_map");
-        }
+  for (const bool in_place : {false, true})
+    for (const bool relu : {false, true})
+      for (const bool with_bias : {false, true})
+        for (const bool with_residual : {false, true})
+          for (const OpReqType req : {kWriteTo, kAddTo}) {
+            INFO(DataType<DType>::name() << " shape " << shape << (channels_last ? " channels last" : " channels first")
+                                         << (padded ? " padded" : "") << (in_place ? " in place" : "")
+                                         << (relu ? ", relu" : "") << (with_bias ? ", bias" : "")
+                                         << (with_residual ? ", residual" : "") << ", req " << int(req));
+            Copy(out.view(), oh.view(), stream);
+            ops::ConvEpilogue<DType> ep;
+            ep.active = true;
+            ep.activation = relu ? ops::ConvActivation::kRelu : ops::ConvActivation::kIdentity;
+            ep.bias = with_bias ? bias.dptr_ : nullptr;
+            ep.residual = with_residual ? res.dptr_ : nullptr;
+            if (in_place) {
+              ops::WithEpilogueRows(channels_last, [&](auto o) { Assign(o, req, ops::epilogue_map(o, ep, channels_last)); },
+                                    out.view());
+            } else {
+              ops::WithEpilogueRows(channels_last, [&](auto o, auto x) { Assign(o, req, ops::epilogue_map(x, ep, channels_last)); },
+                                    out.view(), src.view());
+            }
+            std::vector<double> want;
+            index_t flat = 0;
+            te_test::ForEachIndex(shape, [&](const Shape<dim>& i) {
+              const double old = double(static_cast<float>(oh.dptr_[flat]));
+              double v = (in_place ? old : double(static_cast<float>(sh.dptr_[flat]))) +
+                         (with_bias ? double(static_cast<float>(bh.dptr_[channels_last ? i[dim - 1] : i[1]])) : 0.0) +
+                         (with_residual ? double(static_cast<float>(rh.dptr_[flat])) : 0.0);
+              if (relu) v = v > 0 ? v : 0.0;
+              want.push_back(req == kAddTo ? old + v : v);
+              ++flat;
+            });
+            auto got = ToHost(out.view());
+            index_t k = 0;
+            te_test::CheckAll(got.view(), [&](const Shape<dim>&) { return want[size_t(k++)]; }, tol, "epilogue_map");
+          }
 }
 
 TE_DEVICE_TEST_CASE("epilogue_map: act(x + bias + residual) over image rows, padded rows and channels last", "[conv][epilogue]") {
-  CheckEpilogueMap<Device, 5>(Shape5(2, 3, 2, 5, 7), false, false, stream);
-  CheckEpilogueMap<Device, 4>(Shape4(2, 3, 5, 7), false, true, stream);
-  CheckEpilogueMap<Device, 4>(Shape4(2, 5, 7, 3), true, false, stream);
-  CheckEpilogueMap<Device, 4>(Shape4(2, 5, 7, 3), true, true, stream);
+  CheckEpilogueMap<Device, float, 3>(Shape3(2, 3, 11), false, false, stream);
+  CheckEpilogueMap<Device, float, 5>(Shape5(2, 3, 2, 5, 7), false, false, stream);
+  CheckEpilogueMap<Device, float, 5>(Shape5(2, 3, 2, 5, 7), false, true, stream);
+  CheckEpilogueMap<Device, float, 4>(Shape4(2, 3, 5, 7), false, true, stream);
+  CheckEpilogueMap<Device, float, 4>(Shape4(2, 5, 7, 3), true, false, stream);
+  CheckEpilogueMap<Device, float, 4>(Shape4(2, 5, 7, 3), true, true, stream);
+  CheckEpilogueMap<Device, half_t, 4>(Shape4(2, 3, 5, 7), false, false, stream);
+  CheckEpilogueMap<Device, bf16_t, 4>(Shape4(2, 5, 7, 3), true, true, stream);
 }
 
 TE_DEVICE_TEST_CASE("convolution epilogue: any elementwise expression of the output, channels first", "[conv][epilogue]") {

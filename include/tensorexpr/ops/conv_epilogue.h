@@ -213,17 +213,20 @@ void ConvolutionForward(const ConvolutionParam& p, const Tensor<Device, ddim, DT
   const ConvEpilogue<DType> fused = epilogue::Match<Device, ddim, DType>(e, out.shape_, channel_axis);
   if (fused.active && ConvolutionForwardFused(p, data, weight, fused, req, out)) return;
   if (req == kNullOp) return;
-  // out (store) the epilogue of `conv`: the recognised form of batched data as one epilogue_map over rows
-  // of whole images, any other expression as written.
+  // out (store) the epilogue of `conv`: the recognised form with a bias, of batched data, as one
+  // epilogue_map over rows of whole images; any other expression as written (without a broadcast it is
+  // elementwise, which the map engines vectorise over any shape).
   // (Assign): a public header, so an MXNet `#define Assign(out, req, exp)` made before it must not expand.
-  const bool channels_last = p.layout == Layout::kNHWC;
   auto apply = [&](OpReqType store, const Tensor<Device, ddim, DType>& conv) {
-    if (fused.active && ddim == wdim) {
-      WithEpilogueRows(channels_last, [&](auto o, auto c) { (Assign)(o, store, epilogue_map(c, fused, channels_last)); },
-                       out, conv);
-    } else {
-      (Assign)(out, store, epilogue::Bind(e, conv));
+    if constexpr (ddim == wdim) {
+      if (fused.active && fused.bias != nullptr) {
+        const bool channels_last = p.layout == Layout::kNHWC;
+        WithEpilogueRows(channels_last, [&](auto o, auto c) { (Assign)(o, store, epilogue_map(c, fused, channels_last)); },
+                         out, conv);
+        return;
+      }
     }
+    (Assign)(out, store, epilogue::Bind(e, conv));
   };
   const Tensor<Device, 1, DType> no_bias;
   const char* const out_begin = reinterpret_cast<const char*>(out.dptr_);
