@@ -390,7 +390,8 @@ TEST_CASE("CUTLASS implicit GEMM in float, forward and backward: TF32 on tensor 
 // bf16, float as TF32 and strict fp32, called directly rather than through the algorithm's choice, on each
 // aligned shape it accepts, against float64. Forward and data gradient: D = acc, then D = acc + 1 * D (the
 // epilogue's source). Weight gradient: float slices of the reduction (1 and 3 of them where the kernel
-// splits), summed.
+// splits), summed. The forward's fused-epilogue kernels (bias, bias + relu, the bias as a vector or as a
+// source row) each with their own epilogue.
 TEST_CASE("every compiled CUTLASS kernel matches float64 where it runs", "[gpu][conv][cutlass]") {
   TE_REQUIRE_CUTLASS(half_t);
 #if defined(TE_HAVE_CUTLASS)  // the kernel list is linked only into builds with CUTLASS (else skipped above)
@@ -458,19 +459,67 @@ TEST_CASE("every compiled CUTLASS kernel matches float64 where it runs", "[gpu][
     }
     return true;
   };
-  int kernels = 0;
+  // The fused-epilogue forward kernels: act(acc + bias + beta * D), act relu for kBiasRelu, the bias a
+  // vector; a bias_in_source kernel reads it as its source instead, one row for every output row
+  // (act(acc + bias), beta 1).
+  auto check_fused = [&](const cc::ConvKernel& k, const Conv2d& c, auto dtype_tag) -> bool {
+    using DType = decltype(dtype_tag);
+    cc::Conv2dShape s;
+    s.N = int(c.N), s.H = int(c.H), s.W = int(c.W), s.C = int(c.C), s.K = int(c.K), s.R = int(c.R), s.S = int(c.S);
+    s.P = int(c.P()), s.Q = int(c.Q()), s.pad_h = s.pad_w = int(c.pad), s.stride_h = s.stride_w = int(c.stride);
+    s.dilation_h = s.dilation_w = int(c.dilate);
+    if (!k.why_not(s).empty()) return false;
+    HostOperands<DType> host(c);
+    const Reference ref(c, Values(host.x), Values(host.w), Values(host.dy));
+    const std::vector<double> d0 = Values(host.dy);  // D's values before the run (beta 1 adds them)
+    TensorContainer<cpu, 1, DType> bh(Shape1(c.K));
+    FillRandom(bh.view());
+    const double tol = std::is_same<DType, bf16_t>::value ? 2e-2 : k.math == cc::Math::kSimt ? 1e-4 : 1e-2;
+    TensorContainer<gpu, 4, DType> x = Upload(host.x, false, nullptr), w = Upload(host.w, false, nullptr);
+    TensorContainer<gpu, 4, DType> out(host.dy.shape_);
+    TensorContainer<gpu, 1, DType> bias(Shape1(c.K));
+    Copy(bias.view(), bh.view(), nullptr);
+    TensorContainer<gpu, 1, char> ws(Shape1(index_t(std::max<size_t>(k.workspace_bytes(s), 1))));
+    const bool relu = k.epilogue == cc::Epilogue::kBiasRelu;
+    for (const float beta : k.bias_in_source ? std::vector<float>{1.0f} : std::vector<float>{0.0f, 1.0f}) {
+      Copy(out.view(), host.dy.view(), nullptr);
+      cc::ConvOperands o;
+      o.a = x.dptr_, o.b = w.dptr_, o.c = out.dptr_, o.beta = beta;
+      if (k.bias_in_source) {
+        o.source = bias.dptr_, o.source_is_row = true;
+      } else {
+        o.bias = bias.dptr_;
+      }
+      INFO("kernel " << k.name << ", beta " << beta << ", N " << c.N << " H " << c.H << " W " << c.W << " C " << c.C
+                     << " K " << c.K << " kernel " << c.R << "x" << c.S << " stride " << c.stride);
+      k.run(s, o, ws.dptr_, nullptr);
+      REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+      std::vector<double> want(ref.y.size());
+      for (size_t i = 0; i < want.size(); ++i) {
+        double v = ref.y[i] + double(static_cast<float>(bh.dptr_[i % size_t(c.K)])) + (k.bias_in_source ? 0.0 : beta * d0[i]);
+        want[i] = relu && v < 0 ? 0.0 : v;
+      }
+      CheckAgainst("fused forward", out.view(), ops::Layout::kNHWC, want, 1.0, tol);
+    }
+    return true;
+  };
+  int kernels = 0, fused_kernels = 0;
   for (const cc::ConvKernel& k : cc::CompiledConvKernels()) {
-    if (k.epilogue != cc::Epilogue::kLinear || (k.sm != 0 && k.sm != sm)) continue;
+    if (k.sm != 0 && k.sm != sm) continue;
+    const bool linear = k.epilogue == cc::Epilogue::kLinear;
+    if (!linear && k.pass != cc::Pass::kFprop) continue;
     int ran = 0;
-    for (const Conv2d& c : shapes)
-      ran += k.element == cc::Element::kF16    ? check(k, c, half_t())
-             : k.element == cc::Element::kBF16 ? check(k, c, bf16_t())
-                                               : check(k, c, float());
+    for (const Conv2d& c : shapes) {
+      ran += k.element == cc::Element::kF16    ? (linear ? check(k, c, half_t()) : check_fused(k, c, half_t()))
+             : k.element == cc::Element::kBF16 ? (linear ? check(k, c, bf16_t()) : check_fused(k, c, bf16_t()))
+                                               : (linear ? check(k, c, float()) : check_fused(k, c, float()));
+    }
     INFO("kernel " << k.name);
     CHECK(ran > 0);  // each kernel takes at least one of the shapes
-    ++kernels;
+    ++(linear ? kernels : fused_kernels);
   }
   CHECK(kernels > 0);
+  CHECK(fused_kernels > 0);
 #endif
 }
 
