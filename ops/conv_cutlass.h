@@ -87,13 +87,13 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     const bool same_kernel = plain.kernel->sm == p.kernel->sm && plain.kernel->tile_m == p.kernel->tile_m &&
                              plain.kernel->tile_n == p.kernel->tile_n;
     if (p.kernel->element == cutlass_conv::Element::kF32 && !same_kernel) return false;
-    auto aligned = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
-    if (ep.bias != nullptr && (p.shape.K != pr.geom.K || !aligned(ep.bias))) return false;
+    if (p.shape.K != pr.geom.K && ep.bias != nullptr) return false;
+    if (!VectorAligned(ep.bias, ep.residual)) return false;
     const bool out_staged = Staged(pr, p, Role::kOutput);
     // The stem's kernels read the bias as their source: no residual, and no output to add onto in place.
     if (p.kernel->bias_in_source && (ep.bias == nullptr || ep.residual != nullptr || (store.add && !out_staged)))
       return false;
-    if (ep.residual != nullptr && (out_staged || store.add || !aligned(ep.residual))) return false;
+    if (ep.residual != nullptr && (out_staged || store.add)) return false;
     return !store.add || out_staged || ep.activation == ConvActivation::kIdentity;
   }
   size_t WorkspaceBytes(const ConvProblem& pr, const ConvStores& stores) const override {

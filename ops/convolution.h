@@ -81,13 +81,6 @@ struct ConvSpans {
   index_t out = 0, data_grad = 0;
 };
 
-// Whether every pointer starts on a 16-byte boundary (null ones do): algorithms that load vectors from
-// the caller's tensors directly need it (ConvProblem::vector_aligned).
-template <typename... T>
-bool VectorAligned(const T*... pointers) {
-  return ((reinterpret_cast<uintptr_t>(pointers) % 16 == 0) && ...);
-}
-
 template <typename Device, typename DType>
 double TimeConvTrial(const ConvAlgorithm<Device, DType>& a, const ConvProblem& problem, ConvPass pass,
                      ConvTensors<DType> t, ConvSpans spans, Stream<Device>* s) {
@@ -297,7 +290,7 @@ void ConvolutionBackward(const ConvolutionParam& p, const Tensor<Device, ddim, D
     t.weight_grad = stores.weight_grad.active ? weight_grad.dptr_ : nullptr;
     const bool contiguous = data.CheckContiguous() && (!stores.data_grad.active || data_grad.CheckContiguous());
     const ConvProblem problem = MakeConvProblem<Device, DType>(
-        g, s, contiguous, p.workspace, detail::VectorAligned(t.data, t.weight, t.out_grad, t.data_grad, t.weight_grad));
+        g, s, contiguous, p.workspace, VectorAligned(t.data, t.weight, t.out_grad, t.data_grad, t.weight_grad));
     detail::RunConvPasses(p.algorithm, problem, t, stores, detail::ConvSpans{0, detail::SpanOf(data_grad)}, s);
   }
 }
