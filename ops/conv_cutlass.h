@@ -88,7 +88,7 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
                              plain.kernel->tile_n == p.kernel->tile_n;
     if (p.kernel->element == cutlass_conv::Element::kF32 && !same_kernel) return false;
     if (p.shape.K != pr.geom.K && ep.bias != nullptr) return false;
-    if (!VectorAligned(ep.bias, ep.residual)) return false;
+    if (!detail::VectorAligned(ep.bias, ep.residual)) return false;
     const bool out_staged = Staged(pr, p, Role::kOutput);
     // The stem's kernels read the bias as their source: no residual, and no output to add onto in place.
     if (p.kernel->bias_in_source && (ep.bias == nullptr || ep.residual != nullptr || (store.add && !out_staged)))

@@ -129,7 +129,7 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
     if constexpr (kGpuEpilogue) {
       if (g.G != 1 || !CanImplement(pr, ConvPass::kForward).ok) return false;
       if (store.add && (ep.residual != nullptr || ep.activation != ConvActivation::kIdentity)) return false;
-      if (!VectorAligned(ep.bias)) return false;
+      if (!detail::VectorAligned(ep.bias)) return false;
       // The problem the product runs on: a strided kernel's on its gathered pixels (Run's recursion).
       const ConvProblem run = pointwise::IsStrided(g) ? GatheredProblem(pr) : pr;
       const DType output{};  // (the query reads no pointer: any output stands for the one a run adds into)
@@ -223,7 +223,7 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
   // cached kernel runs, wherever the allocator put the tensors): 16 bytes where the problem's tensors and
   // the residual are 16-byte aligned, else the element's size.
   static int FusedAlignment(const ConvProblem& pr, const ConvEpilogue<DType>& ep) {
-    return pr.vector_aligned && VectorAligned(ep.residual) ? 16 : int(sizeof(DType));
+    return pr.vector_aligned && detail::VectorAligned(ep.residual) ? 16 : int(sizeof(DType));
   }
   // The epilogue as the gemm's store applies it: the residual as its C, or the output itself when adding.
   static GemmEpilogue<DType> StoreEpilogue(const ConvEpilogue<DType>& ep, ReqStore store, const DType* out) {

@@ -290,7 +290,7 @@ void ConvolutionBackward(const ConvolutionParam& p, const Tensor<Device, ddim, D
     t.weight_grad = stores.weight_grad.active ? weight_grad.dptr_ : nullptr;
     const bool contiguous = data.CheckContiguous() && (!stores.data_grad.active || data_grad.CheckContiguous());
     const ConvProblem problem = MakeConvProblem<Device, DType>(
-        g, s, contiguous, p.workspace, VectorAligned(t.data, t.weight, t.out_grad, t.data_grad, t.weight_grad));
+        g, s, contiguous, p.workspace, detail::VectorAligned(t.data, t.weight, t.out_grad, t.data_grad, t.weight_grad));
     detail::RunConvPasses(p.algorithm, problem, t, stores, detail::ConvSpans{0, detail::SpanOf(data_grad)}, s);
   }
 }

@@ -52,7 +52,7 @@ void DeconvolutionForward(const DeconvolutionParam& p, const Tensor<Device, ddim
     t.data_grad = out.dptr_;
     t.data_grad_stride = out.stride_;
     const ConvProblem problem = MakeConvProblem<Device, DType>(
-        g, s, out.CheckContiguous(), p.workspace, VectorAligned(data.dptr_, weight.dptr_, out.dptr_));
+        g, s, out.CheckContiguous(), p.workspace, detail::VectorAligned(data.dptr_, weight.dptr_, out.dptr_));
     detail::RunConvPasses(p.algorithm, problem, t, ConvStores::Only(ConvPass::kBackwardData, store),
                           detail::ConvSpans{0, detail::SpanOf(out)}, s);
     if (!p.no_bias) {
@@ -109,7 +109,7 @@ void DeconvolutionBackward(const DeconvolutionParam& p, const Tensor<Device, ddi
     t.weight_grad = stores.weight_grad.active ? weight_grad.dptr_ : nullptr;
     const ConvProblem problem = MakeConvProblem<Device, DType>(
         g, s, out_grad.CheckContiguous(), p.workspace,
-        VectorAligned(t.data, t.weight, t.out, t.out_grad, t.weight_grad));
+        detail::VectorAligned(t.data, t.weight, t.out, t.out_grad, t.weight_grad));
     detail::RunConvPasses(p.algorithm, problem, t, stores, detail::ConvSpans{detail::SpanOf(data_grad), 0}, s);
   }
 }

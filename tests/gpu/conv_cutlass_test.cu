@@ -390,8 +390,9 @@ TEST_CASE("CUTLASS implicit GEMM in float, forward and backward: TF32 on tensor 
 // bf16, float as TF32 and strict fp32, called directly rather than through the algorithm's choice, on each
 // aligned shape it accepts, against float64. Forward and data gradient: D = acc, then D = acc + 1 * D (the
 // epilogue's source). Weight gradient: float slices of the reduction (1 and 3 of them where the kernel
-// splits), summed. The forward's fused-epilogue kernels (bias, bias + relu, the bias as a vector or as a
-// source row) each with their own epilogue.
+// splits), summed. The forward's fused-epilogue kernels (bias, bias + relu) each with the forms the operator
+// runs them in: the bias as a vector with D or a separate residual as the source (beta 0 and 1), a residual
+// without a bias, or the bias as a source row (the stem's fixed-channels kernels).
 TEST_CASE("every compiled CUTLASS kernel matches float64 where it runs", "[gpu][conv][cutlass]") {
   TE_REQUIRE_CUTLASS(half_t);
 #if defined(TE_HAVE_CUTLASS)  // the kernel list is linked only into builds with CUTLASS (else skipped above)
@@ -480,23 +481,36 @@ TEST_CASE("every compiled CUTLASS kernel matches float64 where it runs", "[gpu][
     TensorContainer<gpu, 1, DType> bias(Shape1(c.K));
     Copy(bias.view(), bh.view(), nullptr);
     TensorContainer<gpu, 1, char> ws(Shape1(index_t(std::max<size_t>(k.workspace_bytes(s), 1))));
+    // A residual apart from D, as the operator hands it (ConvOperands::source).
+    TensorContainer<cpu, 4, DType> rh(host.dy.shape_);
+    FillRandom(rh.view());
+    const std::vector<double> r0 = Values(rh);
+    TensorContainer<gpu, 4, DType> residual = Upload(rh, false, nullptr);
     const bool relu = k.epilogue == cc::Epilogue::kBiasRelu;
-    for (const float beta : k.bias_in_source ? std::vector<float>{1.0f} : std::vector<float>{0.0f, 1.0f}) {
+    // The forms the operator runs: (beta, bias vector?, source: D itself / the residual / the bias row).
+    enum Source { kD, kResidual, kBiasRow };
+    struct Form { float beta; bool bias; Source source; };
+    const std::vector<Form> forms = k.bias_in_source ? std::vector<Form>{{1.0f, false, kBiasRow}}
+                                                     : std::vector<Form>{{0.0f, true, kD}, {1.0f, true, kD},
+                                                                         {1.0f, true, kResidual}, {1.0f, false, kResidual}};
+    for (const Form& f : forms) {
       Copy(out.view(), host.dy.view(), nullptr);
       cc::ConvOperands o;
-      o.a = x.dptr_, o.b = w.dptr_, o.c = out.dptr_, o.beta = beta;
-      if (k.bias_in_source) {
-        o.source = bias.dptr_, o.source_is_row = true;
-      } else {
-        o.bias = bias.dptr_;
-      }
-      INFO("kernel " << k.name << ", beta " << beta << ", N " << c.N << " H " << c.H << " W " << c.W << " C " << c.C
-                     << " K " << c.K << " kernel " << c.R << "x" << c.S << " stride " << c.stride);
+      o.a = x.dptr_, o.b = w.dptr_, o.c = out.dptr_, o.beta = f.beta;
+      o.bias = f.bias ? bias.dptr_ : nullptr;
+      if (f.source == kResidual) o.source = residual.dptr_;
+      if (f.source == kBiasRow) o.source = bias.dptr_, o.source_is_row = true;
+      INFO("kernel " << k.name << ", beta " << f.beta << (f.bias ? ", bias vector" : "") << ", source "
+                     << (f.source == kD ? "D" : f.source == kResidual ? "residual" : "bias row") << ", N " << c.N
+                     << " H " << c.H << " W " << c.W << " C " << c.C << " K " << c.K << " kernel " << c.R << "x" << c.S
+                     << " stride " << c.stride);
       k.run(s, o, ws.dptr_, nullptr);
       REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
       std::vector<double> want(ref.y.size());
       for (size_t i = 0; i < want.size(); ++i) {
-        double v = ref.y[i] + double(static_cast<float>(bh.dptr_[i % size_t(c.K)])) + (k.bias_in_source ? 0.0 : beta * d0[i]);
+        const double b = double(static_cast<float>(bh.dptr_[i % size_t(c.K)]));
+        const double src = f.source == kD ? d0[i] : f.source == kResidual ? r0[i] : b;
+        const double v = ref.y[i] + (f.bias ? b : 0.0) + f.beta * src;
         want[i] = relu && v < 0 ? 0.0 : v;
       }
       CheckAgainst("fused forward", out.view(), ops::Layout::kNHWC, want, 1.0, tol);
@@ -507,7 +521,10 @@ TEST_CASE("every compiled CUTLASS kernel matches float64 where it runs", "[gpu][
   for (const cc::ConvKernel& k : cc::CompiledConvKernels()) {
     if (k.sm != 0 && k.sm != sm) continue;
     const bool linear = k.epilogue == cc::Epilogue::kLinear;
-    if (!linear && k.pass != cc::Pass::kFprop) continue;
+    if (!linear && k.pass != cc::Pass::kFprop) {
+      FAIL_CHECK("a fused epilogue on a kernel that is not a forward, which this test does not check: " << k.name);
+      continue;
+    }
     int ran = 0;
     for (const Conv2d& c : shapes) {
       ran += k.element == cc::Element::kF16    ? (linear ? check(k, c, half_t()) : check_fused(k, c, half_t()))

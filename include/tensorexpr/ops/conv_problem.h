@@ -78,12 +78,14 @@ inline size_t WorkspaceLimitBytes(double workspace_mb) {
   return static_cast<size_t>(std::min(workspace_mb * 1048576.0, 4.6e18));
 }
 
+namespace detail {
 // Whether every pointer starts on a 16-byte boundary (null ones do): what ConvProblem::vector_aligned
 // records for a call's tensors, and what the fused epilogues ask of a bias or a residual.
 template <typename... T>
 bool VectorAligned(const T*... pointers) {
-  return ((reinterpret_cast<uintptr_t>(pointers) % 16 == 0) && ...);
+  return ((reinterpret_cast<std::uintptr_t>(pointers) % 16 == 0) && ...);
 }
+}  // namespace detail
 
 // The problem of geometry g for DType on the device of `stream`.
 template <typename Device, typename DType>
