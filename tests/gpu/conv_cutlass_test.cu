@@ -405,12 +405,16 @@ TEST_CASE("every compiled CUTLASS kernel matches float64 where it runs", "[gpu][
   std::vector<Conv2d> shapes = AlignedShapes();
   shapes.push_back({2, 12, 12, 8, 16, 7, 7, 2, 1, 3, 3});  // 8 channels: the 16-bit fixed-channels kernels' stem
   shapes.push_back({2, 12, 12, 4, 16, 7, 7, 2, 1, 3, 3});  // 4: the float one's
-  auto check = [&](const cc::ConvKernel& k, const Conv2d& c, auto dtype_tag) -> bool {
-    using DType = decltype(dtype_tag);
+  auto kernel_shape = [](const Conv2d& c) {  // c as the kernels' problem size
     cc::Conv2dShape s;
     s.N = int(c.N), s.H = int(c.H), s.W = int(c.W), s.C = int(c.C), s.K = int(c.K), s.R = int(c.R), s.S = int(c.S);
     s.P = int(c.P()), s.Q = int(c.Q()), s.pad_h = s.pad_w = int(c.pad), s.stride_h = s.stride_w = int(c.stride);
     s.dilation_h = s.dilation_w = int(c.dilate);
+    return s;
+  };
+  auto check = [&](const cc::ConvKernel& k, const Conv2d& c, auto dtype_tag) -> bool {
+    using DType = decltype(dtype_tag);
+    cc::Conv2dShape s = kernel_shape(c);
     if (!k.why_not(s).empty()) return false;
     HostOperands<DType> host(c);
     TensorContainer<cpu, 4, DType> &xh = host.x, &wh = host.w, &dyh = host.dy;
@@ -465,10 +469,7 @@ TEST_CASE("every compiled CUTLASS kernel matches float64 where it runs", "[gpu][
   // (act(acc + bias), beta 1).
   auto check_fused = [&](const cc::ConvKernel& k, const Conv2d& c, auto dtype_tag) -> bool {
     using DType = decltype(dtype_tag);
-    cc::Conv2dShape s;
-    s.N = int(c.N), s.H = int(c.H), s.W = int(c.W), s.C = int(c.C), s.K = int(c.K), s.R = int(c.R), s.S = int(c.S);
-    s.P = int(c.P()), s.Q = int(c.Q()), s.pad_h = s.pad_w = int(c.pad), s.stride_h = s.stride_w = int(c.stride);
-    s.dilation_h = s.dilation_w = int(c.dilate);
+    cc::Conv2dShape s = kernel_shape(c);
     if (!k.why_not(s).empty()) return false;
     HostOperands<DType> host(c);
     const Reference ref(c, Values(host.x), Values(host.w), Values(host.dy));
