@@ -13,6 +13,7 @@
 #include <mutex>
 #include <tuple>
 #include <tensorexpr/cuda/tensorexpr_cuda.cuh>
+#include <tensorexpr/ops/conv_problem.h>
 #include "../gemm_epilogue.h"
 
 namespace tensorexpr {
@@ -35,8 +36,6 @@ cublasLtHandle_t LtHandle(int device) {
   if (h == nullptr) TE_CUBLAS_CHECK(cublasLtCreate(&h));
   return h;
 }
-
-bool Aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // The descriptors of one problem and the heuristic's kernel for it (found = false: none).
 struct LtPlan {
@@ -131,7 +130,7 @@ void GpuGemmWithEpilogue(Stream<gpu>* s, const expr::GemmCall<DType>& g, const G
                          int alignment, size_t workspace_limit) {
   TE_CHECK(g.batch == 1 && g.m > 0 && g.n > 0 && g.k > 0, "gemm with epilogue: one product of positive sizes, not ",
            g.batch, " of ", g.m, " x ", g.n, " x ", g.k);
-  TE_CHECK(e.bias == nullptr || Aligned16(e.bias), "gemm with epilogue: the bias must start on a 16-byte boundary");
+  TE_CHECK(detail::VectorAligned(e.bias), "gemm with epilogue: the bias must start on a 16-byte boundary");
   const void* c = e.c != nullptr ? static_cast<const void*>(e.c) : static_cast<const void*>(g.c);
   for (const void* p : {static_cast<const void*>(g.a), static_cast<const void*>(g.b), c, static_cast<const void*>(g.c)})
     TE_CHECK(reinterpret_cast<uintptr_t>(p) % uintptr_t(alignment) == 0, "gemm with epilogue: an operand at ", p,

@@ -248,19 +248,16 @@ using TensorOpReluEpilogue =
     cutlass::epilogue::thread::LinearCombinationRelu<E, 128 / cutlass::sizeof_bits<E>::value, float, float>;
 
 // The stem's fused epilogues on the fixed-channels forward of element type E with tile set Tiles, the bias
-// its source: the plain kernel again as kBias (listed in the plain kernel's unit, so it is compiled once),
-// and its relu form as kBiasRelu.
-template <typename E, typename Tiles>
+// its source: kBias is the plain kernel again (listed in the plain kernel's unit, so it is compiled once),
+// kBiasRelu its relu form.
+template <typename E, typename Tiles, Epilogue kForm>
 ConvKernel FixedChannelsBiasKernel(const char* name, Element element) {
+  static_assert(kForm != Epilogue::kLinear, "a fused form: kBias or kBiasRelu");
+  using OutputOp =
+      typename std::conditional<kForm == Epilogue::kBiasRelu, TensorOpReluEpilogue<E>, TensorOpEpilogue<E, E>>::type;
   return MakeConvKernel<TensorOpFpropFixedChannels<E, typename Tiles::NarrowTile, typename Tiles::NarrowWarp,
-                                                   typename Tiles::Mma, 3>>(
-      name, Pass::kFprop, element, Math::kTensorOp, Epilogue::kBias, /*bias_in_source=*/true);
-}
-template <typename E, typename Tiles>
-ConvKernel FixedChannelsBiasReluKernel(const char* name, Element element) {
-  return MakeConvKernel<TensorOpFpropFixedChannels<E, typename Tiles::NarrowTile, typename Tiles::NarrowWarp,
-                                                   typename Tiles::Mma, 3, TensorOpReluEpilogue<E>>>(
-      name, Pass::kFprop, element, Math::kTensorOp, Epilogue::kBiasRelu, /*bias_in_source=*/true);
+                                                   typename Tiles::Mma, 3, OutputOp>>(
+      name, Pass::kFprop, element, Math::kTensorOp, kForm, /*bias_in_source=*/true);
 }
 
 // Data gradient: kUnity for stride 1 (the faster iterators), kStrided for any stride without dilation.

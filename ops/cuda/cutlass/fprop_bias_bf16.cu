@@ -11,7 +11,7 @@ void AppendFpropBiasBF16Kernels(std::vector<ConvKernel>& kernels) {
                                        "bf16_tensorop_fprop_bias_relu_128x128x64_3",
                                        "bf16_tensorop_fprop_bias_relu_128x64x64_4"};
   AppendFpropBias16<cutlass::bfloat16_t>(kernels, Element::kBF16, names);
-  kernels.push_back(FixedChannelsBiasReluKernel<cutlass::bfloat16_t, Tiles16>(
+  kernels.push_back(FixedChannelsBiasKernel<cutlass::bfloat16_t, Tiles16, Epilogue::kBiasRelu>(
       "bf16_tensorop_fprop_fixed_channels_bias_relu_128x64x64_3", Element::kBF16));
 }
 

@@ -11,7 +11,7 @@ void AppendFpropBiasF16Kernels(std::vector<ConvKernel>& kernels) {
                                        "f16_tensorop_fprop_bias_relu_128x128x64_3",
                                        "f16_tensorop_fprop_bias_relu_128x64x64_4"};
   AppendFpropBias16<cutlass::half_t>(kernels, Element::kF16, names);
-  kernels.push_back(FixedChannelsBiasReluKernel<cutlass::half_t, Tiles16>(
+  kernels.push_back(FixedChannelsBiasKernel<cutlass::half_t, Tiles16, Epilogue::kBiasRelu>(
       "f16_tensorop_fprop_fixed_channels_bias_relu_128x64x64_3", Element::kF16));
 }
 

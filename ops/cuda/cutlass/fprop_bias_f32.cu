@@ -18,7 +18,7 @@ void AppendFpropBias32Kernels(std::vector<ConvKernel>& kernels) {
   kernels.push_back(MakeConvKernel<TensorOpFpropBias<float, Relu, Tile, Warp, Mma, 3>>(
       "tf32_tensorop_fprop_bias_relu_128x128x32_3", Pass::kFprop, Element::kF32, Math::kTensorOp,
       Epilogue::kBiasRelu));
-  kernels.push_back(FixedChannelsBiasReluKernel<float, Tiles32>("tf32_tensorop_fprop_fixed_channels_bias_relu_128x64x32_3",
+  kernels.push_back(FixedChannelsBiasKernel<float, Tiles32, Epilogue::kBiasRelu>("tf32_tensorop_fprop_fixed_channels_bias_relu_128x64x32_3",
                                                                 Element::kF32));
 }
 

@@ -15,9 +15,9 @@ void AppendFprop16Kernels(std::vector<ConvKernel>& kernels) {
   kernels.push_back(MakeConvKernel<TensorOpFpropFixedChannels<cutlass::bfloat16_t, NarrowTile, NarrowWarp, Mma, 3>>(
       "bf16_tensorop_fprop_fixed_channels_128x64x64_3", Pass::kFprop, Element::kBF16, Math::kTensorOp));
   // The same two with the bias as their source (the relu forms: fprop_bias_f16.cu, fprop_bias_bf16.cu).
-  kernels.push_back(FixedChannelsBiasKernel<cutlass::half_t, Tiles16>("f16_tensorop_fprop_fixed_channels_bias_128x64x64_3",
+  kernels.push_back(FixedChannelsBiasKernel<cutlass::half_t, Tiles16, Epilogue::kBias>("f16_tensorop_fprop_fixed_channels_bias_128x64x64_3",
                                                                       Element::kF16));
-  kernels.push_back(FixedChannelsBiasKernel<cutlass::bfloat16_t, Tiles16>(
+  kernels.push_back(FixedChannelsBiasKernel<cutlass::bfloat16_t, Tiles16, Epilogue::kBias>(
       "bf16_tensorop_fprop_fixed_channels_bias_128x64x64_3", Element::kBF16));
   AppendFpropKernels<cutlass::half_t, Tiles16>(kernels, Element::kF16,
                                                {"f16_tensorop_fprop_128x128x64_3", "f16_tensorop_fprop_128x64x64_4"});

@@ -19,7 +19,7 @@ void AppendFprop32Kernels(std::vector<ConvKernel>& kernels) {
   kernels.push_back(MakeConvKernel<TensorOpFpropFixedChannels<float, Tiles32::NarrowTile, Tiles32::NarrowWarp,
                                                               Tiles32::Mma, 3>>(
       "tf32_tensorop_fprop_fixed_channels_128x64x32_3", Pass::kFprop, Element::kF32, Math::kTensorOp));
-  kernels.push_back(FixedChannelsBiasKernel<float, Tiles32>("tf32_tensorop_fprop_fixed_channels_bias_128x64x32_3",
+  kernels.push_back(FixedChannelsBiasKernel<float, Tiles32, Epilogue::kBias>("tf32_tensorop_fprop_fixed_channels_bias_128x64x32_3",
                                                             Element::kF32));  // (relu form: fprop_bias_f32.cu)
   AppendFpropKernels<float, Tiles32>(kernels, Element::kF32,
                                      {"tf32_tensorop_fprop_128x128x32_3", "tf32_tensorop_fprop_128x64x32_4"});
