@@ -62,7 +62,7 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
   // kernels are left to the tuner.
   bool Recommended(const ConvProblem& pr, ConvPass pass) const override {
     const Plan p = Prepare(pr, pass, nullptr);
-    if (p.kernel == nullptr || p.kernel->math != cutlass_conv::Math::kTensorOp) return false;
+    if (p.kernel == nullptr || p.kernel->math == cutlass_conv::Math::kSimt) return false;
     long long mnk[3];
     p.kernel->gemm_size(KernelShape(pr, *p.kernel, pr.geom.C, pr.geom.K, 1), mnk);
     return PaddedProducts(*p.kernel, p.shape) <= 4.0 * double(mnk[0]) * double(mnk[1]) * double(mnk[2]);
@@ -442,9 +442,10 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     for (index_t v : {g.N, g.C + 8, g.K + 8, g.in[1], g.in[2], g.out[1], g.out[2], g.Reach(1), g.Reach(2)})
       if (v > INT_MAX) return refuse("a size does not fit CUTLASS's 32-bit problem size");
     if (cuda::CurrentDeviceInfo().major < 8) return refuse("the kernels need compute capability 8.0 or newer");
-    const cutlass_conv::Math math =
-        std::is_same<DType, float>::value && pr.math == ConvMath::kStrict ? cutlass_conv::Math::kSimt
-                                                                         : cutlass_conv::Math::kTensorOp;
+    const cutlass_conv::Math math = !std::is_same<DType, float>::value ? cutlass_conv::Math::kTensorOp
+                                    : pr.math == ConvMath::kStrict     ? cutlass_conv::Math::kSimt
+                                    : pr.math == ConvMath::kTF32x3     ? cutlass_conv::Math::kTensorOpTF32x3
+                                                                       : cutlass_conv::Math::kTensorOp;
     std::string reasons;  // each refusing kernel's, in the list's order
     auto refused = [&reasons](const Kernel& k, const std::string& reason) {
       reasons += (reasons.empty() ? "" : "; ") + std::string(k.name) + ": " + reason;

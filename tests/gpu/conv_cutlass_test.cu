@@ -371,8 +371,8 @@ TEST_CASE("CUTLASS implicit GEMM in half and bf16 matches float64, forward and b
   DeleteStream(s);
 }
 
-TEST_CASE("CUTLASS implicit GEMM in float, forward and backward: TF32 on tensor cores, strict fp32 on the CUDA cores",
-          "[gpu][conv][cutlass]") {
+TEST_CASE("CUTLASS implicit GEMM in float, forward and backward: TF32 on tensor cores, strict fp32 on the CUDA cores, "
+          "3xTF32 on tensor cores within strict fp32's tolerance", "[gpu][conv][cutlass]") {
   TE_REQUIRE_CUTLASS(float);
   Stream<gpu>* s = NewStream<gpu>(false);
   const Conv2d odd{2, 7, 9, 5, 3, 3, 3, 1, 1, 1, 1};  // SIMT kernels take any channel count
@@ -382,12 +382,17 @@ TEST_CASE("CUTLASS implicit GEMM in float, forward and backward: TF32 on tensor 
     s->set_tf32(true);
     for (const Conv2d& c : AlignedShapes()) CheckConv<float>(c, kCutlass, s, 2e-3);
     for (const Conv2d& c : StagedShapes()) CheckConv<float>(c, kCutlass, s, 2e-3);
+    // Three TF32 products per product (set_tf32x3, which set_tf32 does not override): strict fp32's
+    // tolerance, which TF32 alone misses by two orders of magnitude.
+    s->set_tf32x3(true);
+    for (const Conv2d& c : AlignedShapes()) CheckConv<float>(c, kCutlass, s, 1e-5);
+    for (const Conv2d& c : StagedShapes()) CheckConv<float>(c, kCutlass, s, 1e-5);
   }
   DeleteStream(s);
 }
 
 // Every compiled kernel that this GPU runs (Ampere's, and on Hopper also the TMA / wgmma ones): half,
-// bf16, float as TF32 and strict fp32, called directly rather than through the algorithm's choice, on each
+// bf16, float as TF32, as 3xTF32 and strict fp32, called directly rather than through the algorithm's choice, on each
 // aligned shape it accepts, against float64. Forward and data gradient: D = acc, then D = acc + 1 * D (the
 // epilogue's source). Weight gradient: float slices of the reduction (1 and 3 of them where the kernel
 // splits), summed. The forward's fused-epilogue kernels (bias, bias + relu) each with the forms the operator
@@ -420,7 +425,8 @@ TEST_CASE("every compiled CUTLASS kernel matches float64 where it runs", "[gpu][
     TensorContainer<cpu, 4, DType> &xh = host.x, &wh = host.w, &dyh = host.dy;
     const Reference ref(c, Values(xh), Values(wh), Values(dyh));
     // TF32 rounds the inputs to half's 10 bits of mantissa; strict fp32 sums float products.
-    const double tol = std::is_same<DType, bf16_t>::value ? 2e-2 : k.math == cc::Math::kSimt ? 1e-4 : 1e-2;
+    const bool fp32_accurate = k.math == cc::Math::kSimt || k.math == cc::Math::kTensorOpTF32x3;
+    const double tol = std::is_same<DType, bf16_t>::value ? 2e-2 : fp32_accurate ? 1e-4 : 1e-2;
     if (k.pass == cc::Pass::kWgrad) {
       TensorContainer<gpu, 4, DType> dy = Upload(dyh, false, nullptr), x = Upload(xh, false, nullptr);
       TensorContainer<gpu, 4, float> dw(wh.shape_);

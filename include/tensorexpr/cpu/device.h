@@ -39,6 +39,7 @@ class StreamThreadScope {
   ScopedThreadLimit limit_;
 };
 inline bool UsesTF32(Stream<cpu>*) { return false; }
+inline bool UsesTF32x3(Stream<cpu>*) { return false; }
 inline void WaitStream(Stream<cpu>*) {}
 // The CPU checks operator inputs before the work starts: its kernels have no fault record (fault.h).
 inline KernelFault* FaultRecord(Stream<cpu>*) { return nullptr; }

@@ -101,6 +101,14 @@ struct Stream<gpu> {
     if (blas_ != nullptr) ApplyMathMode();
   }
   bool tf32() const { return tf32_; }
+  // Float convolutions as three TF32 products (about fp32's accuracy, on tensor cores) where CUTLASS's
+  // kernels run them; everything else on the stream computes float strictly, whatever set_tf32 says.
+  // Off by default.
+  void set_tf32x3(bool on) {
+    tf32x3_ = on;
+    if (blas_ != nullptr) ApplyMathMode();
+  }
+  bool tf32x3() const { return tf32x3_; }
   // Destroys the cuBLAS handle (and the workspace it holds); the next blas_handle() creates a fresh one.
   void ReleaseBlasHandle() {
     if (blas_ != nullptr) {
@@ -162,7 +170,7 @@ struct Stream<gpu> {
   void ApplyMathMode() {
     // Reductions inside a gemm (split-K) keep the fp32 compute type even when the output is half/bf16;
     // cuBLAS would otherwise sum partial products in the output type.
-    const int mode = (tf32_ ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH) |
+    const int mode = (tf32_ && !tf32x3_ ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH) |
                      CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION;
     TE_CUBLAS_CHECK(cublasSetMathMode(blas_, static_cast<cublasMath_t>(mode)));
   }
@@ -171,6 +179,7 @@ struct Stream<gpu> {
   int dev_id_ = -1;
   cublasHandle_t blas_ = nullptr;
   bool tf32_ = false;
+  bool tf32x3_ = false;
   KernelFault* fault_ = nullptr;         // the record, as the host reads it
   KernelFault* fault_device_ = nullptr;  // the same record, as kernels write it
   unsigned* arrivals_ = nullptr;         // arrival_counters()
@@ -205,7 +214,8 @@ inline Stream<gpu>* StreamOrDefault(Stream<gpu>* s) { return s == nullptr ? Defa
 // stream's work is done (which reports such a failure).
 inline const std::string& DeviceName(Stream<gpu>*) { return cuda::CurrentDeviceInfo().name; }
 inline int ThreadBudget(Stream<gpu>*) { return 1; }
-inline bool UsesTF32(Stream<gpu>* s) { return StreamOrDefault(s)->tf32(); }
+inline bool UsesTF32(Stream<gpu>* s) { return StreamOrDefault(s)->tf32() && !StreamOrDefault(s)->tf32x3(); }
+inline bool UsesTF32x3(Stream<gpu>* s) { return StreamOrDefault(s)->tf32x3(); }
 inline KernelFault* FaultRecord(Stream<gpu>* s) { return StreamOrDefault(s)->fault_record(); }
 inline void WaitStream(Stream<gpu>* s) { StreamOrDefault(s)->Wait(); }
 

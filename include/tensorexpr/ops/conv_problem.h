@@ -27,8 +27,14 @@ inline const char* ConvPassName(ConvPass pass) {
   return "unknown";
 }
 
-// How float products may be rounded: strictly, or to TF32 on tensor cores (a GPU stream's set_tf32).
-enum class ConvMath { kStrict, kTF32 };
+// How float products may be rounded: strictly, to TF32 on tensor cores (a GPU stream's set_tf32), or as
+// three TF32 products each, about fp32's accuracy on tensor cores (set_tf32x3; where an algorithm has no
+// such kernels it computes strictly).
+enum class ConvMath { kStrict, kTF32, kTF32x3 };
+
+inline const char* ConvMathName(ConvMath m) {
+  return m == ConvMath::kTF32 ? "tf32" : m == ConvMath::kTF32x3 ? "tf32x3" : "strict";
+}
 
 struct ConvProblem {
   ConvGeometry geom;
@@ -63,7 +69,7 @@ struct ConvProblem {
     std::string dev = device;
     for (char& c : dev)
       if (c == '\t' || c == '\n' || c == '\r') c = ' ';
-    return std::string(ConvPassName(pass)) + " " + dtype + (g.channels_last ? " NHWC " : " NCHW ") + (math == ConvMath::kTF32 ? "tf32" : "strict") +
+    return std::string(ConvPassName(pass)) + " " + dtype + (g.channels_last ? " NHWC " : " NCHW ") + ConvMathName(math) +
            " N" + std::to_string(g.N) + " C" + std::to_string(g.C) + " K" + std::to_string(g.K) + " G" +
            std::to_string(g.G) + " in" + triple(g.in) + " k" + triple(g.kernel) + " s" + triple(g.stride) + " d" +
            triple(g.dilate) + " p" + triple(g.pad) + " q" + triple(g.pad_end) +
@@ -97,7 +103,10 @@ ConvProblem MakeConvProblem(const ConvGeometry& g, Stream<Device>* stream, bool 
   p.dtype_bytes = sizeof(DType);
   p.device = DeviceName(stream).c_str();
   p.threads = ThreadBudget(stream);
-  p.math = std::is_same<DType, float>::value && UsesTF32(stream) ? ConvMath::kTF32 : ConvMath::kStrict;
+  p.math = !std::is_same<DType, float>::value ? ConvMath::kStrict
+           : UsesTF32x3(stream)                 ? ConvMath::kTF32x3
+           : UsesTF32(stream)                   ? ConvMath::kTF32
+                                                : ConvMath::kStrict;
   p.data_contiguous = data_contiguous;
   p.vector_aligned = vector_aligned;
   p.workspace_limit = WorkspaceLimitBytes(workspace_mb);

@@ -282,44 +282,51 @@ using TensorOpWgrad = cutlass::conv::device::ImplicitGemmConvolution<typename cu
 
 // Each pass's Ampere kernels for element type E on Tiles (TileSet), named by `names` in the order listed.
 // Forward: 128 x 128, 128 x 64.
-template <typename E, typename Tiles>
-void AppendFpropKernels(std::vector<ConvKernel>& kernels, Element element, const char* const (&names)[2]) {
-  kernels.push_back(MakeConvKernel<TensorOpFprop<E, typename Tiles::Tile, typename Tiles::Warp, typename Tiles::Mma, 3>>(
-      names[0], Pass::kFprop, element, Math::kTensorOp));
+// MathOperator / math: cutlass::arch::OpMultiplyAdd, or OpMultiplyAddFastF32 for float's 3xTF32 kernels.
+template <typename E, typename Tiles, typename MathOperator = cutlass::arch::OpMultiplyAdd>
+void AppendFpropKernels(std::vector<ConvKernel>& kernels, Element element, const char* const (&names)[2],
+                        Math math = Math::kTensorOp) {
   kernels.push_back(
-      MakeConvKernel<TensorOpFprop<E, typename Tiles::NarrowTile, typename Tiles::NarrowWarp, typename Tiles::Mma, 4>>(
-          names[1], Pass::kFprop, element, Math::kTensorOp));
+      MakeConvKernel<TensorOpFprop<E, typename Tiles::Tile, typename Tiles::Warp, typename Tiles::Mma, 3, MathOperator>>(
+          names[0], Pass::kFprop, element, math));
+  kernels.push_back(MakeConvKernel<TensorOpFprop<E, typename Tiles::NarrowTile, typename Tiles::NarrowWarp,
+                                                 typename Tiles::Mma, 4, MathOperator>>(names[1], Pass::kFprop, element,
+                                                                                        math));
 }
 
 // Data gradient: unit strides 128 x 128 and 128 x 64, then any stride 128 x 128, 128 x 64 and 128 x 32.
-template <typename E, typename Tiles>
-void AppendDgradKernels(std::vector<ConvKernel>& kernels, Element element, const char* const (&names)[5]) {
+template <typename E, typename Tiles, typename MathOperator = cutlass::arch::OpMultiplyAdd>
+void AppendDgradKernels(std::vector<ConvKernel>& kernels, Element element, const char* const (&names)[5],
+                        Math math = Math::kTensorOp) {
   using cutlass::conv::StrideSupport;
   using T = Tiles;
+  using Op = MathOperator;
   kernels.push_back(MakeConvKernel<TensorOpDgrad<E, typename T::Tile, typename T::Warp, typename T::Mma, 3,
-                                                 StrideSupport::kUnity>>(names[0], Pass::kDgrad, element, Math::kTensorOp));
+                                                 StrideSupport::kUnity, Op>>(names[0], Pass::kDgrad, element, math));
   kernels.push_back(MakeConvKernel<TensorOpDgrad<E, typename T::NarrowTile, typename T::NarrowWarp, typename T::Mma, 4,
-                                                 StrideSupport::kUnity>>(names[1], Pass::kDgrad, element, Math::kTensorOp));
+                                                 StrideSupport::kUnity, Op>>(names[1], Pass::kDgrad, element, math));
   kernels.push_back(MakeConvKernel<TensorOpDgrad<E, typename T::Tile, typename T::Warp, typename T::Mma, 3,
-                                                 StrideSupport::kStrided>>(names[2], Pass::kDgrad, element, Math::kTensorOp));
+                                                 StrideSupport::kStrided, Op>>(names[2], Pass::kDgrad, element, math));
   kernels.push_back(MakeConvKernel<TensorOpDgrad<E, typename T::NarrowTile, typename T::NarrowWarp, typename T::Mma, 4,
-                                                 StrideSupport::kStrided>>(names[3], Pass::kDgrad, element, Math::kTensorOp));
+                                                 StrideSupport::kStrided, Op>>(names[3], Pass::kDgrad, element, math));
   kernels.push_back(MakeConvKernel<TensorOpDgrad<E, typename T::SlimTile, typename T::SlimWarp, typename T::Mma, 4,
-                                                 StrideSupport::kStrided>>(names[4], Pass::kDgrad, element, Math::kTensorOp));
+                                                 StrideSupport::kStrided, Op>>(names[4], Pass::kDgrad, element, math));
 }
 
 // Weight gradient, M the filters (wgrad_f16.cu says why these tiles): 128 x 64, 64 x 64, 64 x 128.
-template <typename E, typename Tiles>
-void AppendWgradKernels(std::vector<ConvKernel>& kernels, Element element, const char* const (&names)[3]) {
+template <typename E, typename Tiles, typename MathOperator = cutlass::arch::OpMultiplyAdd>
+void AppendWgradKernels(std::vector<ConvKernel>& kernels, Element element, const char* const (&names)[3],
+                        Math math = Math::kTensorOp) {
   using cutlass::gemm::GemmShape;
   constexpr int k = Tiles::Tile::kK;
   using Mma = typename Tiles::Mma;
-  kernels.push_back(MakeConvKernel<TensorOpWgrad<E, GemmShape<128, 64, k>, GemmShape<64, 32, k>, Mma, 4>>(
-      names[0], Pass::kWgrad, element, Math::kTensorOp));
-  kernels.push_back(MakeConvKernel<TensorOpWgrad<E, GemmShape<64, 64, k>, GemmShape<32, 32, k>, Mma, 5>>(
-      names[1], Pass::kWgrad, element, Math::kTensorOp));
-  kernels.push_back(MakeConvKernel<TensorOpWgrad<E, GemmShape<64, 128, k>, GemmShape<32, 64, k>, Mma, 4>>(
-      names[2], Pass::kWgrad, element, Math::kTensorOp));
+  using Op = MathOperator;
+  kernels.push_back(MakeConvKernel<TensorOpWgrad<E, GemmShape<128, 64, k>, GemmShape<64, 32, k>, Mma, 4, Op>>(
+      names[0], Pass::kWgrad, element, math));
+  kernels.push_back(MakeConvKernel<TensorOpWgrad<E, GemmShape<64, 64, k>, GemmShape<32, 32, k>, Mma, 5, Op>>(
+      names[1], Pass::kWgrad, element, math));
+  kernels.push_back(MakeConvKernel<TensorOpWgrad<E, GemmShape<64, 128, k>, GemmShape<32, 64, k>, Mma, 4, Op>>(
+      names[2], Pass::kWgrad, element, math));
 }
 
 }  // namespace cutlass_conv

@@ -16,6 +16,8 @@ void AppendGrad16Kernels(std::vector<ConvKernel>& kernels);
 void AppendWgrad16Kernels(std::vector<ConvKernel>& kernels);
 void AppendGrad32Kernels(std::vector<ConvKernel>& kernels);
 void AppendWgrad32Kernels(std::vector<ConvKernel>& kernels);
+void AppendTf32x3Kernels(std::vector<ConvKernel>& kernels);
+void AppendTf32x3DgradKernels(std::vector<ConvKernel>& kernels);
 void AppendSm90Fprop16Kernels(std::vector<ConvKernel>& kernels);
 void AppendSm90Dgrad16Kernels(std::vector<ConvKernel>& kernels);
 void AppendSm90Wgrad16Kernels(std::vector<ConvKernel>& kernels);
@@ -32,6 +34,8 @@ const std::vector<ConvKernel>& CompiledConvKernels() {
     AppendFprop32Kernels(v);
     AppendGrad32Kernels(v);
     AppendWgrad32Kernels(v);
+    AppendTf32x3Kernels(v);
+    AppendTf32x3DgradKernels(v);
     AppendFpropBiasBF16Kernels(v);
     AppendFpropBias32Kernels(v);
 #endif

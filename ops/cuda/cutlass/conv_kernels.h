@@ -16,7 +16,10 @@ namespace cutlass_conv {
 enum class Element { kF16, kBF16, kF32 };
 // How the products are formed: tensor cores in the element type (f16, bf16, or TF32 for float inputs),
 // or strict fp32 FMAs on the CUDA cores (SIMT).
-enum class Math { kTensorOp, kSimt };
+// kTensorOp: the element type's tensor-core products (TF32 for float); kTensorOpTF32x3: float as three
+// TF32 products (big and small halves of each operand: CUTLASS's OpMultiplyAddFastF32), about fp32's
+// accuracy at a third of TF32's speed; kSimt: strict fp32 FMAs on the CUDA cores.
+enum class Math { kTensorOp, kTensorOpTF32x3, kSimt };
 enum class Pass { kFprop, kDgrad, kWgrad };
 // What the epilogue computes from the accumulators before the store, per output element (n, p, q, k):
 //   kLinear    D = acc + beta * C

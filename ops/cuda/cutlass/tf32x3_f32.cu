@@ -1,0 +1,24 @@
+// ops/cuda/cutlass/tf32x3_f32.cu — forward and weight-gradient kernels for float as three TF32 products
+// (Math::kTensorOpTF32x3: each operand split into a TF32 part and the TF32 rounding of its remainder, the
+// small x small product dropped; CUTLASS's OpMultiplyAddFastF32). The tiles are TF32's; the data gradient's
+// kernels are in tf32x3_dgrad_f32.cu, so that neither unit ends a build alone.
+#include "conv_kernel.cuh"
+
+namespace tensorexpr {
+namespace ops {
+namespace cutlass_conv {
+
+void AppendTf32x3Kernels(std::vector<ConvKernel>& kernels) {
+  using Fast = cutlass::arch::OpMultiplyAddFastF32;
+  AppendFpropKernels<float, Tiles32, Fast>(kernels, Element::kF32,
+                                           {"tf32x3_tensorop_fprop_128x128x32_3", "tf32x3_tensorop_fprop_128x64x32_4"},
+                                           Math::kTensorOpTF32x3);
+  AppendWgradKernels<float, Tiles32, Fast>(kernels, Element::kF32,
+                                           {"tf32x3_tensorop_wgrad_128x64x32_4", "tf32x3_tensorop_wgrad_64x64x32_5",
+                                            "tf32x3_tensorop_wgrad_64x128x32_4"},
+                                           Math::kTensorOpTF32x3);
+}
+
+}  // namespace cutlass_conv
+}  // namespace ops
+}  // namespace tensorexpr
