@@ -316,7 +316,7 @@ class ConvWinograd : public ConvAlgorithm<Device, DType> {
   // are faster; TF32 and 16-bit run on tensor cores.
   bool Recommended(const ConvProblem& pr, ConvPass) const override {
     return m == 2 && std::is_same<Device, gpu>::value && std::is_same<DType, float>::value &&
-           pr.math == ConvMath::kStrict;
+           pr.math != ConvMath::kTF32;  // (3xTF32 asks for fp32's accuracy, as strict does)
   }
 
   size_t WorkspaceBytes(const ConvProblem& pr, const ConvStores& st) const override {

@@ -64,13 +64,18 @@ struct Conv2d {
 
 // Whether this build holds CUTLASS's float forward kernels for c in the stream's math mode (TF32 or strict
 // fp32): -Dcutlass_kernels=subset leaves them out, and the algorithm then says so.
+// How the stream rounds float products, for test messages.
+const char* MathLabel(Stream<gpu>* s) { return UsesTF32x3(s) ? " (3xTF32)" : UsesTF32(s) ? " (TF32)" : ""; }
+
 bool FloatKernelsCompiled(const Conv2d& c, Stream<gpu>* s) {
   const ops::ConvolutionParam p = c.Param(kCutlass);
   const ops::ConvGeometry g = ops::MakeConvGeometry(p, {c.N, c.H, c.W, c.C});
   const auto pr = ops::MakeConvProblem<gpu, float>(g, s, true, p.workspace);
   const ops::ConvSupport sup = ops::ConvRegistry<gpu, float>::Get().Find(kCutlass)->CanImplement(pr, ops::ConvPass::kForward);
   const bool compiled = sup.ok || sup.why.find("compiled into this build") == std::string::npos;
-  if (!compiled) WARN((s->tf32() ? "TF32" : "strict fp32") << " kernels are not in this build (cutlass_kernels=subset): " << sup.why);
+  if (!compiled)
+    WARN((s->tf32x3() ? "3xTF32" : s->tf32() ? "TF32" : "strict fp32")
+         << " kernels are not in this build (cutlass_kernels=subset): " << sup.why);
   return compiled;
 }
 
@@ -197,7 +202,7 @@ void CheckConv(const Conv2d& c, const std::string& algorithm, Stream<gpu>* strea
   const ops::ConvolutionParam param = c.Param(algorithm);
   INFO("N " << c.N << " H " << c.H << " W " << c.W << " C " << c.C << " K " << c.K << " kernel " << c.R << "x" << c.S
             << " stride " << c.stride << " dilate " << c.dilate << " pad " << c.pad << "/" << c.pad_end << " "
-            << ops::LayoutName(c.layout) << " dtype " << DataType<DType>::name() << (UsesTF32(stream) ? " (TF32)" : "")
+            << ops::LayoutName(c.layout) << " dtype " << DataType<DType>::name() << MathLabel(stream)
             << " algorithm '" << algorithm << "'");
   for (OpReqType req : {kWriteTo, kAddTo}) {
     INFO("req " << OpReqName(req));
@@ -280,7 +285,7 @@ void CheckFusedEpilogue(const Conv2d& c, Stream<gpu>* stream, double tol, const 
   const bool cutlass = std::string(algorithm) == kCutlass;
   INFO(algorithm << ": N " << c.N << " H " << c.H << " W " << c.W << " C " << c.C << " K " << c.K << " kernel " << c.R
                  << "x" << c.S << " stride " << c.stride << " " << ops::LayoutName(c.layout) << " dtype "
-                 << DataType<DType>::name() << (UsesTF32(stream) ? " (TF32)" : ""));
+                 << DataType<DType>::name() << MathLabel(stream));
   auto expected = [&](bool relu, bool with_bias, bool with_residual, bool add) {
     std::vector<double> e(ref.y.size());
     for (size_t i = 0; i < e.size(); ++i) {
@@ -482,7 +487,8 @@ TEST_CASE("every compiled CUTLASS kernel matches float64 where it runs", "[gpu][
     const std::vector<double> d0 = Values(host.dy);  // D's values before the run (beta 1 adds them)
     TensorContainer<cpu, 1, DType> bh(Shape1(c.K));
     FillRandom(bh.view());
-    const double tol = std::is_same<DType, bf16_t>::value ? 2e-2 : k.math == cc::Math::kSimt ? 1e-4 : 1e-2;
+    const bool fp32_accurate = k.math == cc::Math::kSimt || k.math == cc::Math::kTensorOpTF32x3;
+    const double tol = std::is_same<DType, bf16_t>::value ? 2e-2 : fp32_accurate ? 1e-4 : 1e-2;
     TensorContainer<gpu, 4, DType> x = Upload(host.x, false, nullptr), w = Upload(host.w, false, nullptr);
     TensorContainer<gpu, 4, DType> out(host.dy.shape_);
     TensorContainer<gpu, 1, DType> bias(Shape1(c.K));

@@ -100,7 +100,7 @@ struct Stream<gpu> {
     tf32_ = on;
     if (blas_ != nullptr) ApplyMathMode();
   }
-  bool tf32() const { return tf32_; }
+  bool tf32() const { return tf32_; }  // as set: set_tf32x3(true) overrides it
   // Float convolutions as three TF32 products (about fp32's accuracy, on tensor cores) where CUTLASS's
   // kernels run them; everything else on the stream computes float strictly, whatever set_tf32 says.
   // Off by default.

@@ -203,6 +203,14 @@ struct TileSet {
 };
 using Tiles16 = TileSet<64, cutlass::gemm::GemmShape<16, 8, 16>>;  // half, bf16
 using Tiles32 = TileSet<32, cutlass::gemm::GemmShape<16, 8, 8>>;   // float as TF32
+// Float as 3xTF32 (OpMultiplyAddFastF32) holds twice TF32's accumulators and operand fragments: on 64-wide
+// warps they spill (ptxas, sm_80: 2184 bytes on the 128 x 128 forward, none for TF32), so its warps are
+// 32 rows tall, as CUTLASS's own 3xTF32 kernels' are (152 bytes left on the 128 x 128 tile).
+struct Tiles32x3 : Tiles32 {
+  using Warp = cutlass::gemm::GemmShape<32, 64, 32>;
+  using NarrowWarp = cutlass::gemm::GemmShape<32, 32, 32>;
+  using SlimWarp = cutlass::gemm::GemmShape<32, 32, 32>;
+};
 
 // The bias-epilogue forward kernels for a 16-bit element type E on Tiles16: names
 // {bias 128x128, bias 128x64, bias_relu 128x128, bias_relu 128x64}.
