@@ -7,6 +7,8 @@
 // Both sides use the same element type and math (--dtype) and layout (--layout):
 //   fp32   float, TF32 off (the default)   ours: Stream::set_tf32(false); peer: allow_tf32 = False
 //   tf32   float, TF32 tensor cores        ours: Stream::set_tf32(true);  peer: allow_tf32 = True
+//   tf32x3 float as three TF32 products    ours: Stream::set_tf32x3(true); peer: allow_tf32 = False, the
+//          per product (fp32's accuracy)   accuracy it stands in for (bench/conv_accuracy measures its error)
 //   fp16   half_t / torch.float16          bf16   bf16_t / torch.bfloat16
 //   nchw   data (N,C,H,W), weight (K,C,R,S), out (N,K,P,Q) (the default)
 //   nhwc   data (N,H,W,C), weight (K,R,S,C), out (N,P,Q,K); the peer's tensors are torch.channels_last,
@@ -28,7 +30,7 @@
 // Timing: CUDA events around each repetition on one stream, after warm-up (which also sizes the workspace);
 // the median is reported. Nothing checks the results: tests/ does that.
 //
-// Usage: conv_bench [--dtype fp32|tf32|fp16|bf16] [--layout nchw|nhwc] [--n 32] [--reps 20]
+// Usage: conv_bench [--dtype fp32|tf32|tf32x3|fp16|bf16] [--layout nchw|nhwc] [--n 32] [--reps 20]
 //                   [--workspace-mb 2048] [--layers path] [--no-3d] [--no-peer] [--epilogue] [--svg path]
 //                   [--csv path] [--algorithm NAME] [--split]
 //        conv_bench --volume [--filters 1,2,4,8,16,32] [--size 256] [--dtype ...] [--u8] [--reps 5] [--svg path]
@@ -51,10 +53,12 @@
 #include <tensorexpr/ops/conv_select.h>
 #include <tensorexpr/ops/convolution.h>
 #include "conv_layers.h"
+#include "conv_run.cuh"
 
 namespace {
 using namespace tensorexpr;
 using namespace conv_layers;
+using namespace conv_run;
 
 struct Timing {
   double fwd_ms = -1, bwd_ms = -1;
@@ -62,12 +66,13 @@ struct Timing {
 };
 
 // The element type and math of a run (--dtype).
-enum class Precision { kFp32, kTf32, kFp16, kBf16 };
+enum class Precision { kFp32, kTf32, kTf32x3, kFp16, kBf16 };
 
 const char* PrecisionFlag(Precision p) {
   switch (p) {
     case Precision::kFp32: return "fp32";
     case Precision::kTf32: return "tf32";
+    case Precision::kTf32x3: return "tf32x3";
     case Precision::kFp16: return "fp16";
     case Precision::kBf16: return "bf16";
   }
@@ -79,6 +84,7 @@ const char* PrecisionText(Precision p) {
   switch (p) {
     case Precision::kFp32: return "fp32, TF32 off";
     case Precision::kTf32: return "fp32, TF32 on";
+    case Precision::kTf32x3: return "fp32 via 3xTF32";
     case Precision::kFp16: return "fp16";
     case Precision::kBf16: return "bf16";
   }
@@ -86,12 +92,18 @@ const char* PrecisionText(Precision p) {
 }
 
 bool ParsePrecision(const std::string& s, Precision* p) {
-  for (Precision c : {Precision::kFp32, Precision::kTf32, Precision::kFp16, Precision::kBf16})
+  for (Precision c : {Precision::kFp32, Precision::kTf32, Precision::kTf32x3, Precision::kFp16, Precision::kBf16})
     if (s == PrecisionFlag(c)) {
       *p = c;
       return true;
     }
   return false;
+}
+
+// The stream's float math for a precision (16-bit types ignore it).
+void SetFloatMath(Stream<gpu>* stream, Precision p) {
+  stream->set_tf32(p == Precision::kTf32);
+  stream->set_tf32x3(p == Precision::kTf32x3);
 }
 
 bool ParseLayout(const std::string& s, ops::Layout* l) {
@@ -121,11 +133,12 @@ struct Options {
 
 void PrintUsage(FILE* to, const char* argv0) {
   std::fprintf(to,
-               "usage: %s [--dtype fp32|tf32|fp16|bf16] [--layout nchw|nhwc] [--n 32] [--reps 20]\n"
+               "usage: %s [--dtype fp32|tf32|tf32x3|fp16|bf16] [--layout nchw|nhwc] [--n 32] [--reps 20]\n"
                "          [--workspace-mb 2048] [--layers path] [--no-3d] [--no-peer] [--epilogue] [--svg path]\n"
                "          [--csv path] [--algorithm NAME] [--split]\n"
                "       %s --volume [--filters 1,2,4,8,16,32] [--size 256] [--dtype ...] [--u8] [--reps 5] [--svg path]\n"
-               "  --dtype      fp32: float, TF32 off (default); tf32: float on TF32 tensor cores; fp16, bf16\n"
+               "  --dtype      fp32: float, TF32 off (default); tf32: float on TF32 tensor cores; tf32x3: float via\n"
+               "               three TF32 products (against cuDNN in strict fp32); fp16, bf16\n"
                "  --layout     nchw (default) or nhwc (channels last; the peer uses torch.channels_last)\n"
                "  --epilogue   conv + bias + relu (ours fused) and the convolution alone, instead of forward and backward\n"
                "  --svg path   a bar chart of the per-layer ratios (ours / peer), forward and backward\n"
@@ -189,41 +202,6 @@ int ParseArgs(int argc, char** argv, Options* o) {
     }
   }
   return -1;
-}
-
-// Data of n images, c channels and `extent` in every spatial dimension, in the layout's order.
-template <int dim>
-Shape<dim> DataShape(ops::Layout layout, index_t n, index_t c, index_t extent) {
-  Shape<dim> s;
-  s[0] = n;
-  for (int i = 1; i < dim; ++i) s[i] = extent;
-  s[layout == ops::Layout::kNHWC ? dim - 1 : 1] = c;
-  return s;
-}
-
-template <int dim>
-std::vector<index_t> Dims(const Shape<dim>& s) {
-  return std::vector<index_t>(s.shape_, s.shape_ + dim);
-}
-
-// Values in [-1, 1) from a hash of the index (no curand needed; deterministic), rounded to DType.
-template <typename DType>
-__global__ void FillHashKernel(DType* p, index_t n, uint32_t seed) {
-  for (index_t i = blockIdx.x * index_t(blockDim.x) + threadIdx.x; i < n; i += index_t(blockDim.x) * gridDim.x) {
-    uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed ^ static_cast<uint32_t>(i >> 32) * 40503u;
-    h ^= h >> 15;
-    h *= 2246822519u;
-    h ^= h >> 13;
-    h *= 3266489917u;
-    h ^= h >> 16;
-    p[i] = DType(static_cast<float>(h) * (2.0f / 4294967296.0f) - 1.0f);
-  }
-}
-template <int dim, typename DType>
-void FillHash(Tensor<gpu, dim, DType> t, uint32_t seed) {
-  const index_t n = t.shape_.Size();
-  FillHashKernel<<<1024, 256, 0, Stream<gpu>::GetStream(t.stream_)>>>(t.dptr_, n, seed);
-  TE_CUDA_CHECK_LAUNCH("FillHashKernel");
 }
 
 // Median milliseconds of `reps` runs of f on stream s, after `warmup` runs.
@@ -307,54 +285,6 @@ Timing TimeConv(Stream<gpu>* stream, const ops::ConvolutionParam& p, const Shape
   return t;
 }
 
-// The algorithm the library chose for each pass of one convolution. Empty: no choice was logged while it
-// ran, because it was made earlier (the same problem before, or a tuned choice from TE_CONV_CACHE).
-struct ChosenAlgorithms {
-  std::string forward, data_grad, weight_grad;
-};
-
-// Reads one entry of the selection log: "tensorexpr conv: <pass> <dtype> ..." first, "  -> <name> (why)"
-// last. Returns false for anything else (a warning).
-bool RecordChoice(const std::string& entry, ChosenAlgorithms* chosen) {
-  const std::string prefix = "tensorexpr conv: ", arrow = "\n  -> ";
-  const size_t at = entry.rfind(arrow);
-  if (entry.compare(0, prefix.size(), prefix) != 0 || at == std::string::npos) return false;
-  const size_t name_at = at + arrow.size();
-  const std::string name = entry.substr(name_at, entry.find(' ', name_at) - name_at);
-  const std::string pass = entry.substr(prefix.size(), entry.find(' ', prefix.size()) - prefix.size());
-  if (pass == ops::ConvPassName(ops::ConvPass::kForward)) chosen->forward = name;
-  else if (pass == ops::ConvPassName(ops::ConvPass::kBackwardData)) chosen->data_grad = name;
-  else if (pass == ops::ConvPassName(ops::ConvPass::kBackwardWeight)) chosen->weight_grad = name;
-  else return false;
-  return true;
-}
-
-// Whether TE_LOG asks for the selection log on stderr, as the library reads it.
-bool ConvLogRequested() {
-  const char* l = std::getenv("TE_LOG");
-  if (l == nullptr) return false;
-  const std::string topics = std::string(",") + l + ",";
-  return topics.find(",conv,") != std::string::npos || topics.find(",all,") != std::string::npos;
-}
-
-// While it lives, the selection log goes to `chosen`; warnings still reach stderr, and so does everything
-// when TE_LOG asks for it. Afterwards the log is as the library set it up from TE_LOG.
-class ChoiceRecorder {
- public:
-  explicit ChoiceRecorder(ChosenAlgorithms* chosen) {
-    const bool echo = ConvLogRequested();
-    ops::SetConvLog([chosen, echo](const std::string& entry) {
-      if (!RecordChoice(entry, chosen) || echo) std::fprintf(stderr, "%s\n", entry.c_str());
-    });
-  }
-  ~ChoiceRecorder() {
-    if (ConvLogRequested()) ops::SetConvLog([](const std::string& entry) { std::fprintf(stderr, "%s\n", entry.c_str()); });
-    else ops::SetConvLog(nullptr);
-  }
-  ChoiceRecorder(const ChoiceRecorder&) = delete;
-  ChoiceRecorder& operator=(const ChoiceRecorder&) = delete;
-};
-
 // Everything measured on our side.
 struct OursResult {
   std::vector<Timing> layers;
@@ -380,7 +310,7 @@ template <typename DType>
 OursResult MeasureOurs(const Options& o, const std::vector<Layer>& layers) {
   OursResult r;
   Stream<gpu>* stream = NewStream<gpu>(true);
-  stream->set_tf32(o.precision == Precision::kTf32);
+  SetFloatMath(stream, o.precision);
   for (size_t i = 0; i < layers.size(); ++i) {
     const Layer& L = layers[i];
     ops::ConvolutionParam p = LayerParam(L, o.workspace_mb, o.layout);
@@ -436,7 +366,7 @@ OursResult MeasureOursIn(const Options& o, const std::vector<Layer>& layers) {
   switch (o.precision) {
     case Precision::kFp16: return MeasureOurs<half_t>(o, layers);
     case Precision::kBf16: return MeasureOurs<bf16_t>(o, layers);
-    default: return MeasureOurs<float>(o, layers);  // fp32 and tf32: the stream's TF32 setting differs
+    default: return MeasureOurs<float>(o, layers);  // fp32, tf32, tf32x3: the stream's math differs
   }
 }
 
@@ -502,6 +432,7 @@ template <typename DType>
 std::vector<Timing> MeasureVolume(const Options& o, std::vector<ChosenAlgorithms>* chosen, std::vector<double>* gflop) {
   std::vector<Timing> r;
   Stream<gpu>* stream = NewStream<gpu>(true);
+  SetFloatMath(stream, o.precision);
   const Shape<5> xshape = DataShape<5>(o.layout, 1, 1, o.size);
   for (index_t k : o.filters) {
     const ops::ConvolutionParam p = VolumeParam(o, k);
@@ -536,8 +467,10 @@ PeerResult RunPeer(const std::string& script, const Options& o) {
   for (index_t k : o.filters) filters += (filters.empty() ? "" : ",") + std::to_string(k);
   const std::string what = o.volume ? " --volume-filters " + filters + " --volume-size " + std::to_string(o.size)
                                     : " --layers " + o.layers_path + " --n " + std::to_string(o.n);
-  const std::string cmd = "python3 " + script + what + " --reps " + std::to_string(o.reps) + " --dtype " +
-                          PrecisionFlag(o.precision) + " --layout " + LowerCase(ops::LayoutName(o.layout)) +
+  // 3xTF32 stands in for strict fp32, so that is what the peer runs.
+  const char* peer_dtype = o.precision == Precision::kTf32x3 ? "fp32" : PrecisionFlag(o.precision);
+  const std::string cmd = "python3 " + script + what + " --reps " + std::to_string(o.reps) + " --dtype " + peer_dtype +
+                          " --layout " + LowerCase(ops::LayoutName(o.layout)) +
                           (o.do3d ? "" : " --no-3d") + (o.epilogue ? " --epilogue" : "") + (o.split ? " --split" : "") +
                           " 2>&1";
   std::printf("peer: %s\n", cmd.c_str());
@@ -579,13 +512,6 @@ std::string Ms(double v) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%9.3f", v);
   return buf;
-}
-
-// "forward / data-grad / weight-grad" algorithm names; "(cached)" where a choice was made before this run
-// of the problem and so not logged.
-std::string AlgorithmsText(const ChosenAlgorithms& c) {
-  auto name = [](const std::string& s) { return s.empty() ? std::string("(cached)") : s; };
-  return name(c.forward) + " / " + name(c.data_grad) + " / " + name(c.weight_grad);
 }
 
 // One row of the table: times and ratios, then the algorithms when there are any.
