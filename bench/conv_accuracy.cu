@@ -94,7 +94,7 @@ struct Options {
   index_t n = 8;
   double workspace_mb = 2048;
   ops::Layout layout = ops::Layout::kNCHW;
-  std::string layers_path;
+  std::string layers_path = FindFile("TE_CONV_LAYERS", "resnet50_layers.txt");
   std::string algorithm;  // forced in every mode ("": the library's choice)
 };
 
@@ -124,9 +124,7 @@ int ParseArgs(int argc, char** argv, Options* o) {
 
 int main(int argc, char** argv) {
   Options o;
-  o.layers_path = FindFile("TE_CONV_LAYERS", "resnet50_layers.txt");
-  const int parsed = ParseArgs(argc, argv, &o);
-  if (parsed >= 0) return parsed;
+  if (const int status = ParseArgs(argc, argv, &o); status >= 0) return status;
   try {
     const std::vector<Layer> layers = ReadLayers(o.layers_path);
     cudaDeviceProp prop;

@@ -80,16 +80,6 @@ struct Timing {
   double bwd_data_ms = -1, bwd_weight_ms = -1;  // only with --split
 };
 
-// Values in [-1, 1) from a hash of the index (deterministic, the same hash as conv_bench.cu's GPU fill).
-float HashValue(index_t i, uint32_t seed) {
-  uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed ^ static_cast<uint32_t>(i >> 32) * 40503u;
-  h ^= h >> 15;
-  h *= 2246822519u;
-  h ^= h >> 13;
-  h *= 3266489917u;
-  h ^= h >> 16;
-  return static_cast<float>(h) * (2.0f / 4294967296.0f) - 1.0f;
-}
 template <int dim>
 void FillHash(Tensor<cpu, dim, float> t, uint32_t seed) {
   const index_t n = t.shape_.Size();

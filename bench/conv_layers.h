@@ -2,6 +2,7 @@
 // on the CPU): a layer of bench/resnet50_layers.txt, its ConvolutionParam, reading the list, and finding
 // the files the benchmarks read (the layer list, the peer scripts).
 #pragma once
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -31,6 +32,18 @@ inline tensorexpr::ops::ConvolutionParam LayerParam(const Layer& L, double works
   p.workspace = workspace_mb;
   p.layout = layout;
   return p;
+}
+
+// The benchmarks' inputs: values in [-1, 1) from a hash of the index (deterministic, no random generator;
+// the same on the host and on the GPU).
+TE_XINLINE float HashValue(index_t i, uint32_t seed) {
+  uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed ^ static_cast<uint32_t>(i >> 32) * 40503u;
+  h ^= h >> 15;
+  h *= 2246822519u;
+  h ^= h >> 13;
+  h *= 3266489917u;
+  h ^= h >> 16;
+  return static_cast<float>(h) * (2.0f / 4294967296.0f) - 1.0f;
 }
 
 using bench_files::FileExists;

@@ -10,6 +10,7 @@
 #include <tensorexpr/cuda/tensorexpr_cuda.cuh>
 #include <tensorexpr/ops/conv_select.h>
 #include <tensorexpr/ops/convolution.h>
+#include "conv_layers.h"
 
 namespace conv_run {
 using namespace tensorexpr;
@@ -29,18 +30,11 @@ std::vector<index_t> Dims(const Shape<dim>& s) {
   return std::vector<index_t>(s.shape_, s.shape_ + dim);
 }
 
-// Values in [-1, 1) from a hash of the index (no curand needed; deterministic), rounded to DType.
+// conv_layers.h's hashed values, rounded to DType.
 template <typename DType>
 __global__ void FillHashKernel(DType* p, index_t n, uint32_t seed) {
-  for (index_t i = blockIdx.x * index_t(blockDim.x) + threadIdx.x; i < n; i += index_t(blockDim.x) * gridDim.x) {
-    uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed ^ static_cast<uint32_t>(i >> 32) * 40503u;
-    h ^= h >> 15;
-    h *= 2246822519u;
-    h ^= h >> 13;
-    h *= 3266489917u;
-    h ^= h >> 16;
-    p[i] = DType(static_cast<float>(h) * (2.0f / 4294967296.0f) - 1.0f);
-  }
+  for (index_t i = blockIdx.x * index_t(blockDim.x) + threadIdx.x; i < n; i += index_t(blockDim.x) * gridDim.x)
+    p[i] = DType(conv_layers::HashValue(i, seed));
 }
 template <int dim, typename DType>
 void FillHash(Tensor<gpu, dim, DType> t, uint32_t seed) {
