@@ -79,13 +79,14 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     // Run stages the inputs once, for the plain kernel's shape: an epilogue kernel must run on it.
     if (plain.kernel == nullptr || plain.fold != p.fold || plain.shape.C != p.shape.C || plain.shape.K != p.shape.K)
       return false;
-    // TF32 fuses only into the plain kernel's own tile: where the plain choice is Hopper's kernel or
-    // another tile (TF32 has one fused tile), it and a pass over the output were faster (conv_bench
-    // --epilogue --dtype tf32 --layout nhwc, H200: the 3x3 layer at 7 x 7 took 0.106 ms fused on Ampere's
-    // tile against 0.059 on Hopper's; at 56 x 56 with 64 filters 0.089 fused against 0.067 plain, where the
-    // pass over its output costs about 0.015). Half and bf16, with half TF32's bytes to pass over, fuse on
-    // Ampere's tile beside Hopper's plain kernel: the pass cost 0.004-0.008 ms more on the 3x3 and strided
-    // 1x1 layers at 14 x 14.
+    // TF32 fuses only into the plain kernel's own tile: where the plain choice is another tile (Ampere's
+    // TF32 has one fused tile) or, in a build without Hopper's fused kernels, Hopper's, it and a pass over
+    // the output were faster (conv_bench --epilogue --dtype tf32 --layout nhwc, H200: the 3x3 layer at 7 x 7
+    // took 0.106 ms fused on Ampere's tile against 0.059 on Hopper's; at 56 x 56 with 64 filters 0.089 fused
+    // against 0.067 plain, where the pass over its output costs about 0.015). Hopper's fused kernels have
+    // the plain ones' tiles, so the search finds the same tile for both. Half and bf16, with half TF32's
+    // bytes to pass over, fuse on whatever the search finds: on Ampere's tile beside Hopper's plain kernel
+    // the pass cost 0.004-0.008 ms more on the 3x3 and strided 1x1 layers at 14 x 14.
     const bool same_kernel = plain.kernel->sm == p.kernel->sm && plain.kernel->tile_m == p.kernel->tile_m &&
                              plain.kernel->tile_n == p.kernel->tile_n;
     if (p.kernel->element == cutlass_conv::Element::kF32 && !same_kernel) return false;

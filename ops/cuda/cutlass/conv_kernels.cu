@@ -22,6 +22,9 @@ void AppendSm90Fprop16Kernels(std::vector<ConvKernel>& kernels);
 void AppendSm90Dgrad16Kernels(std::vector<ConvKernel>& kernels);
 void AppendSm90Wgrad16Kernels(std::vector<ConvKernel>& kernels);
 void AppendSm90FpropTf32Kernels(std::vector<ConvKernel>& kernels);
+void AppendSm90FpropBiasF16Kernels(std::vector<ConvKernel>& kernels);
+void AppendSm90FpropBiasBF16Kernels(std::vector<ConvKernel>& kernels);
+void AppendSm90FpropBiasTf32Kernels(std::vector<ConvKernel>& kernels);
 
 const std::vector<ConvKernel>& CompiledConvKernels() {
   static const std::vector<ConvKernel> kernels = [] {
@@ -45,6 +48,9 @@ const std::vector<ConvKernel>& CompiledConvKernels() {
     AppendSm90Wgrad16Kernels(v);
 #if !TE_CUTLASS_KERNELS_SUBSET
     AppendSm90FpropTf32Kernels(v);
+    AppendSm90FpropBiasF16Kernels(v);
+    AppendSm90FpropBiasBF16Kernels(v);
+    AppendSm90FpropBiasTf32Kernels(v);
 #endif
 #endif
     return v;

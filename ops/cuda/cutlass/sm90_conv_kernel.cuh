@@ -16,6 +16,8 @@
 #include <cutlass/conv/dispatch_policy.hpp>
 #include <cutlass/conv/kernel/conv_universal.hpp>
 #include <cutlass/epilogue/collective/collective_builder.hpp>
+#include <cutlass/epilogue/fusion/operations.hpp>
+#include <cutlass/epilogue/thread/activation.h>
 #include <cutlass/util/packed_stride.hpp>
 #include <tensorexpr/base.h>
 #include "conv_kernels.h"
@@ -24,16 +26,37 @@ namespace tensorexpr {
 namespace ops {
 namespace cutlass_conv {
 
+// What a Hopper kernel's epilogue computes (conv_kernels.h's Epilogue) as CUTLASS 3's fusion operation: the
+// forward's output channel k is the GEMM's column, so the bias is a row broadcast down the tile's rows (a
+// null bias adds zeros), summed with acc and beta * C in float and rounded to Out once.
+template <Epilogue kEpilogue, typename Out, typename E>
+struct Sm90Fusion {
+  template <template <class> class Act>
+  using BiasAct = cutlass::epilogue::fusion::LinCombPerColBiasEltAct<Act, Out, float, /*bias=*/E, /*source=*/Out, float>;
+  using Operation = std::conditional_t<
+      kEpilogue == Epilogue::kLinear, cutlass::epilogue::fusion::LinearCombination<Out, float, Out, float>,
+      std::conditional_t<kEpilogue == Epilogue::kBias, BiasAct<cutlass::epilogue::thread::Identity>,
+                         BiasAct<cutlass::epilogue::thread::ReLu>>>;
+  // The plain store is CUTLASS's choice (registers straight to memory); a fused one needs the epilogue
+  // that stages its tile in shared memory and stores it by TMA, the one CUTLASS's fusions are built on.
+  using Schedule = std::conditional_t<kEpilogue == Epilogue::kLinear, cutlass::epilogue::collective::EpilogueScheduleAuto,
+                                      cutlass::epilogue::TmaWarpSpecialized>;
+};
+
 // A Hopper convolution of operator Op on activations (N, H, W, C) of element type E, float accumulation,
-// D = acc + beta * C, a thread-block tile of TileShape, clusters of one block:
+// D = acc + beta * C (with kEpilogue's bias and relu: forward only), a thread-block tile of TileShape,
+// clusters of one block:
 //   kFprop  filters (K, R, S, C) in E -> output (N, P, Q, K) in E; the tile's M is output pixels, N filters
 //   kDgrad  output gradient and filters in E -> data gradient (N, H, W, C) in E; M is input pixels, N
 //           channels (unit strides only: Sm90Conv::WhyNot)
 //   kWgrad  output gradient (N, P, Q, K) in E -> filter gradient (K, R, S, C) in float (a slice, as the
 //           Ampere weight-gradient kernels write: conv_kernels.h); M is filters, N the filters' taps
-template <cutlass::conv::Operator Op, typename E, typename TileShape>
+template <cutlass::conv::Operator Op, typename E, typename TileShape, Epilogue kEpilogue_ = Epilogue::kLinear>
 struct Sm90Config {
+  static_assert(kEpilogue_ == Epilogue::kLinear || Op == cutlass::conv::Operator::kFprop,
+                "a bias epilogue is the forward's");
   static constexpr cutlass::conv::Operator kOperator = Op;
+  static constexpr Epilogue kEpilogue = kEpilogue_;
   static constexpr int kAlignment = 128 / cutlass::sizeof_bits<E>::value;
   using Out = std::conditional_t<Op == cutlass::conv::Operator::kWgrad, float, E>;
   static constexpr int kOutAlignment = 128 / cutlass::sizeof_bits<Out>::value;
@@ -44,7 +67,8 @@ struct Sm90Config {
   using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, Cluster,
       cutlass::epilogue::collective::EpilogueTileAuto, float, float, Out, OutLayout, kOutAlignment, Out, OutLayout,
-      kOutAlignment, cutlass::epilogue::collective::EpilogueScheduleAuto>::CollectiveOp;
+      kOutAlignment, typename Sm90Fusion<kEpilogue_, Out, E>::Schedule,
+      typename Sm90Fusion<kEpilogue_, Out, E>::Operation>::CollectiveOp;
   // The mainloop's two operands are channels last for every operator (the filters are (K, R, S, C), which
   // CUTLASS names NHWC too).
   using CollectiveMainloop = typename cutlass::conv::collective::CollectiveBuilder<
@@ -104,9 +128,12 @@ struct Sm90Conv {
     }
     auto* c = static_cast<ElementD*>(o.c);
     const auto* source = o.source != nullptr ? static_cast<const ElementC*>(o.source) : c;
-    return Arguments{p,
-                     {static_cast<const ElementA*>(o.a), static_cast<const ElementB*>(o.b)},
-                     {{1.0f, o.beta}, source, stride_c, c, stride_d}};
+    Arguments args{p,
+                   {static_cast<const ElementA*>(o.a), static_cast<const ElementB*>(o.b)},
+                   {{1.0f, o.beta}, source, stride_c, c, stride_d}};
+    if constexpr (Config::kEpilogue != Epilogue::kLinear)
+      args.epilogue.thread.bias_ptr = static_cast<decltype(args.epilogue.thread.bias_ptr)>(o.bias);
+    return args;
   }
 
   static void GemmSize(const Conv2dShape& s, long long mnk[3]) {
@@ -155,6 +182,17 @@ struct Sm90Conv {
   }
 };
 
+// The tiles of the forward and the data gradient: 128 x 128 and 128 x 64, a reduction step of kStep
+// elements (64 halves, or 32 floats: a stage holds as many bytes either way), the step a mode of its own
+// (CUTLASS's convolutions split the reduction over channels and taps).
+template <int kStep>
+struct Sm90Tiles {
+  using Wide = cute::Shape<cute::_128, cute::_128, cute::Shape<cute::Int<kStep>>>;
+  using Narrow = cute::Shape<cute::_128, cute::_64, cute::Shape<cute::Int<kStep>>>;
+};
+using Sm90Tiles16 = Sm90Tiles<64>;    // half, bf16
+using Sm90TilesTf32 = Sm90Tiles<32>;  // float as TF32
+
 // The ConvKernel of a Hopper configuration (Sm90Config).
 template <typename Config>
 ConvKernel MakeSm90ConvKernel(const char* name, Element element) {
@@ -164,7 +202,7 @@ ConvKernel MakeSm90ConvKernel(const char* name, Element element) {
                     Adapter::kPass,
                     element,
                     Math::kTensorOp,
-                    Epilogue::kLinear,
+                    Config::kEpilogue,
                     /*fixed_channels=*/false,
                     /*bias_in_source=*/false,
                     Config::kAlignment,
@@ -185,6 +223,17 @@ template <cutlass::conv::Operator kOperator, typename E, typename Wide, typename
 void AppendSm90Kernels(std::vector<ConvKernel>& kernels, Element element, const char* const (&names)[2]) {
   kernels.push_back(MakeSm90ConvKernel<Sm90Config<kOperator, E, Wide>>(names[0], element));
   kernels.push_back(MakeSm90ConvKernel<Sm90Config<kOperator, E, Narrow>>(names[1], element));
+}
+
+// The forward's bias and bias + relu kernels of element type E with the Wide and the Narrow tile, named by
+// `names` in the order bias Wide, bias Narrow, bias_relu Wide, bias_relu Narrow.
+template <typename E, typename Wide, typename Narrow>
+void AppendSm90FpropBiasKernels(std::vector<ConvKernel>& kernels, Element element, const char* const (&names)[4]) {
+  constexpr cutlass::conv::Operator kFprop = cutlass::conv::Operator::kFprop;
+  kernels.push_back(MakeSm90ConvKernel<Sm90Config<kFprop, E, Wide, Epilogue::kBias>>(names[0], element));
+  kernels.push_back(MakeSm90ConvKernel<Sm90Config<kFprop, E, Narrow, Epilogue::kBias>>(names[1], element));
+  kernels.push_back(MakeSm90ConvKernel<Sm90Config<kFprop, E, Wide, Epilogue::kBiasRelu>>(names[2], element));
+  kernels.push_back(MakeSm90ConvKernel<Sm90Config<kFprop, E, Narrow, Epilogue::kBiasRelu>>(names[3], element));
 }
 
 // A pass's four 16-bit kernels: half, then bf16, each Wide then Narrow (each sm90_*_f16.cu unit appends

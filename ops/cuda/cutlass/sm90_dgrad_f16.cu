@@ -8,12 +8,8 @@ namespace ops {
 namespace cutlass_conv {
 
 void AppendSm90Dgrad16Kernels(std::vector<ConvKernel>& kernels) {
-  using cute::_128;
-  using cute::_64;
-  // M is the input's pixels, N its channels, K the filters times their taps (a mode of its own).
-  using Wide = cute::Shape<_128, _128, cute::Shape<_64>>;
-  using Narrow = cute::Shape<_128, _64, cute::Shape<_64>>;
-  AppendSm90Kernels16<cutlass::conv::Operator::kDgrad, Wide, Narrow>(
+  // M is the input's pixels, N its channels, K the filters times their taps.
+  AppendSm90Kernels16<cutlass::conv::Operator::kDgrad, Sm90Tiles16::Wide, Sm90Tiles16::Narrow>(
       kernels, {"f16_sm90_dgrad_128x128x64", "f16_sm90_dgrad_128x64x64", "bf16_sm90_dgrad_128x128x64",
                 "bf16_sm90_dgrad_128x64x64"});
 }

@@ -7,12 +7,7 @@ namespace ops {
 namespace cutlass_conv {
 
 void AppendSm90Fprop16Kernels(std::vector<ConvKernel>& kernels) {
-  using cute::_128;
-  using cute::_64;
-  // The reduction's tile is a mode of its own (CUTLASS's convolutions split it over channels and taps).
-  using Wide = cute::Shape<_128, _128, cute::Shape<_64>>;
-  using Narrow = cute::Shape<_128, _64, cute::Shape<_64>>;
-  AppendSm90Kernels16<cutlass::conv::Operator::kFprop, Wide, Narrow>(
+  AppendSm90Kernels16<cutlass::conv::Operator::kFprop, Sm90Tiles16::Wide, Sm90Tiles16::Narrow>(
       kernels, {"f16_sm90_fprop_128x128x64", "f16_sm90_fprop_128x64x64", "bf16_sm90_fprop_128x128x64",
                 "bf16_sm90_fprop_128x64x64"});
 }

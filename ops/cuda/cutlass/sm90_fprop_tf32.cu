@@ -9,13 +9,7 @@ namespace ops {
 namespace cutlass_conv {
 
 void AppendSm90FpropTf32Kernels(std::vector<ConvKernel>& kernels) {
-  using cute::_128;
-  using cute::_32;
-  using cute::_64;
-  // sm90_fprop_f16.cu's tiles with half the reduction step: a stage holds as many bytes.
-  using Wide = cute::Shape<_128, _128, cute::Shape<_32>>;
-  using Narrow = cute::Shape<_128, _64, cute::Shape<_32>>;
-  AppendSm90Kernels<cutlass::conv::Operator::kFprop, float, Wide, Narrow>(
+  AppendSm90Kernels<cutlass::conv::Operator::kFprop, float, Sm90TilesTf32::Wide, Sm90TilesTf32::Narrow>(
       kernels, Element::kF32, {"tf32_sm90_fprop_128x128x32", "tf32_sm90_fprop_128x64x32"});
 }
 
