@@ -14,6 +14,7 @@
 #include <tensorexpr/ops/conv_epilogue.h>
 #include <tensorexpr/ops/convolution.h>
 #include "../../ops/cuda/cutlass/conv_kernels.h"
+#include "../../ops/cuda/cutlass/row_bias_gemm.h"
 #include "../test_util.h"
 
 using namespace tensorexpr;
@@ -266,6 +267,19 @@ std::vector<Conv2d> StagedShapes() {
 // form when it writes; pointwise_gemm must fuse every channels-last problem on 8-aligned channels in every
 // dtype, written, and added without residual or relu, and a staged channels-first batch without a residual. The plain forward with a bias and the expression API
 // must give the same values whichever way they run.
+// Whether this build has a row-bias gemm (cuda/cutlass/row_bias_gemm.h) for this GPU: then pointwise_gemm
+// fuses a 16-bit channels-first forward run image by image.
+bool RowBiasGemmsHere() {
+#if defined(TE_HAVE_CUTLASS)
+  int device = 0;
+  cudaDeviceProp prop;
+  if (cudaGetDevice(&device) != cudaSuccess || cudaGetDeviceProperties(&prop, device) != cudaSuccess) return false;
+  for (const ops::cutlass_gemm::RowBiasKernel& k : ops::cutlass_gemm::CompiledRowBiasKernels())
+    if (k.sm == prop.major * 10 + prop.minor) return true;
+#endif
+  return false;
+}
+
 template <typename DType>
 void CheckFusedEpilogue(const Conv2d& c, Stream<gpu>* stream, double tol, const char* algorithm = kCutlass) {
   const bool first = c.layout == ops::Layout::kNCHW;
@@ -301,9 +315,12 @@ void CheckFusedEpilogue(const Conv2d& c, Stream<gpu>* stream, double tol, const 
   // (pointwise_gemm's channels-first forward of a batch of narrow images runs staged, and applies bias and
   // relu to its channels-last result: every req, no residual.)
   const bool staged_first = !cutlass && first && c.N > 1 && c.P() * c.Q() < 256;
+  // (Image by image, a 16-bit channels-first forward on 8-aligned channels and pixels runs the row-bias
+  // gemm where this build has one for this GPU: the whole form.)
+  const bool row_bias = !cutlass && first && !staged_first && !std::is_same<DType, float>::value && c.C % 8 == 0 && c.K % 8 == 0 && (c.P() * c.Q()) % 8 == 0 && RowBiasGemmsHere();
   const bool whole_form = cutlass ? std::is_same<DType, half_t>::value && !first && c.C % 8 == 0 && c.C != 8 &&
                                         c.K % 8 == 0
-                                  : first ? staged_first : c.C % 8 == 0 && c.K % 8 == 0;
+                                  : first ? staged_first || row_bias : c.C % 8 == 0 && c.K % 8 == 0;
   const bool stem = cutlass && std::is_same<DType, half_t>::value && !first && c.C == 3 && c.R == 7 && c.K % 8 == 0;
   for (const bool relu : {false, true})
     for (const bool with_bias : {true, false})
@@ -553,6 +570,92 @@ TEST_CASE("every compiled CUTLASS kernel matches float64 where it runs", "[gpu][
 #endif
 }
 
+// row_bias_gemm.h's kernels called directly: D_l = act(A . B_l + bias[m] + beta * source_l) for the forms
+// pointwise_gemm runs (the bias with D or a residual as the source, beta 0 and 1; a residual without a bias)
+// against float64, on shapes of one and several tiles, and refusals of sizes TMA cannot take.
+TEST_CASE("every compiled row-bias gemm matches float64 where it runs", "[gpu][conv][cutlass][epilogue]") {
+  TE_REQUIRE_CUTLASS(half_t);
+#if defined(TE_HAVE_CUTLASS)
+  namespace cg = ops::cutlass_gemm;
+  namespace cc = ops::cutlass_conv;
+  if (!RowBiasGemmsHere()) {
+    WARN("skipped: no row-bias gemm in this build for this GPU (Hopper's all-kernel units only)");
+    return;
+  }
+  int device = 0;
+  cudaDeviceProp prop;
+  REQUIRE(cudaGetDevice(&device) == cudaSuccess);
+  REQUIRE(cudaGetDeviceProperties(&prop, device) == cudaSuccess);
+  const int sm = prop.major * 10 + prop.minor;
+  auto run_kernel = [&](const cg::RowBiasKernel& k, const cg::RowBiasShape& shape, auto tag) {
+    using DType = decltype(tag);
+    const index_t M = shape.M, N = shape.N, K = shape.K, L = shape.L;
+    TensorContainer<cpu, 2, DType> ah(Shape2(M, K)), bh(Shape2(L * K, N)), dh(Shape2(L * M, N)), rh(dh.shape_);
+    TensorContainer<cpu, 1, DType> biash(Shape1(M));
+    for (Tensor<cpu, 2, DType> t : {ah.view(), bh.view(), dh.view(), rh.view()}) FillRandom(t);
+    FillRandom(biash.view());
+    const std::vector<double> a = Values(ah), b = Values(bh), d0 = Values(dh), r0 = Values(rh), bias = Values(biash);
+    std::vector<double> product(size_t(L * M * N), 0.0);
+    for (index_t l = 0; l < L; ++l)
+      for (index_t m = 0; m < M; ++m)
+        for (index_t kk = 0; kk < K; ++kk) {
+          const double av = a[size_t(m * K + kk)];
+          for (index_t n = 0; n < N; ++n) product[size_t((l * M + m) * N + n)] += av * b[size_t((l * K + kk) * N + n)];
+        }
+    TensorContainer<gpu, 2, DType> ad(ah.shape_), bd(bh.shape_), dd(dh.shape_), rd(rh.shape_);
+    TensorContainer<gpu, 1, DType> biasd(biash.shape_);
+    Copy(ad.view(), ah.view(), nullptr), Copy(bd.view(), bh.view(), nullptr), Copy(rd.view(), rh.view(), nullptr);
+    Copy(biasd.view(), biash.view(), nullptr);
+    TensorContainer<gpu, 1, char> ws(Shape1(index_t(std::max<size_t>(k.workspace_bytes(shape), 1))));
+    const bool relu = k.epilogue == cc::Epilogue::kBiasRelu;
+    const double tol = std::is_same<DType, bf16_t>::value ? 2e-2 : 1e-2;
+    struct Form {
+      float beta;
+      bool bias, residual;
+    };
+    for (const Form f : {Form{0.0f, true, false}, Form{1.0f, true, false}, Form{1.0f, true, true}, Form{1.0f, false, true}}) {
+      INFO("kernel " << k.name << " M " << M << " N " << N << " K " << K << " L " << L << ", beta " << f.beta
+                     << (f.bias ? ", bias" : "") << (f.residual ? ", residual source" : ", D as the source"));
+      Copy(dd.view(), dh.view(), nullptr);
+      cg::RowBiasOperands o;
+      o.a = ad.dptr_, o.b = bd.dptr_, o.d = dd.dptr_, o.beta = f.beta;
+      o.bias = f.bias ? biasd.dptr_ : nullptr;
+      o.source = f.residual ? rd.dptr_ : nullptr;
+      k.run(shape, o, ws.dptr_, nullptr);
+      REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+      TensorContainer<cpu, 2, DType> got(dh.shape_);
+      Copy(got.view(), dd.view(), nullptr);
+      const std::vector<double> g = Values(got);
+      double scale = 0, worst = 0;
+      for (size_t i = 0; i < g.size(); ++i) {
+        const size_t m = (i / size_t(N)) % size_t(M);
+        double v = product[i] + (f.bias ? bias[m] : 0.0) + f.beta * (f.residual ? r0[i] : d0[i]);
+        if (relu && v < 0) v = 0;
+        scale = std::max(scale, std::fabs(v));
+        worst = std::max(worst, std::fabs(g[i] - v));
+      }
+      CHECK(worst <= tol * std::max(scale, 1.0));
+    }
+  };
+  const std::vector<cg::RowBiasShape> shapes = {{8, 272, 8, 2}, {24, 272, 16, 3}, {200, 784, 64, 2}, {256, 136, 520, 2}};
+  int kernels = 0;
+  for (const cg::RowBiasKernel& k : cg::CompiledRowBiasKernels()) {
+    if (k.sm != sm) continue;
+    ++kernels;
+    for (const cg::RowBiasShape& shape : shapes) {
+      INFO("kernel " << k.name);
+      REQUIRE(k.why_not(shape).empty());
+      if (k.element == cc::Element::kF16) run_kernel(k, shape, half_t());
+      else run_kernel(k, shape, bf16_t());
+    }
+    // Rows of pixels or channels that are not whole 16-byte vectors: refused, with the reason.
+    CHECK_THAT(k.why_not({8, 270, 8, 2}), Catch::Contains("multiples of"));
+    CHECK_THAT(k.why_not({8, 272, 12, 2}), Catch::Contains("multiples of"));
+  }
+  CHECK(kernels > 0);
+#endif
+}
+
 TEST_CASE("CUTLASS implicit GEMM refuses what its kernels cannot take, and says why", "[gpu][conv][cutlass]") {
   TE_REQUIRE_CUTLASS(half_t);
   Stream<gpu>* s = NewStream<gpu>(false);
@@ -635,13 +738,15 @@ TEST_CASE("pointwise_gemm fused epilogue: bias, residual and relu in the cuBLASL
   Stream<gpu>* s = NewStream<gpu>(false);
   // The last: long enough a reduction (2048) that cuBLASLt may split it.
   // Channels first: a batch of narrow images (staged), the same strided (gathered, then staged), and
-  // images of 272 pixels (run per image: not fused, the output untouched).
-  std::vector<Conv2d> shapes = {{2, 5, 7, 16, 24, 1, 1}, {3, 4, 4, 3, 5, 1, 1},   {2, 9, 8, 8, 16, 1, 1},
+  // images of 272 pixels, dense and strided (run per image: fused in 16-bit where a row-bias gemm is
+  // compiled for this GPU, else not fused and the output untouched), and 270 (not 8-aligned: never fused).
+  std::vector<Conv2d> shapes = {{2, 5, 7, 16, 24, 1, 1}, {3, 4, 4, 3, 5, 1, 1},     {2, 9, 8, 8, 16, 1, 1},
                                 {2, 5, 5, 8, 8, 1, 1},   {2, 7, 7, 2048, 512, 1, 1}, {2, 9, 8, 8, 16, 1, 1},
-                                {2, 17, 16, 8, 8, 1, 1}};
+                                {2, 17, 16, 8, 8, 1, 1}, {3, 34, 32, 16, 24, 1, 1},  {2, 18, 15, 8, 8, 1, 1}};
   shapes[2].stride = 2;
   shapes[5].stride = 2;
-  for (size_t i : {3, 5, 6}) shapes[i].layout = ops::Layout::kNCHW;
+  shapes[7].stride = 2;
+  for (size_t i : {3, 5, 6, 7, 8}) shapes[i].layout = ops::Layout::kNCHW;
   for (const Conv2d& c : shapes) {
     CheckFusedEpilogue<half_t>(c, s, 1e-2, kPointwise);
     CheckFusedEpilogue<bf16_t>(c, s, 2e-2, kPointwise);

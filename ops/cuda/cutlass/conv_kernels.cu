@@ -1,7 +1,8 @@
-// ops/cuda/cutlass/conv_kernels.cu — the list of the kernel units' kernels (TE_CUTLASS_KERNELS_SUBSET: only
-// the units the Meson option cutlass_kernels=subset builds; TE_CUTLASS_SM90: the Hopper units, built with
-// sm_90a machine code).
+// ops/cuda/cutlass/conv_kernels.cu — the lists of the kernel units' kernels, the convolutions' and the row-bias
+// gemms' (TE_CUTLASS_KERNELS_SUBSET: only the units the Meson option cutlass_kernels=subset builds;
+// TE_CUTLASS_SM90: the Hopper units, built with sm_90a machine code).
 #include "conv_kernels.h"
+#include "row_bias_gemm.h"
 
 namespace tensorexpr {
 namespace ops {
@@ -59,5 +60,22 @@ const std::vector<ConvKernel>& CompiledConvKernels() {
 }
 
 }  // namespace cutlass_conv
+
+namespace cutlass_gemm {
+
+void AppendSm90RowBiasKernels(std::vector<RowBiasKernel>& kernels);
+
+const std::vector<RowBiasKernel>& CompiledRowBiasKernels() {
+  static const std::vector<RowBiasKernel> kernels = [] {
+    std::vector<RowBiasKernel> v;
+#if TE_CUTLASS_SM90 && !TE_CUTLASS_KERNELS_SUBSET
+    AppendSm90RowBiasKernels(v);
+#endif
+    return v;
+  }();
+  return kernels;
+}
+
+}  // namespace cutlass_gemm
 }  // namespace ops
 }  // namespace tensorexpr
