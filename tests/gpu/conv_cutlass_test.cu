@@ -260,13 +260,6 @@ std::vector<Conv2d> StagedShapes() {
 }
 
 
-// The fused forward epilogue act(conv + bias + residual) (ops::ConvEpilogue) through `algorithm`'s store
-// (the CUTLASS kernels', or pointwise_gemm's cuBLASLt gemm), with every req and each part on or off: the
-// result is checked against float64 when the entry point says it fused, and the output is checked
-// untouched when it says it did not. Half problems the CUTLASS kernels take as they are must fuse the whole
-// form when it writes; pointwise_gemm must fuse every channels-last problem on 8-aligned channels in every
-// dtype, written, and added without residual or relu, and a staged channels-first batch without a residual. The plain forward with a bias and the expression API
-// must give the same values whichever way they run.
 // Whether this build has a row-bias gemm (cuda/cutlass/row_bias_gemm.h) for this GPU: then pointwise_gemm
 // fuses a 16-bit channels-first forward run image by image.
 bool RowBiasGemmsHere() {
@@ -280,6 +273,15 @@ bool RowBiasGemmsHere() {
   return false;
 }
 
+// The fused forward epilogue act(conv + bias + residual) (ops::ConvEpilogue) through `algorithm`'s store
+// (the CUTLASS kernels', or pointwise_gemm's cuBLASLt or row-bias gemm), with every req and each part on or
+// off: the result is checked against float64 when the entry point says it fused, and the output is
+// checked untouched when it says it did not. Half problems the CUTLASS kernels take as they are must fuse
+// the whole form when it writes; pointwise_gemm must fuse every channels-last problem on 8-aligned channels
+// in every dtype, written, and added without residual or relu, a staged channels-first batch without a
+// residual, and, where RowBiasGemmsHere, a 16-bit channels-first problem run image by image on 8-aligned
+// channels and pixels as the channels-last ones. The plain forward with a bias and the expression API must
+// give the same values whichever way they run.
 template <typename DType>
 void CheckFusedEpilogue(const Conv2d& c, Stream<gpu>* stream, double tol, const char* algorithm = kCutlass) {
   const bool first = c.layout == ops::Layout::kNCHW;
@@ -768,8 +770,9 @@ TEST_CASE("pointwise_gemm fused epilogue: bias, residual and relu in the cuBLASL
   e.bias = bias.dptr_;
   CHECK(ops::ConvolutionForwardFused(c.Param(kPointwise), x.view(), w.view(), e, kWriteTo, out.view()));
   // Channels first: fused where a batch of narrow images runs staged (any bias pointer: the pass over the
-  // staged result reads it element by element), without a residual; not where one image runs as it is.
-  // Grouped channels-last layers are refused.
+  // staged result reads it element by element), without a residual; not where one image runs as it is on
+  // pixels that are not whole 16-byte rows (35 here; the row-bias gemm takes multiples of 8). Grouped
+  // channels-last layers are refused.
   Conv2d first = c;
   first.layout = ops::Layout::kNCHW;
   TensorContainer<gpu, 4, half_t> xf(Shape4(c.N, c.C, c.H, c.W)), wf(Shape4(c.K, c.C, 1, 1)), outf(Shape4(c.N, c.K, c.P(), c.Q()));

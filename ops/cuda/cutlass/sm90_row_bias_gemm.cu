@@ -1,9 +1,10 @@
 // ops/cuda/cutlass/sm90_row_bias_gemm.cu — row_bias_gemm.h's kernels on Hopper: CUTLASS 3 gemms (TMA loads,
 // wgmma, cooperative warp groups) for half and bf16 whose epilogue adds a bias per row of the result
-// (CUTLASS's LinCombPerRowBiasEltAct), the images as the batch mode with the filters' batch stride 0 (a
-// stride-0 mode is left out of the TMA descriptor, so every image reads the same tiles of A). B is read
+// (CUTLASS's LinCombPerRowBiasEltAct), the images as the batch mode with the filters' batch stride a static
+// 0 (cute leaves such a mode out of the TMA descriptor, so every image reads the same tiles of A). B is read
 // along N (pixels), which Hopper's 16-bit MMAs take from shared memory transposed; TF32's do not, so float
 // has no kernel here. Compiled for sm_90a only, in all-kernel builds (ops/meson.build).
+#include <type_traits>
 #include <cute/tensor.hpp>
 #include <cutlass/cutlass.h>
 #include <cutlass/epilogue/collective/collective_builder.hpp>
@@ -26,6 +27,8 @@ namespace {
 template <typename E, template <class> class Act>
 struct RowBias {
   using Row = cutlass::layout::RowMajor;
+  // A (M, K, L): row-major, the same matrix for every batch (a compile-time 0, not a run-time one).
+  using StrideA = cute::Stride<int64_t, cute::Int<1>, cute::Int<0>>;
   static constexpr int kAlignment = 128 / cutlass::sizeof_bits<E>::value;
   using Tile = cute::Shape<cute::_128, cute::_128, cute::_64>;
   using Cluster = cute::Shape<cute::_1, cute::_1, cute::_1>;
@@ -35,7 +38,7 @@ struct RowBias {
       float, float, E, Row, kAlignment, E, Row, kAlignment, cutlass::epilogue::TmaWarpSpecializedCooperative,
       Fusion>::CollectiveOp;
   using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
-      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, E, Row, kAlignment, E, Row, kAlignment, float, Tile, Cluster,
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, E, StrideA, kAlignment, E, Row, kAlignment, float, Tile, Cluster,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>,
       cutlass::gemm::KernelTmaWarpSpecializedCooperative>::CollectiveOp;
   using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, CollectiveMainloop,
@@ -44,9 +47,9 @@ struct RowBias {
   using Arguments = typename Operator::Arguments;
 
   static Arguments MakeArguments(const RowBiasShape& s, const RowBiasOperands& o) {
-    // A (M, K) with batch stride 0; B as CUTLASS sees it, (N, K) with N contiguous; C and D (M, N).
-    auto stride_a = cutlass::make_cute_packed_stride(typename Kernel::StrideA{}, cute::make_shape(s.M, s.K, 1));
-    cute::get<2>(stride_a) = 0;
+    // A (M, K), one for all batches; B as CUTLASS sees it, (N, K) with N contiguous; C and D (M, N).
+    static_assert(std::is_same<typename Kernel::StrideA, StrideA>::value, "A's batch stride is a static 0");
+    const auto stride_a = cutlass::make_cute_packed_stride(StrideA{}, cute::make_shape(s.M, s.K, s.L));
     const auto stride_b = cutlass::make_cute_packed_stride(typename Kernel::StrideB{}, cute::make_shape(s.N, s.K, s.L));
     const auto stride_c = cutlass::make_cute_packed_stride(typename Kernel::StrideC{}, cute::make_shape(s.M, s.N, s.L));
     const auto stride_d = cutlass::make_cute_packed_stride(typename Kernel::StrideD{}, cute::make_shape(s.M, s.N, s.L));
