@@ -91,6 +91,64 @@ inline index_t GpuWorkspaceElems(const ConvGeometry& g, size_t limit_bytes, size
   return SaturatingAdd(gathered, StagedElems(Gathered(g), limit_bytes > used ? limit_bytes - used : 0, dtype_bytes));
 }
 
+// The row-bias gemm (cuda/cutlass/row_bias_gemm.h) that takes a channels-first forward's whole epilogue
+// image by image, for DType on Device: none, but for half and bf16 on the GPU in nvcc builds with CUTLASS
+// (specialised below; the class using it reads the same everywhere).
+template <typename Device, typename DType>
+struct RowBias {
+  static bool Takes(const ConvGeometry&, const ConvEpilogue<DType>&) { return false; }
+  static void Run(const ConvGeometry&, const ConvTensors<DType>&, ReqStore, Stream<Device>*) {
+    TE_CHECK(false, "pointwise_gemm: no row-bias gemm for a channels-first epilogue in this build and dtype");
+  }
+};
+
+#if defined(__CUDACC__) && defined(TE_HAVE_CUTLASS)
+template <typename DType>
+struct RowBias16 {
+  // A channels-first forward of one group as the gemm's product: M filters, N pixels, a reduction over the
+  // channels, the images as the batch.
+  static cutlass_gemm::RowBiasShape ShapeOf(const ConvGeometry& g) {
+    cutlass_gemm::RowBiasShape s;
+    s.M = int(g.K), s.N = int(g.OutSize()), s.K = int(g.C), s.L = int(g.N);
+    return s;
+  }
+  // The compiled kernel for g's forward with ep's activation on this device; null where there is none, it
+  // cannot run g, or a size does not fit its 32-bit problem size.
+  static const cutlass_gemm::RowBiasKernel* KernelFor(const ConvGeometry& g, const ConvEpilogue<DType>& ep) {
+    if (g.G != 1) return nullptr;
+    for (index_t v : {g.K, g.OutSize(), g.C, g.N})
+      if (v > INT_MAX) return nullptr;
+    const auto element = std::is_same<DType, half_t>::value ? cutlass_conv::Element::kF16 : cutlass_conv::Element::kBF16;
+    const auto epilogue = ep.activation == ConvActivation::kRelu ? cutlass_conv::Epilogue::kBiasRelu
+                                                                  : cutlass_conv::Epilogue::kBias;
+    const int sm = cuda::CurrentDeviceInfo().major * 10 + cuda::CurrentDeviceInfo().minor;
+    for (const cutlass_gemm::RowBiasKernel& k : cutlass_gemm::CompiledRowBiasKernels())
+      if (k.element == element && k.epilogue == epilogue && k.sm == sm && k.why_not(ShapeOf(g)).empty()) return &k;
+    return nullptr;
+  }
+  static bool Takes(const ConvGeometry& g, const ConvEpilogue<DType>& ep) { return KernelFor(g, ep) != nullptr; }
+  // out (req) = act(W . x_n + bias + residual) image by image in the gemm's store: the residual as its
+  // source, or the output itself when adding (FusesEpilogue: then no residual and no relu).
+  static void Run(const ConvGeometry& g, const ConvTensors<DType>& t, ReqStore out, Stream<gpu>* s) {
+    const cutlass_gemm::RowBiasKernel* k = KernelFor(g, t.epilogue);
+    TE_CHECK(k != nullptr, "pointwise_gemm: no row-bias gemm runs this channels-first forward with its epilogue");
+    const cutlass_gemm::RowBiasShape shape = ShapeOf(g);
+    cutlass_gemm::RowBiasOperands o;
+    o.a = t.weight, o.b = t.data, o.d = t.out, o.bias = t.epilogue.bias;
+    o.source = out.add ? nullptr : t.epilogue.residual;
+    o.beta = out.add || t.epilogue.residual != nullptr ? 1.0f : 0.0f;
+    const cudaStream_t stream = Stream<gpu>::GetStream(s);
+    cuda::TempBuffer workspace(k->workspace_bytes(shape), stream);
+    k->run(shape, o, workspace.get(), stream);
+    workspace.Release();
+  }
+};
+template <>
+struct RowBias<gpu, half_t> : RowBias16<half_t> {};
+template <>
+struct RowBias<gpu, bf16_t> : RowBias16<bf16_t> {};
+#endif
+
 }  // namespace pointwise
 
 template <typename Device, typename DType>
@@ -123,7 +181,7 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
   // pixels), in float, half and bf16, where cuBLASLt has a kernel for the product: written, or added
   // without a residual or relu (C is the output then). The bias must start on a 16-byte boundary.
   // Channels first, bias and relu (no residual) wherever the forward is staged (the GPU's narrow images),
-  // and the whole form where it runs image by image and a row-bias gemm takes it (RowBiasKernelFor).
+  // and the whole form where it runs image by image and a row-bias gemm takes it (pointwise::RowBias).
   bool FusesEpilogue(const ConvProblem& pr, const ConvEpilogue<DType>& ep, ReqStore store) const override {
     const ConvGeometry& g = pr.geom;
     if (!g.channels_last) {
@@ -134,7 +192,8 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
       // residual, laid out channels first, is left to the operator's pass.
       if (StagedElems(run) != 0) return ep.residual == nullptr;
       if (store.add && (ep.residual != nullptr || ep.activation != ConvActivation::kIdentity)) return false;
-      return run.vector_aligned && detail::VectorAligned(ep.bias, ep.residual) && HasRowBiasKernel(run.geom, ep);
+      return run.vector_aligned && detail::VectorAligned(ep.bias, ep.residual) &&
+             pointwise::RowBias<Device, DType>::Takes(run.geom, ep);
     }
     if constexpr (kGpuEpilogue) {
       if (g.G != 1 || !CanImplement(pr, ConvPass::kForward).ok) return false;
@@ -204,10 +263,9 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
     // Matrix (image n, group g): W[g] (Kg, Cg), x_n[g] (Cg, P), y_n[g] (Kg, P).
     const GemmOperand<const DType> weight{t.weight, Cg, 0, Kg * Cg}, data{t.data, P, g.C * P, Cg * P};
     const GemmOperand<const DType> out_grad{t.out_grad, P, g.K * P, Kg * P};
-    if (t.epilogue.active && st.out.active) {  // (FusesEpilogue said a row-bias gemm takes it)
-      if constexpr (kRowBiasTypes) RunRowBias(g, t, st.out, s);
-      else TE_CHECK(false, "pointwise_gemm: no row-bias gemm for a channels-first epilogue in this dtype");
-    } else if (st.out.active)
+    if (t.epilogue.active && st.out.active)  // (FusesEpilogue said a row-bias gemm takes it)
+      pointwise::RowBias<Device, DType>::Run(g, t, st.out, s);
+    else if (st.out.active)
       GroupedGemm(s, Kg, P, Cg, 1.0f, weight, data, st.out.beta(), GemmOperand<DType>{t.out, P, g.K * P, Kg * P},
                   g.N, g.G);
     if (st.weight_grad.active)
@@ -224,59 +282,6 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
       std::is_same<Device, gpu>::value && (std::is_same<DType, float>::value || std::is_same<DType, half_t>::value ||
                                            std::is_same<DType, bf16_t>::value);
 
-#if defined(__CUDACC__) && defined(TE_HAVE_CUTLASS)
-  static constexpr bool kRowBiasTypes = std::is_same<Device, gpu>::value &&
-                                        (std::is_same<DType, half_t>::value || std::is_same<DType, bf16_t>::value);
-  // A channels-first forward of one group as row_bias_gemm.h's product: M filters, N pixels, a reduction
-  // over the channels, the images as the batch.
-  static cutlass_gemm::RowBiasShape RowBiasShapeOf(const ConvGeometry& g) {
-    cutlass_gemm::RowBiasShape s;
-    s.M = int(g.K), s.N = int(g.OutSize()), s.K = int(g.C), s.L = int(g.N);
-    return s;
-  }
-  // The compiled row-bias gemm for g's forward with ep's activation on this device; null where there is
-  // none, it cannot run g, or a size does not fit its 32-bit problem size.
-  static const cutlass_gemm::RowBiasKernel* RowBiasKernelFor(const ConvGeometry& g, const ConvEpilogue<DType>& ep) {
-    if constexpr (!kRowBiasTypes) {
-      return nullptr;
-    } else {
-      if (g.G != 1) return nullptr;
-      for (index_t v : {g.K, g.OutSize(), g.C, g.N})
-        if (v > INT_MAX) return nullptr;
-      const auto element =
-          std::is_same<DType, half_t>::value ? cutlass_conv::Element::kF16 : cutlass_conv::Element::kBF16;
-      const auto epilogue = ep.activation == ConvActivation::kRelu ? cutlass_conv::Epilogue::kBiasRelu
-                                                                    : cutlass_conv::Epilogue::kBias;
-      const int sm = cuda::CurrentDeviceInfo().major * 10 + cuda::CurrentDeviceInfo().minor;
-      for (const cutlass_gemm::RowBiasKernel& k : cutlass_gemm::CompiledRowBiasKernels())
-        if (k.element == element && k.epilogue == epilogue && k.sm == sm && k.why_not(RowBiasShapeOf(g)).empty())
-          return &k;
-      return nullptr;
-    }
-  }
-  static bool HasRowBiasKernel(const ConvGeometry& g, const ConvEpilogue<DType>& ep) {
-    return RowBiasKernelFor(g, ep) != nullptr;
-  }
-  // out (req) = act(W . x_n + bias + residual) image by image in the row-bias gemm's store: the residual
-  // as its source, or the output itself when adding (FusesEpilogue: then no residual and no relu).
-  static void RunRowBias(const ConvGeometry& g, const ConvTensors<DType>& t, ReqStore out, Stream<Device>* s) {
-    const cutlass_gemm::RowBiasKernel* k = RowBiasKernelFor(g, t.epilogue);
-    TE_CHECK(k != nullptr, "pointwise_gemm: no row-bias gemm runs this channels-first forward with its epilogue");
-    const cutlass_gemm::RowBiasShape shape = RowBiasShapeOf(g);
-    cutlass_gemm::RowBiasOperands o;
-    o.a = t.weight, o.b = t.data, o.d = t.out, o.bias = t.epilogue.bias;
-    o.source = out.add ? nullptr : t.epilogue.residual;
-    o.beta = out.add || t.epilogue.residual != nullptr ? 1.0f : 0.0f;
-    const cudaStream_t stream = Stream<gpu>::GetStream(s);
-    cuda::TempBuffer workspace(k->workspace_bytes(shape), stream);
-    k->run(shape, o, workspace.get(), stream);
-    workspace.Release();
-  }
-#else
-  static constexpr bool kRowBiasTypes = false;  // (a build without CUTLASS, or host code)
-  static bool HasRowBiasKernel(const ConvGeometry&, const ConvEpilogue<DType>&) { return false; }
-  static void RunRowBias(const ConvGeometry&, const ConvTensors<DType>&, ReqStore, Stream<Device>*) {}
-#endif
 
   // The channels-last forward of one group as one product: y (N P, K) = x (N P, C) . W (K, C)^T, the
   // bias along y's rows, i.e. along the rows of the column-major result (K x N P) that the call computes.
