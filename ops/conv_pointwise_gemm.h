@@ -172,6 +172,7 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
   bool Recommended(const ConvProblem& pr, ConvPass pass) const override {
     if (!pointwise::IsStrided(pr.geom)) return true;
     if (!std::is_same<Device, gpu>::value) return false;
+    if (pr.geom.channels_last && std::is_same<DType, float>::value && pr.math != ConvMath::kTF32) return true;
     if (pass != ConvPass::kBackwardWeight) return !pr.geom.channels_last;
     const double filter = double(pr.geom.Kg()) * double(pr.geom.Cg());
     if (pr.geom.channels_last) return filter >= double(1 << 19);
@@ -343,10 +344,8 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
     if (st.out.active) {
       to_last(t.data, C, x);
       RunChannelsLast(last, staged, ConvStores::Only(ConvPass::kForward, write), s);
-      if (t.epilogue.active) {  // (FusesEpilogue: no residual) bias and relu on the staged result, in order
-        Tensor<Device, 2, DType> rows(y, Shape2(N * P, K), s);
-        rows = epilogue_map(rows, t.epilogue, true);
-      }
+      // (FusesEpilogue: no residual) bias and relu on the staged result, in order.
+      if (t.epilogue.active) ApplyEpilogueInPlace(Tensor<Device, 2, DType>(y, Shape2(N * P, K), s), t.epilogue, true);
       to_first(y, K, t.out, st.out.add);
     }
     if (!st.weight_grad.active && !st.data_grad.active) return;

@@ -10,7 +10,9 @@
 // (channels x tiles): one grouped gemm of (m + 2)^2 batches (gemm.h), between three transform passes (a
 // loop on the CPU, a kernel on the GPU, both from the same per-index functors). The data gradient is the
 // same correlation over the output gradient with the filters transposed and flipped (ops/conv_direct_pass.h);
-// the weight gradient is left to the other algorithms (CanImplement says so).
+// the weight gradient is left to the other algorithms (CanImplement says so). Either layout: channels last,
+// the transforms run channel-fastest and the products are formed transposed, so that neighbouring threads
+// read and write neighbouring addresses in both.
 //
 // Numerics: the transforms' constants are exact in binary for m = 2; for m = 4 (divisions by 6 and 24,
 // products up to 8 x 8 in the output transform) the error grows about 20 times over a direct sum's (the
@@ -108,7 +110,7 @@ TE_XINLINE void Separable(const T (&from)[rows][rows], T (&to)[cols][cols], Appl
 
 // The layout of one pass's work. Transformed filters U: [xi][g][co][ci]; transformed input V:
 // [xi][g][ci][tile]; products M: [xi][g][co][tile]; xi = one of the A x A points, tile = (image in the
-// chunk, tile row, tile column).
+// chunk, tile row, tile column). Channels last, V and M hold each matrix transposed: [xi][g][tile][channel].
 struct Plan {
   detail::DirectPass p;
   index_t tiles_y = 0, tiles_x = 0;  // per image
@@ -119,6 +121,11 @@ struct Plan {
   index_t TilesPerChunk() const { return images * tiles_y * tiles_x; }
   index_t ChunkElems(index_t n) const { return points * p.G * (p.Ci + p.Co) * n * tiles_y * tiles_x; }
   index_t WorkspaceElems() const { return FilterElems() + ChunkElems(images); }
+  // Channel c's value at `tile` of point xi's matrix for group g in V (channels = Ci) or M (Co).
+  TE_XINLINE index_t PointIndex(int xi, index_t g, index_t channels, index_t c, index_t tiles, index_t tile) const {
+    const index_t matrix = (index_t(xi) * p.G + g) * channels * tiles;
+    return matrix + (p.channels_last ? tile * channels + c : c * tiles + tile);
+  }
 };
 
 // Whether every size a plan multiplies out stays far inside index_t (a hostile padding could wrap them):
@@ -135,7 +142,6 @@ bool SizesFit(const ConvGeometry& g) {
 // Whether F(m x m, 3 x 3) runs geometry g: the conditions of the header's first lines.
 template <int m>
 ConvSupport Supports(const ConvGeometry& g, bool data_contiguous) {
-  if (g.channels_last) return ConvSupport::No("it runs channels-first (NCHW) data only");
   if (!data_contiguous) return ConvSupport::No("it reads dense rows only (the input has padded rows)");
   if (g.in[0] != 1 || g.kernel[0] != 1 || g.out[0] != 1) return ConvSupport::No("it runs 2-D convolutions only");
   if (g.kernel[1] != 3 || g.kernel[2] != 3) return ConvSupport::No("it runs 3 x 3 kernels only");
@@ -158,16 +164,23 @@ Plan MakePlan(const ConvGeometry& g, ConvPass pass, size_t elem_bytes, size_t li
   return l;
 }
 
-// Index e of a transform over (image in the chunk, group, channel, tile row, tile column); `tile` is its
-// column in V and M.
+// Index e of a transform over (image in the chunk, group, channel, tile row, tile column), the tile
+// column fastest; channels last over (image, tile row, tile column, group, channel), the channel fastest.
+// `tile` is its tile's index in V and M.
 struct TileItem {
   index_t n, g, c, ty, tx, tile;
 };
 TE_XINLINE TileItem DecodeTile(const Plan& l, index_t channels, index_t e) {
   TileItem t;
-  t.tx = e % l.tiles_x, t.ty = e / l.tiles_x % l.tiles_y;
-  const index_t rest = e / (l.tiles_x * l.tiles_y);
-  t.c = rest % channels, t.g = rest / channels % l.p.G, t.n = rest / (channels * l.p.G);
+  if (l.p.channels_last) {
+    t.c = e % channels, t.g = e / channels % l.p.G;
+    const index_t rest = e / (channels * l.p.G);
+    t.tx = rest % l.tiles_x, t.ty = rest / l.tiles_x % l.tiles_y, t.n = rest / (l.tiles_x * l.tiles_y);
+  } else {
+    t.tx = e % l.tiles_x, t.ty = e / l.tiles_x % l.tiles_y;
+    const index_t rest = e / (l.tiles_x * l.tiles_y);
+    t.c = rest % channels, t.g = rest / channels % l.p.G, t.n = rest / (channels * l.p.G);
+  }
   t.tile = (t.n * l.tiles_y + t.ty) * l.tiles_x + t.tx;
   return t;
 }
@@ -184,7 +197,7 @@ struct FilterTransformOp {
     const index_t ci = e % p.Ci, co = e / p.Ci % p.Co, g = e / (p.Ci * p.Co);
     const DType* w = weight + p.filter_g * g + p.filter_co * co + p.filter_ci * ci;
     DType taps[3][3], out[A][A];
-    for (int t = 0; t < 9; ++t) taps[t / 3][t % 3] = w[p.flip ? 8 - t : t];
+    for (int t = 0; t < 9; ++t) taps[t / 3][t % 3] = w[p.filter_tap * (p.flip ? 8 - t : t)];
     Separable(taps, out, [](const DType* in, DType* r) { Transform<m>::Filter(in, r); });
     for (int i = 0; i < A; ++i)
       for (int j = 0; j < A; ++j) u[((index_t(i * A + j) * p.G + g) * p.Co + co) * p.Ci + ci] = out[i][j];
@@ -202,18 +215,19 @@ struct InputTransformOp {
     constexpr int A = Transform<m>::kA;
     const detail::DirectPass& p = l.p;
     const TileItem t = DecodeTile(l, p.Ci, e);
-    const DType* plane = input + (((first + t.n) * p.G + t.g) * p.Ci + t.c) * p.InSize();
+    const DType* plane = input + p.PlaneStart(first + t.n, t.g, t.c, p.Ci, p.InSize());
+    const index_t step = p.PositionStride(p.Ci);
     const index_t y0 = t.ty * m + p.origin[1], x0 = t.tx * m + p.origin[2];
     DType d[A][A], out[A][A];
     for (int i = 0; i < A; ++i)
       for (int j = 0; j < A; ++j) {
         const index_t y = y0 + i, x = x0 + j;
-        d[i][j] = y >= 0 && y < p.in[1] && x >= 0 && x < p.in[2] ? plane[y * p.in[2] + x] : DType(0);
+        d[i][j] = y >= 0 && y < p.in[1] && x >= 0 && x < p.in[2] ? plane[(y * p.in[2] + x) * step] : DType(0);
       }
     Separable(d, out, [](const DType* in, DType* r) { Transform<m>::Input(in, r); });
     const index_t tiles = images * l.tiles_y * l.tiles_x;
     for (int i = 0; i < A; ++i)
-      for (int j = 0; j < A; ++j) v[((index_t(i * A + j) * p.G + t.g) * p.Ci + t.c) * tiles + t.tile] = out[i][j];
+      for (int j = 0; j < A; ++j) v[l.PointIndex(i * A + j, t.g, p.Ci, t.c, tiles, t.tile)] = out[i][j];
   }
 };
 
@@ -233,14 +247,15 @@ struct OutputTransformOp {
     const index_t tiles = images * l.tiles_y * l.tiles_x;
     DType x[A][A], y[m][m];
     for (int i = 0; i < A; ++i)
-      for (int j = 0; j < A; ++j) x[i][j] = mm[((index_t(i * A + j) * p.G + t.g) * p.Co + t.c) * tiles + t.tile];
+      for (int j = 0; j < A; ++j) x[i][j] = mm[l.PointIndex(i * A + j, t.g, p.Co, t.c, tiles, t.tile)];
     Separable(x, y, [](const DType* in, DType* r) { Transform<m>::Output(in, r); });
-    DType* plane = output + (((first + t.n) * p.G + t.g) * p.Co + t.c) * p.OutSize();
+    DType* plane = output + p.PlaneStart(first + t.n, t.g, t.c, p.Co, p.OutSize());
+    const index_t step = p.PositionStride(p.Co);
     for (int i = 0; i < m; ++i)
       for (int j = 0; j < m; ++j) {
         const index_t oy = t.ty * m + i, ox = t.tx * m + j;
         if (oy >= p.out[1] || ox >= p.out[2]) continue;
-        DType* o = plane + oy * p.out[2] + ox;
+        DType* o = plane + (oy * p.out[2] + ox) * step;
         *o = add ? *o + y[i][j] : y[i][j];
       }
   }
@@ -283,10 +298,16 @@ void RunPass(Stream<Device>* s, const Plan& l, const DType* input, const DType* 
     const index_t images = std::min(l.images, p.N - first), tiles = images * l.tiles_y * l.tiles_x;
     ForEachIndex(s, images * p.G * p.Ci * l.tiles_y * l.tiles_x, l.points * 4,
                  InputTransformOp<m, DType>{l, input, first, images, v});
-    // M[xi][g] (Co x tiles) = U[xi][g] (Co x Ci) V[xi][g] (Ci x tiles), for every point xi and group g.
-    GroupedGemm<Device, DType>(s, p.Co, tiles, p.Ci, 1.0f, GemmOperand<const DType>{u, p.Ci, p.G * p.Co * p.Ci, p.Co * p.Ci},
-                               GemmOperand<const DType>{v, tiles, p.G * p.Ci * tiles, p.Ci * tiles}, 0.0f,
-                               GemmOperand<DType>{mm, tiles, p.G * p.Co * tiles, p.Co * tiles}, l.points, p.G);
+    // M[xi][g] (Co x tiles) = U[xi][g] (Co x Ci) V[xi][g] (Ci x tiles), for every point xi and group g;
+    // channels last, its transpose (tiles x Co) = V's (tiles x Ci) times U^T.
+    const GemmOperand<const DType> uu{u, p.Ci, p.G * p.Co * p.Ci, p.Co * p.Ci};
+    if (p.channels_last)
+      GroupedGemm<Device, DType>(s, tiles, p.Co, p.Ci, 1.0f, GemmOperand<const DType>{v, p.Ci, p.G * tiles * p.Ci, tiles * p.Ci},
+                                 Transposed(uu), 0.0f, GemmOperand<DType>{mm, p.Co, p.G * tiles * p.Co, tiles * p.Co},
+                                 l.points, p.G);
+    else
+      GroupedGemm<Device, DType>(s, p.Co, tiles, p.Ci, 1.0f, uu, GemmOperand<const DType>{v, tiles, p.G * p.Ci * tiles, p.Ci * tiles},
+                                 0.0f, GemmOperand<DType>{mm, tiles, p.G * p.Co * tiles, p.Co * tiles}, l.points, p.G);
     ForEachIndex(s, images * p.G * p.Co * l.tiles_y * l.tiles_x, l.points * 4,
                  OutputTransformOp<m, DType>{l, mm, first, images, output, add});
   }
@@ -294,7 +315,7 @@ void RunPass(Stream<Device>* s, const Plan& l, const DType* input, const DType* 
 
 }  // namespace winograd
 
-// F(m x m, 3 x 3), m = 2 ("winograd_2x2") or 4 ("winograd_4x4"): 2-D, channels-first dense data, a 3 x 3
+// F(m x m, 3 x 3), m = 2 ("winograd_2x2") or 4 ("winograd_4x4"): 2-D, dense data in either layout, a 3 x 3
 // kernel, stride 1, no dilation, any padding and groups; the forward and the data gradient.
 template <typename Device, typename DType, int m>
 class ConvWinograd : public ConvAlgorithm<Device, DType> {

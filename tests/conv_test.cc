@@ -1130,7 +1130,7 @@ TEST_CASE("convolution gpu_direct: the heuristic's choice, a deterministic weigh
 #endif
 
 #if defined(__CUDACC__)
-// Strict float's 3x3 stride-1 channels-first layers on the GPU: the heuristic takes winograd_2x2 for the
+// Strict float's 3x3 stride-1 layers on the GPU, either layout: the heuristic takes winograd_2x2 for the
 // forward and the data gradient (not the weight gradient, nor under TF32, nor for 4 channels, gpu_direct's);
 // ConvolutionWorkspaceBytes counts its transforms; its results match the float64 reference for every req.
 TEST_CASE("convolution: the GPU heuristic takes winograd_2x2 for strict float 3x3 stride-1 layers", "[gpu][conv][winograd]") {
@@ -1163,11 +1163,16 @@ TEST_CASE("convolution: the GPU heuristic takes winograd_2x2 for strict float 3x
   // From a released workspace, the three passes held no more than the bound (in the workspace's 256-byte
   // granules): no pass asked for more than ConvolutionWorkspaceBytes said.
   CHECK(WorkspaceBytesHeld(stream) <= (bound + 255) / 256 * 256);
-  for (const char* pass : {"forward float32", "data-grad float32"}) {
-    const auto line = std::find_if(strict.begin(), strict.end(), [&](const std::string& l) { return l.find(pass) != std::string::npos; });
-    REQUIRE(line != strict.end());
-    CHECK(line->find("-> winograd_2x2 (heuristic)") != std::string::npos);
-  }
+  Case last = c;  // channels last, the same
+  last.param.layout = ops::Layout::kNHWC;
+  const std::vector<std::string> strict_last = chosen(last, false);
+  REQUIRE(strict_last.size() == 3);
+  for (const std::vector<std::string>* log : {&strict, &strict_last})
+    for (const char* pass : {"forward float32", "data-grad float32"}) {
+      const auto line = std::find_if(log->begin(), log->end(), [&](const std::string& l) { return l.find(pass) != std::string::npos; });
+      REQUIRE(line != log->end());
+      CHECK(line->find("-> winograd_2x2 (heuristic)") != std::string::npos);
+    }
   const std::vector<std::string> tf32 = chosen(c, true);
   REQUIRE(tf32.size() == 3);
   for (const std::string& line : tf32) CHECK(line.find("-> winograd") == std::string::npos);
@@ -1178,13 +1183,40 @@ TEST_CASE("convolution: the GPU heuristic takes winograd_2x2 for strict float 3x
   for (const std::string& line : direct) CHECK(line.find("-> gpu_direct (heuristic)") != std::string::npos);
   ops::ReleaseConvCaches<gpu>();
   for (size_t r = 0; r < 4; ++r) RunCase<gpu, float, 4, 4>(stream, c, ReqPattern(r));
+  for (size_t r = 0; r < 4; ++r) RunCase<gpu, float, 4, 4>(stream, last, ReqPattern(r));
+  DeleteStream(stream);
+}
+
+// Strict float's strided 1x1 layers in channels last have no tensor-core kernel to prefer: the heuristic
+// takes pointwise_gemm (gathered pixels, one product) for every pass there; under TF32 the forward and data
+// gradient go to the implicit GEMM, and the weight gradient of filters this small too.
+TEST_CASE("convolution: the GPU heuristic takes pointwise_gemm for strict float strided 1x1 channels-last layers", "[gpu][conv]") {
+  if (!HaveGPU()) {
+    WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");
+    return;
+  }
+  Stream<gpu>* stream = NewStream<gpu>();
+  Case c = MakeCase({3, 16, 9, 10}, {1, 1}, {2, 2}, {}, {}, 8, 1, true);
+  c.param.layout = ops::Layout::kNHWC;
+  const ops::ConvGeometry g = ops::MakeConvGeometry(c.param, ChannelsLastShape(c.data, c.batched));
+  const auto* pointwise = ops::ConvRegistry<gpu, float>::Get().Find("pointwise_gemm");
+  for (bool tf32 : {false, true}) {
+    INFO("tf32 " << tf32);
+    stream->set_tf32(tf32);
+    const ops::ConvProblem pr = ops::MakeConvProblem<gpu, float>(g, stream, true, c.param.workspace);
+    for (ops::ConvPass pass : {ops::ConvPass::kForward, ops::ConvPass::kBackwardData, ops::ConvPass::kBackwardWeight})
+      CHECK(pointwise->Recommended(pr, pass) == !tf32);
+  }
+  stream->set_tf32(false);
+  for (size_t r = 0; r < 4; ++r) RunCase<gpu, float, 4, 4>(stream, c, ReqPattern(r));
   DeleteStream(stream);
 }
 #endif
 
 // Winograd, forced (forward and data gradient; the weight's req kNullOp): outputs that are not a whole
 // number of tiles, padding 0 to 2 (the data gradient's origin moves with it), groups, one-channel and
-// one-filter problems, and a workspace cap that leaves room for one image's tiles at a time; float and double.
+// one-filter problems, and a workspace cap that leaves room for one image's tiles at a time; float and
+// double, both layouts.
 TE_DEVICE_TEST_CASE("convolution winograd_2x2 and winograd_4x4: tails, padding, groups, chunks", "[conv][algorithm][winograd]") {
   std::vector<Case> cases = {
       MakeCase({3, 5, 13, 11}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 7, 1, true),
@@ -1194,16 +1226,19 @@ TE_DEVICE_TEST_CASE("convolution winograd_2x2 and winograd_4x4: tails, padding, 
   };
   cases[3].param.workspace = 0.03;  // 30 KB: the 4 images in chunks of one
   for (const char* name : {"winograd_2x2", "winograd_4x4"}) {
-    for (size_t i = 0; i < cases.size(); ++i) {
-      Case c = cases[i];
-      c.param.algorithm = name;
-      if (std::string(name) == "winograd_4x4") c.tol_scale = kWinograd4x4TolScale;
-      INFO("algorithm " << name << " case " << i);
-      for (size_t r = 0; r < 3; ++r) {
-        Reqs reqs = ReqPattern(i + r);
-        reqs.weight = kNullOp;
-        RunCase<Device, float, 4, 4>(stream, c, reqs);
-        RunCase<Device, double, 4, 4>(stream, c, reqs);
+    for (ops::Layout layout : {ops::Layout::kNCHW, ops::Layout::kNHWC}) {
+      for (size_t i = 0; i < cases.size(); ++i) {
+        Case c = cases[i];
+        c.param.algorithm = name;
+        c.param.layout = layout;
+        if (std::string(name) == "winograd_4x4") c.tol_scale = kWinograd4x4TolScale;
+        INFO("algorithm " << name << " case " << i << (layout == ops::Layout::kNHWC ? " NHWC" : " NCHW"));
+        for (size_t r = 0; r < 3; ++r) {
+          Reqs reqs = ReqPattern(i + r);
+          reqs.weight = kNullOp;
+          RunCase<Device, float, 4, 4>(stream, c, reqs);
+          RunCase<Device, double, 4, 4>(stream, c, reqs);
+        }
       }
     }
   }
