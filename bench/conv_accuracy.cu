@@ -32,9 +32,9 @@ using namespace conv_run;
 // A float math mode of the stream.
 struct Mode {
   const char* name;
-  bool tf32, tf32x3;
+  ops::ConvMath math;
 };
-const Mode kModes[] = {{"fp32", false, false}, {"tf32", true, false}, {"tf32x3", false, true}};
+const Mode kModes[] = {{"fp32", ops::ConvMath::kStrict}, {"tf32", ops::ConvMath::kTF32}, {"tf32x3", ops::ConvMath::kTF32x3}};
 constexpr int kNumModes = sizeof(kModes) / sizeof(kModes[0]);
 
 // The three passes, in the order they are printed.
@@ -164,8 +164,7 @@ int main(int argc, char** argv) {
       std::string refused[kNumModes][kNumPasses];  // why a forced algorithm did not run a pass
       ChosenAlgorithms chosen[kNumModes];
       for (int m = 0; m < kNumModes; ++m) {
-        stream->set_tf32(kModes[m].tf32);
-        stream->set_tf32x3(kModes[m].tf32x3);
+        SetFloatMath(stream, kModes[m].math);
         Passes<float> got(stream, xshape, yshape, wshape);
         ChoiceRecorder recorder(&chosen[m]);
         // One pass at a time, so that a forced algorithm that cannot run one still measures the others.

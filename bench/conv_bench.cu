@@ -101,9 +101,8 @@ bool ParsePrecision(const std::string& s, Precision* p) {
 }
 
 // The stream's float math for a precision (16-bit types ignore it).
-void SetFloatMath(Stream<gpu>* stream, Precision p) {
-  stream->set_tf32(p == Precision::kTf32);
-  stream->set_tf32x3(p == Precision::kTf32x3);
+ops::ConvMath FloatMath(Precision p) {
+  return p == Precision::kTf32 ? ops::ConvMath::kTF32 : p == Precision::kTf32x3 ? ops::ConvMath::kTF32x3 : ops::ConvMath::kStrict;
 }
 
 bool ParseLayout(const std::string& s, ops::Layout* l) {
@@ -310,7 +309,7 @@ template <typename DType>
 OursResult MeasureOurs(const Options& o, const std::vector<Layer>& layers) {
   OursResult r;
   Stream<gpu>* stream = NewStream<gpu>(true);
-  SetFloatMath(stream, o.precision);
+  SetFloatMath(stream, FloatMath(o.precision));
   for (size_t i = 0; i < layers.size(); ++i) {
     const Layer& L = layers[i];
     ops::ConvolutionParam p = LayerParam(L, o.workspace_mb, o.layout);
@@ -432,7 +431,7 @@ template <typename DType>
 std::vector<Timing> MeasureVolume(const Options& o, std::vector<ChosenAlgorithms>* chosen, std::vector<double>* gflop) {
   std::vector<Timing> r;
   Stream<gpu>* stream = NewStream<gpu>(true);
-  SetFloatMath(stream, o.precision);
+  SetFloatMath(stream, FloatMath(o.precision));
   const Shape<5> xshape = DataShape<5>(o.layout, 1, 1, o.size);
   for (index_t k : o.filters) {
     const ops::ConvolutionParam p = VolumeParam(o, k);

@@ -15,6 +15,12 @@
 namespace conv_run {
 using namespace tensorexpr;
 
+// The stream's float math: strict, TF32, or three TF32 products per product.
+inline void SetFloatMath(Stream<gpu>* stream, ops::ConvMath math) {
+  stream->set_tf32(math == ops::ConvMath::kTF32);
+  stream->set_tf32x3(math == ops::ConvMath::kTF32x3);
+}
+
 // Data of n images, c channels and `extent` in every spatial dimension, in the layout's order.
 template <int dim>
 Shape<dim> DataShape(ops::Layout layout, index_t n, index_t c, index_t extent) {

@@ -191,10 +191,8 @@ bool RunConvForward(const ConvolutionParam& p, const Tensor<Device, ddim, DType>
     const ConvStores stores = ConvStores::Only(ConvPass::kForward, store);
     const size_t bytes = a->WorkspaceBytes(problem, stores);
     a->Run(problem, t, stores, bytes > 0 ? GetWorkspaceBytes<Device>(bytes, s) : nullptr, s);
-    if (epilogue.active && !fused) {
-      // The bias alone (linear: added after a store that adds too), in place.
-      WithEpilogueRows(g.channels_last, [&](auto y) { y = epilogue_map(y, epilogue, g.channels_last); }, out);
-    }
+    // The bias alone (linear: added after a store that adds too), in place.
+    if (epilogue.active && !fused) ApplyEpilogueInPlace(out, epilogue, g.channels_last);
     return true;
   }
 }
@@ -208,8 +206,7 @@ void ConvolutionForward(const ConvolutionParam& p, const Tensor<Device, ddim, DT
   ConvEpilogue<DType> epilogue;
   if (!p.no_bias) {
     detail::CheckTensor("Convolution", bias, InferConvShapes(p, detail::ShapeVec(data.shape_)).bias, "bias", true);
-    epilogue.active = true;
-    epilogue.bias = bias.dptr_;
+    epilogue = ConvEpilogue<DType>::Bias(bias.dptr_);
   }
   detail::RunConvForward(p, data, weight, epilogue, req, out, false);
 }

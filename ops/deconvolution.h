@@ -55,12 +55,7 @@ void DeconvolutionForward(const DeconvolutionParam& p, const Tensor<Device, ddim
         g, s, out.CheckContiguous(), p.workspace, detail::VectorAligned(data.dptr_, weight.dptr_, out.dptr_));
     detail::RunConvPasses(p.algorithm, problem, t, ConvStores::Only(ConvPass::kBackwardData, store),
                           detail::ConvSpans{0, detail::SpanOf(out)}, s);
-    if (!p.no_bias) {
-      ConvEpilogue<DType> add_bias;
-      add_bias.active = true;
-      add_bias.bias = bias.dptr_;
-      WithEpilogueRows(g.channels_last, [&](auto y) { y = epilogue_map(y, add_bias, g.channels_last); }, out);
-    }
+    if (!p.no_bias) ApplyEpilogueInPlace(out, ConvEpilogue<DType>::Bias(bias.dptr_), g.channels_last);
   }
 }
 

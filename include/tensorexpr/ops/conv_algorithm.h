@@ -24,6 +24,14 @@ struct ConvEpilogue {
   ConvActivation activation = ConvActivation::kIdentity;
   const DType* bias = nullptr;      // K values
   const DType* residual = nullptr;  // like the output
+
+  // The bias alone (a convolution's or deconvolution's own, no_bias unset).
+  static ConvEpilogue Bias(const DType* bias) {
+    ConvEpilogue e;
+    e.active = true;
+    e.bias = bias;
+    return e;
+  }
 };
 
 // The tensors of one convolution, NC(D)(H)W, dense except that the input and its gradient may have
