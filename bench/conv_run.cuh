@@ -1,6 +1,6 @@
-// bench/conv_run.cuh — what the GPU convolution benchmarks share (conv_bench.cu, conv_accuracy.cu): the data
-// shape of a layer in either layout, hashed inputs, and the selection log's record of the algorithm chosen
-// for each pass.
+// bench/conv_run.cuh — what the GPU convolution benchmarks share (conv_bench.cu, conv_accuracy.cu): the
+// stream's float math, the data shape of a layer in either layout, hashed inputs, and the selection log's
+// record of the algorithm chosen for each pass.
 #pragma once
 #include <cstdint>
 #include <cstdio>

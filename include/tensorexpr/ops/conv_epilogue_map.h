@@ -100,8 +100,8 @@ inline void WithEpilogueRows(bool channels_last, F f, const Tensor<Device, dim, 
   f(t, more...);
 }
 
-// out = epilogue_map(out, ep, channels_last), in place over a batched output in its best row form: the
-// epilogue of a convolution that did not fuse it.
+// out = epilogue_map(out, ep, channels_last), in place over a batched output in its best row form: an
+// epilogue no kernel fused (a convolution's or deconvolution's bias, pointwise_gemm's staged result).
 template <typename Device, int dim, typename DType>
 inline void ApplyEpilogueInPlace(const Tensor<Device, dim, DType>& out, const ConvEpilogue<DType>& ep, bool channels_last) {
   WithEpilogueRows(channels_last, [&](auto y) { y = epilogue_map(y, ep, channels_last); }, out);
