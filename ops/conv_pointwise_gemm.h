@@ -112,8 +112,10 @@ struct RowBias16 {
     s.M = int(g.K), s.N = int(g.OutSize()), s.K = int(g.C), s.L = int(g.N);
     return s;
   }
-  // The compiled kernel for g's forward with ep's activation on this device; null where there is none, it
-  // cannot run g, or a size does not fit its 32-bit problem size.
+  // The compiled kernel for g's forward with ep's activation on this device: of those that can run g, the
+  // one whose tile rows cover the filters most closely (64 filters: the 64-row tile, not half of a
+  // 128-row one), else the one of the most rows; null where none can, or a size does not fit its 32-bit
+  // problem size.
   static const cutlass_gemm::RowBiasKernel* KernelFor(const ConvGeometry& g, const ConvEpilogue<DType>& ep) {
     if (g.G != 1) return nullptr;
     for (index_t v : {g.K, g.OutSize(), g.C, g.N})
@@ -122,9 +124,17 @@ struct RowBias16 {
     const auto epilogue = ep.activation == ConvActivation::kRelu ? cutlass_conv::Epilogue::kBiasRelu
                                                                   : cutlass_conv::Epilogue::kBias;
     const int sm = cuda::CurrentDeviceInfo().major * 10 + cuda::CurrentDeviceInfo().minor;
+    const cutlass_gemm::RowBiasKernel* best = nullptr;
+    auto better = [&g](const cutlass_gemm::RowBiasKernel& k, const cutlass_gemm::RowBiasKernel& than) {
+      const bool covers = k.tile_m >= g.K, than_covers = than.tile_m >= g.K;
+      if (covers != than_covers) return covers;
+      return covers ? k.tile_m < than.tile_m : k.tile_m > than.tile_m;
+    };
     for (const cutlass_gemm::RowBiasKernel& k : cutlass_gemm::CompiledRowBiasKernels())
-      if (k.element == element && k.epilogue == epilogue && k.sm == sm && k.why_not(ShapeOf(g)).empty()) return &k;
-    return nullptr;
+      if (k.element == element && k.epilogue == epilogue && k.sm == sm && (best == nullptr || better(k, *best)) &&
+          k.why_not(ShapeOf(g)).empty())
+        best = &k;
+    return best;
   }
   static bool Takes(const ConvGeometry& g, const ConvEpilogue<DType>& ep) { return KernelFor(g, ep) != nullptr; }
   // out (req) = act(W . x_n + bias + residual) image by image in the gemm's store: the residual as its

@@ -14,6 +14,7 @@
 #include <tensorexpr/ops/conv_epilogue.h>
 #include <tensorexpr/ops/convolution.h>
 #include "../../ops/cuda/cutlass/conv_kernels.h"
+#include "../../ops/conv_pointwise_gemm.h"
 #include "../../ops/cuda/cutlass/row_bias_gemm.h"
 #include "../test_util.h"
 
@@ -639,7 +640,8 @@ TEST_CASE("every compiled row-bias gemm matches float64 where it runs", "[gpu][c
       CHECK(worst <= tol * std::max(scale, 1.0));
     }
   };
-  const std::vector<cg::RowBiasShape> shapes = {{8, 272, 8, 2}, {24, 272, 16, 3}, {200, 784, 64, 2}, {256, 136, 520, 2}};
+  const std::vector<cg::RowBiasShape> shapes = {{8, 272, 8, 2}, {24, 272, 16, 3}, {64, 272, 64, 2}, {200, 784, 64, 2},
+                                                {256, 136, 520, 2}};
   int kernels = 0;
   for (const cg::RowBiasKernel& k : cg::CompiledRowBiasKernels()) {
     if (k.sm != sm) continue;
@@ -655,6 +657,23 @@ TEST_CASE("every compiled row-bias gemm matches float64 where it runs", "[gpu][c
     CHECK_THAT(k.why_not({8, 272, 12, 2}), Catch::Contains("multiples of"));
   }
   CHECK(kernels > 0);
+  // The operator's choice: the tile whose rows cover the filters most closely, else the tallest.
+  for (index_t filters : {8, 64, 72, 200}) {
+    ops::ConvGeometry g;
+    g.N = 2, g.C = 64, g.K = filters, g.G = 1;
+    g.in[1] = g.out[1] = 16, g.in[2] = g.out[2] = 17;
+    const ops::ConvEpilogue<half_t> ep = ops::ConvEpilogue<half_t>::Bias(nullptr);
+    const cg::RowBiasKernel* k = ops::pointwise::RowBias<gpu, half_t>::KernelFor(g, ep);
+    INFO("filters " << filters);
+    REQUIRE(k != nullptr);
+    int shortest_covering = 0, tallest = 0;
+    for (const cg::RowBiasKernel& c : cg::CompiledRowBiasKernels())
+      if (c.sm == sm && c.element == cc::Element::kF16 && c.epilogue == cc::Epilogue::kBias) {
+        if (c.tile_m >= filters && (shortest_covering == 0 || c.tile_m < shortest_covering)) shortest_covering = c.tile_m;
+        tallest = std::max(tallest, c.tile_m);
+      }
+    CHECK(k->tile_m == (shortest_covering != 0 ? shortest_covering : tallest));
+  }
 #endif
 }
 
