@@ -1131,8 +1131,9 @@ TEST_CASE("convolution gpu_direct: the heuristic's choice, a deterministic weigh
 
 #if defined(__CUDACC__)
 // Strict float's 3x3 stride-1 layers on the GPU, either layout: the heuristic takes winograd_2x2 for the
-// forward and the data gradient (not the weight gradient, nor under TF32, nor for 4 channels, gpu_direct's);
-// ConvolutionWorkspaceBytes counts its transforms; its results match the float64 reference for every req.
+// forward and the data gradient (not the weight gradient, nor under TF32, nor for 4 channels: gpu_direct's
+// channels first, im2col_gemm's channels last); ConvolutionWorkspaceBytes counts its transforms; its
+// results match the float64 reference for every req.
 TEST_CASE("convolution: the GPU heuristic takes winograd_2x2 for strict float 3x3 stride-1 layers", "[gpu][conv][winograd]") {
   if (!HaveGPU()) {
     WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");
@@ -1165,22 +1166,31 @@ TEST_CASE("convolution: the GPU heuristic takes winograd_2x2 for strict float 3x
   CHECK(WorkspaceBytesHeld(stream) <= (bound + 255) / 256 * 256);
   Case last = c;  // channels last, the same
   last.param.layout = ops::Layout::kNHWC;
+  const size_t bound_last = ops::ConvolutionWorkspaceBytes(last.param, ChannelsLastShape(last.data, last.batched), sizeof(float));
   const std::vector<std::string> strict_last = chosen(last, false);
   REQUIRE(strict_last.size() == 3);
+  CHECK(WorkspaceBytesHeld(stream) <= (bound_last + 255) / 256 * 256);
   for (const std::vector<std::string>* log : {&strict, &strict_last})
     for (const char* pass : {"forward float32", "data-grad float32"}) {
       const auto line = std::find_if(log->begin(), log->end(), [&](const std::string& l) { return l.find(pass) != std::string::npos; });
       REQUIRE(line != log->end());
       CHECK(line->find("-> winograd_2x2 (heuristic)") != std::string::npos);
     }
-  const std::vector<std::string> tf32 = chosen(c, true);
-  REQUIRE(tf32.size() == 3);
-  for (const std::string& line : tf32) CHECK(line.find("-> winograd") == std::string::npos);
+  for (const Case& k : {c, last}) {
+    const std::vector<std::string> tf32 = chosen(k, true);
+    REQUIRE(tf32.size() == 3);
+    for (const std::string& line : tf32) CHECK(line.find("-> winograd") == std::string::npos);
+  }
   Case few = c;  // gpu_direct's (registered before it): 4 channels, 16 filters, partials of 3 chunks
   few.data[1] = 4;
   const std::vector<std::string> direct = chosen(few, false);
   CHECK(direct.size() == 3);
   for (const std::string& line : direct) CHECK(line.find("-> gpu_direct (heuristic)") != std::string::npos);
+  Case few_last = few;  // channels last, which gpu_direct refuses: not Winograd either
+  few_last.param.layout = ops::Layout::kNHWC;
+  const std::vector<std::string> few_last_log = chosen(few_last, false);
+  CHECK(few_last_log.size() == 3);
+  for (const std::string& line : few_last_log) CHECK(line.find("-> winograd") == std::string::npos);
   ops::ReleaseConvCaches<gpu>();
   for (size_t r = 0; r < 4; ++r) RunCase<gpu, float, 4, 4>(stream, c, ReqPattern(r));
   for (size_t r = 0; r < 4; ++r) RunCase<gpu, float, 4, 4>(stream, last, ReqPattern(r));
@@ -1188,8 +1198,8 @@ TEST_CASE("convolution: the GPU heuristic takes winograd_2x2 for strict float 3x
 }
 
 // Strict float's strided 1x1 layers in channels last have no tensor-core kernel to prefer: the heuristic
-// takes pointwise_gemm (gathered pixels, one product) for every pass there; under TF32 the forward and data
-// gradient go to the implicit GEMM, and the weight gradient of filters this small too.
+// takes pointwise_gemm (gathered pixels, one product) for every pass there, under 3xTF32 too; under TF32 it
+// recommends it for none (filters this small), and the tensor-core or im2col algorithms run them.
 TEST_CASE("convolution: the GPU heuristic takes pointwise_gemm for strict float strided 1x1 channels-last layers", "[gpu][conv]") {
   if (!HaveGPU()) {
     WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");
@@ -1200,14 +1210,26 @@ TEST_CASE("convolution: the GPU heuristic takes pointwise_gemm for strict float 
   c.param.layout = ops::Layout::kNHWC;
   const ops::ConvGeometry g = ops::MakeConvGeometry(c.param, ChannelsLastShape(c.data, c.batched));
   const auto* pointwise = ops::ConvRegistry<gpu, float>::Get().Find("pointwise_gemm");
-  for (bool tf32 : {false, true}) {
-    INFO("tf32 " << tf32);
-    stream->set_tf32(tf32);
+  for (ops::ConvMath math : {ops::ConvMath::kStrict, ops::ConvMath::kTF32x3, ops::ConvMath::kTF32}) {
+    INFO("math " << ops::ConvMathName(math));
+    stream->set_tf32(math == ops::ConvMath::kTF32);
+    stream->set_tf32x3(math == ops::ConvMath::kTF32x3);
     const ops::ConvProblem pr = ops::MakeConvProblem<gpu, float>(g, stream, true, c.param.workspace);
+    REQUIRE(pr.math == math);
     for (ops::ConvPass pass : {ops::ConvPass::kForward, ops::ConvPass::kBackwardData, ops::ConvPass::kBackwardWeight})
-      CHECK(pointwise->Recommended(pr, pass) == !tf32);
+      CHECK(pointwise->Recommended(pr, pass) == (math != ops::ConvMath::kTF32));
+    // The selection's own word: every pass on it, but under TF32.
+    std::vector<std::string> log;
+    ops::SetConvLog([&](const std::string& line) { log.push_back(line); });
+    ops::ReleaseConvCaches<gpu>();
+    RunCase<gpu, float, 4, 4>(stream, c, Reqs{});
+    ops::SetConvLog(nullptr);
+    REQUIRE(log.size() == 3);
+    for (const std::string& line : log)
+      CHECK((line.find("-> pointwise_gemm (heuristic)") != std::string::npos) == (math != ops::ConvMath::kTF32));
   }
   stream->set_tf32(false);
+  stream->set_tf32x3(false);
   for (size_t r = 0; r < 4; ++r) RunCase<gpu, float, 4, 4>(stream, c, ReqPattern(r));
   DeleteStream(stream);
 }

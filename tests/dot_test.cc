@@ -560,8 +560,8 @@ TE_DEVICE_TEST_CASE("dot with an empty sum or an empty result", "[dot]") {
 
 // The grouped gemm beneath the convolutions (gemm.h) against a float64 loop: images that adjoin in memory
 // are joined into one product (a longer inner size for a sum over images, more rows for one B), images
-// that do not are not, a sum kept apart on request (GemmSum::kSeparate: partials on the GPU) is not, and
-// each form gives what the loop gives, with alpha, beta and groups.
+// that do not are not; each form, and each with a sum kept apart on request (GemmSum::kSeparate: partials
+// on the GPU), gives what the loop gives, with alpha, beta and groups.
 namespace grouped {
 struct Operand {
   index_t ld, image_stride, group_stride;

@@ -4,7 +4,7 @@
 // (cpu/blas.h: the library's threads over single-threaded OpenBLAS, or a float-accumulating loop for
 // half_t / bf16_t; cuda/blas.cuh: cuBLAS strided-batched).
 //
-//   GroupedGemm(s, M, N, K, alpha, a, b, beta, c, images, groups)
+//   GroupedGemm(s, M, N, K, alpha, a, b, beta, c, images, groups[, sum])
 //     C[n][g] = alpha op(A[n][g]) op(B[n][g]) + beta C[n][g]   row-major, M x N results, inner size K
 // over images n and groups g, where operand X's matrix (n, g) starts at X.ptr + n X.image_stride +
 // g X.group_stride. c.image_stride == 0 sums the images' products into one C[g] (beta applies once):
@@ -58,7 +58,8 @@ inline bool ImagesAdjoin(const GemmOperand<T>& x, bool along_rows, index_t rows,
 }  // namespace detail
 
 // Whether GroupedGemm makes a sum over images whose operands adjoin one product (kJoin) or keeps the
-// images a batch (kSeparate: on the GPU each image's product goes to a partial, the partials summed after).
+// images a batch (kSeparate: on the GPU, where there are no more groups than images, each image's
+// product goes to a partial and the partials are summed after; else a call per image adds onto C).
 enum class GemmSum { kJoin, kSeparate };
 
 // One strided-batched call per image (batched over groups) or per group (batched over images),
