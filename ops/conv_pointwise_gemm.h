@@ -178,13 +178,16 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
   // cutlass_implicit_gemm (fp16): channels last, filters of 512 x 1024 values or more
   // (smaller ones spend longer gathering than the implicit GEMM takes in all, 1.2 to 1.8 times as long);
   // channels first below 2048 x 1024, where per-image products' partial sums cost more, or where the
-  // gathered images are staged into one product. Every pass of strict float's channels-last layers, which
-  // have no tensor-core kernel to prefer: ResNet-50's six took 0.70-0.94 of im2col_gemm's forward time and
-  // 0.93-0.97 of its backward (fp32 NHWC, H200, N = 32). On the CPU it is left to the tuner.
+  // gathered images are staged into one product. Every pass of float's channels-last layers under 3xTF32
+  // and the forward and data gradient under strict fp32, which have no tensor-core kernel to prefer:
+  // ResNet-50's six took 0.70-0.94 of im2col_gemm's forward time and 0.93-0.97 of its backward (fp32 NHWC,
+  // H200, N = 32). Strict fp32's weight gradient there goes to cutlass_implicit_gemm's SIMT kernels (its
+  // Recommended) or, in a build without them, to im2col_gemm. On the CPU it is left to the tuner.
   bool Recommended(const ConvProblem& pr, ConvPass pass) const override {
     if (!pointwise::IsStrided(pr.geom)) return true;
     if (!std::is_same<Device, gpu>::value) return false;
-    if (pr.geom.channels_last && std::is_same<DType, float>::value && pr.math != ConvMath::kTF32) return true;
+    if (pr.geom.channels_last && std::is_same<DType, float>::value && pr.math != ConvMath::kTF32)
+      return pass != ConvPass::kBackwardWeight || pr.math != ConvMath::kStrict;
     if (pass != ConvPass::kBackwardWeight) return !pr.geom.channels_last;
     const double filter = double(pr.geom.Kg()) * double(pr.geom.Cg());
     if (pr.geom.channels_last) return filter >= double(1 << 19);

@@ -153,6 +153,10 @@ struct Reqs {
 // (README: 6.8e-7 against 3.2e-8 of the sum of |terms|); within ConvTol itself it failed 1 run in 20.
 constexpr double kWinograd4x4TolScale = 4.0;
 
+// TF32 rounds each input to 10 bits of mantissa (2^-11 relative), about a hundred times float's rounding of
+// a product; the CUTLASS tests allow 2e-3 for the same reason.
+constexpr double kTF32TolScale = 100.0;
+
 // The expected value of an output given its prefill, the reference result and the req.
 inline double Expect(OpReqType req, double before, double ref) {
   return req == kNullOp ? before : (req == kAddTo ? before + ref : ref);
@@ -1154,7 +1158,9 @@ TEST_CASE("convolution: the GPU heuristic takes winograd_2x2 for strict float 3x
     ops::ReleaseConvCaches<gpu>();
     ReleaseWorkspace(stream);
     stream->set_tf32(tf32);
-    RunCase<gpu, float, 4, 4>(stream, k, Reqs{});
+    Case run = k;
+    if (tf32) run.tol_scale = kTF32TolScale;
+    RunCase<gpu, float, 4, 4>(stream, run, Reqs{});
     stream->set_tf32(false);
     ops::SetConvLog(nullptr);
     return log;
@@ -1198,8 +1204,10 @@ TEST_CASE("convolution: the GPU heuristic takes winograd_2x2 for strict float 3x
 }
 
 // Strict float's strided 1x1 layers in channels last have no tensor-core kernel to prefer: the heuristic
-// takes pointwise_gemm (gathered pixels, one product) for every pass there, under 3xTF32 too; under TF32 it
-// recommends it for none (filters this small), and the tensor-core or im2col algorithms run them.
+// takes pointwise_gemm (gathered pixels, one product) for the forward and the data gradient there, and
+// for every pass under 3xTF32; strict float's weight gradient goes to cutlass_implicit_gemm's SIMT kernel
+// where the build has one, else to im2col_gemm. Under TF32 pointwise_gemm is recommended for no pass
+// (filters this small), and the tensor-core or im2col algorithms run them.
 TEST_CASE("convolution: the GPU heuristic takes pointwise_gemm for strict float strided 1x1 channels-last layers", "[gpu][conv]") {
   if (!HaveGPU()) {
     WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");
@@ -1209,24 +1217,41 @@ TEST_CASE("convolution: the GPU heuristic takes pointwise_gemm for strict float 
   Case c = MakeCase({3, 16, 9, 10}, {1, 1}, {2, 2}, {}, {}, 8, 1, true);
   c.param.layout = ops::Layout::kNHWC;
   const ops::ConvGeometry g = ops::MakeConvGeometry(c.param, ChannelsLastShape(c.data, c.batched));
-  const auto* pointwise = ops::ConvRegistry<gpu, float>::Get().Find("pointwise_gemm");
+  const auto& registry = ops::ConvRegistry<gpu, float>::Get();
+  const auto* pointwise = registry.Find("pointwise_gemm");
+  const auto* cutlass = registry.Find("cutlass_implicit_gemm");  // null in a build without CUTLASS
   for (ops::ConvMath math : {ops::ConvMath::kStrict, ops::ConvMath::kTF32x3, ops::ConvMath::kTF32}) {
     INFO("math " << ops::ConvMathName(math));
     stream->set_tf32(math == ops::ConvMath::kTF32);
     stream->set_tf32x3(math == ops::ConvMath::kTF32x3);
     const ops::ConvProblem pr = ops::MakeConvProblem<gpu, float>(g, stream, true, c.param.workspace);
     REQUIRE(pr.math == math);
+    auto takes = [&](ops::ConvPass pass) {
+      return math == ops::ConvMath::kTF32x3 || (math == ops::ConvMath::kStrict && pass != ops::ConvPass::kBackwardWeight);
+    };
     for (ops::ConvPass pass : {ops::ConvPass::kForward, ops::ConvPass::kBackwardData, ops::ConvPass::kBackwardWeight})
-      CHECK(pointwise->Recommended(pr, pass) == (math != ops::ConvMath::kTF32));
-    // The selection's own word: every pass on it, but under TF32.
+      CHECK(pointwise->Recommended(pr, pass) == takes(pass));
+    const bool simt_wgrad = cutlass != nullptr && math == ops::ConvMath::kStrict &&
+                            cutlass->CanImplement(pr, ops::ConvPass::kBackwardWeight).ok;
+    if (simt_wgrad) CHECK(cutlass->Recommended(pr, ops::ConvPass::kBackwardWeight));
+    // The selection's own word, pass by pass.
     std::vector<std::string> log;
     ops::SetConvLog([&](const std::string& line) { log.push_back(line); });
     ops::ReleaseConvCaches<gpu>();
-    RunCase<gpu, float, 4, 4>(stream, c, Reqs{});
+    Case run = c;
+    if (math == ops::ConvMath::kTF32) run.tol_scale = kTF32TolScale;
+    RunCase<gpu, float, 4, 4>(stream, run, Reqs{});
     ops::SetConvLog(nullptr);
     REQUIRE(log.size() == 3);
-    for (const std::string& line : log)
-      CHECK((line.find("-> pointwise_gemm (heuristic)") != std::string::npos) == (math != ops::ConvMath::kTF32));
+    for (const std::string& line : log) {
+      INFO(line);
+      const bool weight = line.find("weight-grad") != std::string::npos;
+      CHECK((line.find("-> pointwise_gemm (heuristic)") != std::string::npos) ==
+            takes(weight ? ops::ConvPass::kBackwardWeight : ops::ConvPass::kForward));
+      if (weight && math == ops::ConvMath::kStrict)
+        CHECK(line.find(simt_wgrad ? "-> cutlass_implicit_gemm (heuristic)" : "-> im2col_gemm (heuristic)") !=
+              std::string::npos);
+    }
   }
   stream->set_tf32(false);
   stream->set_tf32x3(false);
