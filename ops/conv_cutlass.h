@@ -59,13 +59,13 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
   // bench/conv_bench) the forward (folded: 1.7 times) and the weight gradient beat im2col_gemm by far.
   // Its folded data gradient padded 6.3 times in tiles 64 wide and still beat im2col_gemm (0.48 against
   // 0.66 ms; unfolded, 21 times, it lost: 0.76); the slim tile pads it 3.1 times.
-  // Strict fp32's SIMT kernels: the weight gradient of channels-last layers other than the unstrided 1x1,
-  // whose other algorithms form it as one product over the whole batch or gather first (strict fp32 NHWC,
-  // H200, N = 32, bench/cutlass_kernels --dtype fp32 --pass wgrad against conv_bench's backward less the
-  // data gradient): the 3x3 layers at 56 and 28 took 0.50 and 0.27 ms against im2col_gemm's 0.85 and 0.47,
-  // the strided 1x1 layers 0.065-0.22 against pointwise_gemm's 0.11-0.45 (the largest, 1024 -> 2048 at 14,
-  // even). The unstrided 1x1 layers' 0.11 lost to pointwise_gemm's whole backward (0.08); the rest of the
-  // SIMT kernels are left to the tuner.
+  // Strict fp32's SIMT kernels: the weight gradient of channels-last layers other than the unstrided 1x1.
+  // The tuner's times per pass (TE_CONV_TUNE=1 TE_LOG=conv bench/conv_bench --dtype fp32 --layout nhwc,
+  // H200, N = 32): the stem took 0.78 ms against im2col_gemm's 0.89, the 3x3 layers at 56 and 28 took
+  // 0.49 and 0.31 against 0.77 and 0.46. The rule is wider than those wins: the 3x3 layers at 14 and 7
+  // (0.31, 0.33 against im2col_gemm's 0.29, 0.25) and the strided 1x1 layers (0.11-0.23 against
+  // pointwise_gemm's 0.07-0.19) lost. The unstrided 1x1 layers stay with pointwise_gemm (0.11-0.21 against
+  // 0.05-0.10), and the other SIMT passes with the tuner.
   bool Recommended(const ConvProblem& pr, ConvPass pass) const override {
     const Plan p = Prepare(pr, pass, nullptr);
     if (p.kernel == nullptr) return false;

@@ -182,7 +182,8 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
   // and the forward and data gradient under strict fp32, which have no tensor-core kernel to prefer:
   // ResNet-50's six took 0.70-0.94 of im2col_gemm's forward time and 0.93-0.97 of its backward (fp32 NHWC,
   // H200, N = 32). Strict fp32's weight gradient there goes to cutlass_implicit_gemm's SIMT kernels (its
-  // Recommended) or, in a build without them, to im2col_gemm. On the CPU it is left to the tuner.
+  // Recommended) or, in a build without them, to im2col_gemm, though this one's was the fastest of the
+  // three (conv_cutlass.h has the times). On the CPU it is left to the tuner.
   bool Recommended(const ConvProblem& pr, ConvPass pass) const override {
     if (!pointwise::IsStrided(pr.geom)) return true;
     if (!std::is_same<Device, gpu>::value) return false;
