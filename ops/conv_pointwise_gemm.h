@@ -112,8 +112,10 @@ struct RowBias16 {
     s.M = int(g.K), s.N = int(g.OutSize()), s.K = int(g.C), s.L = int(g.N);
     return s;
   }
-  // The compiled kernel for g's forward with ep's activation on this device; null where there is none, it
-  // cannot run g, or a size does not fit its 32-bit problem size.
+  // The compiled kernel for g's forward with ep's activation on this device: of those that can run g, the
+  // one whose tile rows cover the filters most closely (64 filters: the 64-row tile, not half of a
+  // 128-row one), else the one of the most rows; null where none can, or a size does not fit its 32-bit
+  // problem size.
   static const cutlass_gemm::RowBiasKernel* KernelFor(const ConvGeometry& g, const ConvEpilogue<DType>& ep) {
     if (g.G != 1) return nullptr;
     for (index_t v : {g.K, g.OutSize(), g.C, g.N})
@@ -122,9 +124,17 @@ struct RowBias16 {
     const auto epilogue = ep.activation == ConvActivation::kRelu ? cutlass_conv::Epilogue::kBiasRelu
                                                                   : cutlass_conv::Epilogue::kBias;
     const int sm = cuda::CurrentDeviceInfo().major * 10 + cuda::CurrentDeviceInfo().minor;
+    const cutlass_gemm::RowBiasKernel* best = nullptr;
+    auto better = [&g](const cutlass_gemm::RowBiasKernel& k, const cutlass_gemm::RowBiasKernel& than) {
+      const bool covers = k.tile_m >= g.K, than_covers = than.tile_m >= g.K;
+      if (covers != than_covers) return covers;
+      return covers ? k.tile_m < than.tile_m : k.tile_m > than.tile_m;
+    };
     for (const cutlass_gemm::RowBiasKernel& k : cutlass_gemm::CompiledRowBiasKernels())
-      if (k.element == element && k.epilogue == epilogue && k.sm == sm && k.why_not(ShapeOf(g)).empty()) return &k;
-    return nullptr;
+      if (k.element == element && k.epilogue == epilogue && k.sm == sm && (best == nullptr || better(k, *best)) &&
+          k.why_not(ShapeOf(g)).empty())
+        best = &k;
+    return best;
   }
   static bool Takes(const ConvGeometry& g, const ConvEpilogue<DType>& ep) { return KernelFor(g, ep) != nullptr; }
   // out (req) = act(W . x_n + bias + residual) image by image in the gemm's store: the residual as its
@@ -168,13 +178,17 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
   // cutlass_implicit_gemm (fp16): channels last, filters of 512 x 1024 values or more
   // (smaller ones spend longer gathering than the implicit GEMM takes in all, 1.2 to 1.8 times as long);
   // channels first below 2048 x 1024, where per-image products' partial sums cost more, or where the
-  // gathered images are staged into one product. Every pass of strict float's channels-last layers, which
-  // have no tensor-core kernel to prefer: ResNet-50's six took 0.70-0.94 of im2col_gemm's forward time and
-  // 0.93-0.97 of its backward (fp32 NHWC, H200, N = 32). On the CPU it is left to the tuner.
+  // gathered images are staged into one product. Every pass of float's channels-last layers under 3xTF32
+  // and the forward and data gradient under strict fp32, which have no tensor-core kernel to prefer:
+  // ResNet-50's six took 0.70-0.94 of im2col_gemm's forward time and 0.93-0.97 of its backward (fp32 NHWC,
+  // H200, N = 32). Strict fp32's weight gradient there goes to cutlass_implicit_gemm's SIMT kernels (its
+  // Recommended) or, in a build without them, to im2col_gemm, though this one's was the fastest of the
+  // three (conv_cutlass.h has the times). On the CPU it is left to the tuner.
   bool Recommended(const ConvProblem& pr, ConvPass pass) const override {
     if (!pointwise::IsStrided(pr.geom)) return true;
     if (!std::is_same<Device, gpu>::value) return false;
-    if (pr.geom.channels_last && std::is_same<DType, float>::value && pr.math != ConvMath::kTF32) return true;
+    if (pr.geom.channels_last && std::is_same<DType, float>::value && pr.math != ConvMath::kTF32)
+      return pass != ConvPass::kBackwardWeight || pr.math != ConvMath::kStrict;
     if (pass != ConvPass::kBackwardWeight) return !pr.geom.channels_last;
     const double filter = double(pr.geom.Kg()) * double(pr.geom.Cg());
     if (pr.geom.channels_last) return filter >= double(1 << 19);

@@ -336,9 +336,12 @@ class ConvWinograd : public ConvAlgorithm<Device, DType> {
   // layers of 8 to 64 channels at 14 x 14 to 112 x 112 (bench/small_3x3_layers.txt) the forward took
   // 0.59-1.09 of im2col_gemm's time and the backward 0.65-0.85. On the CPU im2col_gemm and cpu_per_image
   // are faster; TF32 and 16-bit run on tensor cores.
+  // Channels last, more than 4 channels per group only: the measured layers' domain (channels first,
+  // gpu_direct, registered before it, takes fewer; depthwise layers would be a gemm per group).
   bool Recommended(const ConvProblem& pr, ConvPass) const override {
     return m == 2 && std::is_same<Device, gpu>::value && std::is_same<DType, float>::value &&
-           pr.math != ConvMath::kTF32;  // (3xTF32 asks for fp32's accuracy, as strict does)
+           pr.math != ConvMath::kTF32 &&  // (3xTF32 asks for fp32's accuracy, as strict does)
+           (!pr.geom.channels_last || pr.geom.Cg() > 4);
   }
 
   size_t WorkspaceBytes(const ConvProblem& pr, const ConvStores& st) const override {

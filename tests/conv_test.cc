@@ -153,6 +153,10 @@ struct Reqs {
 // (README: 6.8e-7 against 3.2e-8 of the sum of |terms|); within ConvTol itself it failed 1 run in 20.
 constexpr double kWinograd4x4TolScale = 4.0;
 
+// TF32 rounds each input to 10 bits of mantissa (2^-11 relative), about a hundred times float's rounding of
+// a product; the CUTLASS tests allow 2e-3 for the same reason.
+constexpr double kTF32TolScale = 100.0;
+
 // The expected value of an output given its prefill, the reference result and the req.
 inline double Expect(OpReqType req, double before, double ref) {
   return req == kNullOp ? before : (req == kAddTo ? before + ref : ref);
@@ -1131,8 +1135,9 @@ TEST_CASE("convolution gpu_direct: the heuristic's choice, a deterministic weigh
 
 #if defined(__CUDACC__)
 // Strict float's 3x3 stride-1 layers on the GPU, either layout: the heuristic takes winograd_2x2 for the
-// forward and the data gradient (not the weight gradient, nor under TF32, nor for 4 channels, gpu_direct's);
-// ConvolutionWorkspaceBytes counts its transforms; its results match the float64 reference for every req.
+// forward and the data gradient (not the weight gradient, nor under TF32, nor for 4 channels: gpu_direct's
+// channels first, im2col_gemm's channels last); ConvolutionWorkspaceBytes counts its transforms; its
+// results match the float64 reference for every req.
 TEST_CASE("convolution: the GPU heuristic takes winograd_2x2 for strict float 3x3 stride-1 layers", "[gpu][conv][winograd]") {
   if (!HaveGPU()) {
     WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");
@@ -1153,7 +1158,9 @@ TEST_CASE("convolution: the GPU heuristic takes winograd_2x2 for strict float 3x
     ops::ReleaseConvCaches<gpu>();
     ReleaseWorkspace(stream);
     stream->set_tf32(tf32);
-    RunCase<gpu, float, 4, 4>(stream, k, Reqs{});
+    Case run = k;
+    if (tf32) run.tol_scale = kTF32TolScale;
+    RunCase<gpu, float, 4, 4>(stream, run, Reqs{});
     stream->set_tf32(false);
     ops::SetConvLog(nullptr);
     return log;
@@ -1165,22 +1172,31 @@ TEST_CASE("convolution: the GPU heuristic takes winograd_2x2 for strict float 3x
   CHECK(WorkspaceBytesHeld(stream) <= (bound + 255) / 256 * 256);
   Case last = c;  // channels last, the same
   last.param.layout = ops::Layout::kNHWC;
+  const size_t bound_last = ops::ConvolutionWorkspaceBytes(last.param, ChannelsLastShape(last.data, last.batched), sizeof(float));
   const std::vector<std::string> strict_last = chosen(last, false);
   REQUIRE(strict_last.size() == 3);
+  CHECK(WorkspaceBytesHeld(stream) <= (bound_last + 255) / 256 * 256);
   for (const std::vector<std::string>* log : {&strict, &strict_last})
     for (const char* pass : {"forward float32", "data-grad float32"}) {
       const auto line = std::find_if(log->begin(), log->end(), [&](const std::string& l) { return l.find(pass) != std::string::npos; });
       REQUIRE(line != log->end());
       CHECK(line->find("-> winograd_2x2 (heuristic)") != std::string::npos);
     }
-  const std::vector<std::string> tf32 = chosen(c, true);
-  REQUIRE(tf32.size() == 3);
-  for (const std::string& line : tf32) CHECK(line.find("-> winograd") == std::string::npos);
+  for (const Case& k : {c, last}) {
+    const std::vector<std::string> tf32 = chosen(k, true);
+    REQUIRE(tf32.size() == 3);
+    for (const std::string& line : tf32) CHECK(line.find("-> winograd") == std::string::npos);
+  }
   Case few = c;  // gpu_direct's (registered before it): 4 channels, 16 filters, partials of 3 chunks
   few.data[1] = 4;
   const std::vector<std::string> direct = chosen(few, false);
   CHECK(direct.size() == 3);
   for (const std::string& line : direct) CHECK(line.find("-> gpu_direct (heuristic)") != std::string::npos);
+  Case few_last = few;  // channels last, which gpu_direct refuses: not Winograd either
+  few_last.param.layout = ops::Layout::kNHWC;
+  const std::vector<std::string> few_last_log = chosen(few_last, false);
+  CHECK(few_last_log.size() == 3);
+  for (const std::string& line : few_last_log) CHECK(line.find("-> winograd") == std::string::npos);
   ops::ReleaseConvCaches<gpu>();
   for (size_t r = 0; r < 4; ++r) RunCase<gpu, float, 4, 4>(stream, c, ReqPattern(r));
   for (size_t r = 0; r < 4; ++r) RunCase<gpu, float, 4, 4>(stream, last, ReqPattern(r));
@@ -1188,8 +1204,10 @@ TEST_CASE("convolution: the GPU heuristic takes winograd_2x2 for strict float 3x
 }
 
 // Strict float's strided 1x1 layers in channels last have no tensor-core kernel to prefer: the heuristic
-// takes pointwise_gemm (gathered pixels, one product) for every pass there; under TF32 the forward and data
-// gradient go to the implicit GEMM, and the weight gradient of filters this small too.
+// takes pointwise_gemm (gathered pixels, one product) for the forward and the data gradient there, and
+// for every pass under 3xTF32; strict float's weight gradient goes to cutlass_implicit_gemm's SIMT kernel
+// where the build has one, else to im2col_gemm. Under TF32 pointwise_gemm is recommended for no pass
+// (filters this small), and the tensor-core or im2col algorithms run them.
 TEST_CASE("convolution: the GPU heuristic takes pointwise_gemm for strict float strided 1x1 channels-last layers", "[gpu][conv]") {
   if (!HaveGPU()) {
     WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");
@@ -1199,15 +1217,44 @@ TEST_CASE("convolution: the GPU heuristic takes pointwise_gemm for strict float 
   Case c = MakeCase({3, 16, 9, 10}, {1, 1}, {2, 2}, {}, {}, 8, 1, true);
   c.param.layout = ops::Layout::kNHWC;
   const ops::ConvGeometry g = ops::MakeConvGeometry(c.param, ChannelsLastShape(c.data, c.batched));
-  const auto* pointwise = ops::ConvRegistry<gpu, float>::Get().Find("pointwise_gemm");
-  for (bool tf32 : {false, true}) {
-    INFO("tf32 " << tf32);
-    stream->set_tf32(tf32);
+  const auto& registry = ops::ConvRegistry<gpu, float>::Get();
+  const auto* pointwise = registry.Find("pointwise_gemm");
+  const auto* cutlass = registry.Find("cutlass_implicit_gemm");  // null in a build without CUTLASS
+  for (ops::ConvMath math : {ops::ConvMath::kStrict, ops::ConvMath::kTF32x3, ops::ConvMath::kTF32}) {
+    INFO("math " << ops::ConvMathName(math));
+    stream->set_tf32(math == ops::ConvMath::kTF32);
+    stream->set_tf32x3(math == ops::ConvMath::kTF32x3);
     const ops::ConvProblem pr = ops::MakeConvProblem<gpu, float>(g, stream, true, c.param.workspace);
+    REQUIRE(pr.math == math);
+    auto takes = [&](ops::ConvPass pass) {
+      return math == ops::ConvMath::kTF32x3 || (math == ops::ConvMath::kStrict && pass != ops::ConvPass::kBackwardWeight);
+    };
     for (ops::ConvPass pass : {ops::ConvPass::kForward, ops::ConvPass::kBackwardData, ops::ConvPass::kBackwardWeight})
-      CHECK(pointwise->Recommended(pr, pass) == !tf32);
+      CHECK(pointwise->Recommended(pr, pass) == takes(pass));
+    const bool simt_wgrad = cutlass != nullptr && math == ops::ConvMath::kStrict &&
+                            cutlass->CanImplement(pr, ops::ConvPass::kBackwardWeight).ok;
+    if (simt_wgrad) CHECK(cutlass->Recommended(pr, ops::ConvPass::kBackwardWeight));
+    // The selection's own word, pass by pass.
+    std::vector<std::string> log;
+    ops::SetConvLog([&](const std::string& line) { log.push_back(line); });
+    ops::ReleaseConvCaches<gpu>();
+    Case run = c;
+    if (math == ops::ConvMath::kTF32) run.tol_scale = kTF32TolScale;
+    RunCase<gpu, float, 4, 4>(stream, run, Reqs{});
+    ops::SetConvLog(nullptr);
+    REQUIRE(log.size() == 3);
+    for (const std::string& line : log) {
+      INFO(line);
+      const bool weight = line.find("weight-grad") != std::string::npos;
+      CHECK((line.find("-> pointwise_gemm (heuristic)") != std::string::npos) ==
+            takes(weight ? ops::ConvPass::kBackwardWeight : ops::ConvPass::kForward));
+      if (weight && math == ops::ConvMath::kStrict)
+        CHECK(line.find(simt_wgrad ? "-> cutlass_implicit_gemm (heuristic)" : "-> im2col_gemm (heuristic)") !=
+              std::string::npos);
+    }
   }
   stream->set_tf32(false);
+  stream->set_tf32x3(false);
   for (size_t r = 0; r < 4; ++r) RunCase<gpu, float, 4, 4>(stream, c, ReqPattern(r));
   DeleteStream(stream);
 }

@@ -560,7 +560,8 @@ TE_DEVICE_TEST_CASE("dot with an empty sum or an empty result", "[dot]") {
 
 // The grouped gemm beneath the convolutions (gemm.h) against a float64 loop: images that adjoin in memory
 // are joined into one product (a longer inner size for a sum over images, more rows for one B), images
-// that do not are not, and each form gives what the loop gives, with alpha, beta and groups.
+// that do not are not; each form, and each with a sum kept apart on request (GemmSum::kSeparate: partials
+// on the GPU), gives what the loop gives, with alpha, beta and groups.
 namespace grouped {
 struct Operand {
   index_t ld, image_stride, group_stride;
@@ -601,12 +602,9 @@ TE_DEVICE_TEST_CASE("GroupedGemm joins adjoining images into one product, and ma
     FillRandom(c.view());
     auto da = ToDevice<Device>(a.view(), stream);
     auto db = ToDevice<Device>(b.view(), stream);
-    auto dc = ToDevice<Device>(c.view(), stream);
     auto operand = [](float* p, const grouped::Operand& o) {
       return GemmOperand<const float>{p, o.ld, o.image_stride, o.group_stride, o.trans};
     };
-    GroupedGemm(stream, cs.M, cs.N, cs.K, alpha, operand(da.dptr_, cs.a), operand(db.dptr_, cs.b), beta,
-                GemmOperand<float>{dc.dptr_, cs.c.ld, cs.c.image_stride, cs.c.group_stride}, cs.images, cs.groups);
     // The loop: every element of C each (image, group) writes, beta once per element.
     std::vector<double> expect(c.dptr_, c.dptr_ + c.shape_.Size());
     std::vector<bool> written(expect.size(), false);
@@ -620,8 +618,15 @@ TE_DEVICE_TEST_CASE("GroupedGemm joins adjoining images into one product, and ma
             if (!written[at]) expect[at] *= beta, written[at] = true;
             expect[at] += alpha * sum;
           }
-    const auto got = ToHost(dc.view());
-    for (size_t e = 0; e < expect.size(); ++e) CHECK(got[index_t(e)] == Approx(expect[e]).epsilon(1e-5).margin(1e-5));
+    for (GemmSum sum : {GemmSum::kJoin, GemmSum::kSeparate}) {
+      INFO((sum == GemmSum::kJoin ? "joined where they adjoin" : "sums kept apart"));
+      auto dc = ToDevice<Device>(c.view(), stream);
+      GroupedGemm(stream, cs.M, cs.N, cs.K, alpha, operand(da.dptr_, cs.a), operand(db.dptr_, cs.b), beta,
+                  GemmOperand<float>{dc.dptr_, cs.c.ld, cs.c.image_stride, cs.c.group_stride}, cs.images, cs.groups,
+                  sum);
+      const auto got = ToHost(dc.view());
+      for (size_t e = 0; e < expect.size(); ++e) CHECK(got[index_t(e)] == Approx(expect[e]).epsilon(1e-5).margin(1e-5));
+    }
   }
 }
 

@@ -4,7 +4,7 @@
 // (cpu/blas.h: the library's threads over single-threaded OpenBLAS, or a float-accumulating loop for
 // half_t / bf16_t; cuda/blas.cuh: cuBLAS strided-batched).
 //
-//   GroupedGemm(s, M, N, K, alpha, a, b, beta, c, images, groups)
+//   GroupedGemm(s, M, N, K, alpha, a, b, beta, c, images, groups[, sum])
 //     C[n][g] = alpha op(A[n][g]) op(B[n][g]) + beta C[n][g]   row-major, M x N results, inner size K
 // over images n and groups g, where operand X's matrix (n, g) starts at X.ptr + n X.image_stride +
 // g X.group_stride. c.image_stride == 0 sums the images' products into one C[g] (beta applies once):
@@ -57,19 +57,26 @@ inline bool ImagesAdjoin(const GemmOperand<T>& x, bool along_rows, index_t rows,
 }
 }  // namespace detail
 
+// Whether GroupedGemm makes a sum over images whose operands adjoin one product (kJoin) or keeps the
+// images a batch (kSeparate: on the GPU, where there are no more groups than images, each image's
+// product goes to a partial and the partials are summed after; else a call per image adds onto C).
+enum class GemmSum { kJoin, kSeparate };
+
 // One strided-batched call per image (batched over groups) or per group (batched over images),
 // whichever makes fewer calls. Images that adjoin in memory are first made one product: a sum over
 // images whose A columns and B rows follow on (channels-last weight gradients) is one product with
-// `images` times the inner size, and images whose A and C rows follow on with one B for all of them
-// (channels-last forward and data gradient) one product with `images` times the rows. One large gemm
-// tiles the GPU better than a batch of small ones, and a sum needs no partial products.
+// `images` times the inner size (unless `sum` is kSeparate), and images whose A and C rows follow on with
+// one B for all of them (channels-last forward and data gradient) one product with `images` times the
+// rows. One large gemm tiles the GPU better than a batch of small ones, and a sum needs no partial
+// products; but a sum into a small result over a long inner size leaves cuBLAS most of the GPU idle,
+// where a batch of products fills it.
 template <typename Device, typename DType>
 void GroupedGemm(Stream<Device>* s, index_t M, index_t N, index_t K, float alpha, const GemmOperand<const DType>& a,
                  const GemmOperand<const DType>& b, float beta, const GemmOperand<DType>& c, index_t images,
-                 index_t groups) {
+                 index_t groups, GemmSum sum = GemmSum::kJoin) {
   // (Joined sizes stay within the 32-bit sizes of the CPU's BLAS interface.)
   if (images > 1 && std::max(M, K) <= INT_MAX / images) {
-    if (c.image_stride == 0 && detail::ImagesAdjoin(a, false, M, K, images) &&
+    if (sum == GemmSum::kJoin && c.image_stride == 0 && detail::ImagesAdjoin(a, false, M, K, images) &&
         detail::ImagesAdjoin(b, true, K, N, images)) {
       GroupedGemm(s, M, N, K * images, alpha, a, b, beta, c, 1, groups);
       return;

@@ -153,6 +153,10 @@ inline int64_t CorrelateBlocks(const Correlation& c) {
 inline bool MakeCorrelation(const ConvGeometry& g, ConvPass pass, Correlation* c, std::string* why) {
   const bool data_grad = pass == ConvPass::kBackwardData;
   const detail::DirectPass p = detail::MakeDirectPass(g, data_grad ? ConvPass::kBackwardData : ConvPass::kForward);
+  if (p.channels_last) {  // (its kernels read filters tap after tap: Correlation has no tap stride)
+    if (why) *why = "it runs channels-first (NCHW) data only";
+    return false;
+  }
   auto fits = [](double v) { return v >= -double(INT_MAX) / 4 && v <= double(INT_MAX) / 4; };
   const double taps = double(p.taps[0]) * p.taps[1] * p.taps[2];
   bool ok = fits(double(p.N) * p.G * p.Ci * p.in[0] * p.in[1] * p.in[2]) &&

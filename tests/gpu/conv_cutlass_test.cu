@@ -9,11 +9,13 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 #include <tensorexpr/cuda/sum_slices.cuh>
 #include <tensorexpr/ops/conv_epilogue.h>
 #include <tensorexpr/ops/convolution.h>
 #include "../../ops/cuda/cutlass/conv_kernels.h"
+#include "../../ops/conv_pointwise_gemm.h"
 #include "../../ops/cuda/cutlass/row_bias_gemm.h"
 #include "../test_util.h"
 
@@ -639,7 +641,8 @@ TEST_CASE("every compiled row-bias gemm matches float64 where it runs", "[gpu][c
       CHECK(worst <= tol * std::max(scale, 1.0));
     }
   };
-  const std::vector<cg::RowBiasShape> shapes = {{8, 272, 8, 2}, {24, 272, 16, 3}, {200, 784, 64, 2}, {256, 136, 520, 2}};
+  const std::vector<cg::RowBiasShape> shapes = {{8, 272, 8, 2}, {24, 272, 16, 3}, {64, 272, 64, 2}, {200, 784, 64, 2},
+                                                {256, 136, 520, 2}};
   int kernels = 0;
   for (const cg::RowBiasKernel& k : cg::CompiledRowBiasKernels()) {
     if (k.sm != sm) continue;
@@ -655,6 +658,23 @@ TEST_CASE("every compiled row-bias gemm matches float64 where it runs", "[gpu][c
     CHECK_THAT(k.why_not({8, 272, 12, 2}), Catch::Contains("multiples of"));
   }
   CHECK(kernels > 0);
+  // The operator's choice, between the 64- and 128-row tiles every such build has: the tile whose rows
+  // cover the filters most closely, else the taller.
+  std::vector<int> f16_tiles;
+  for (const cg::RowBiasKernel& c : cg::CompiledRowBiasKernels())
+    if (c.sm == sm && c.element == cc::Element::kF16 && c.epilogue == cc::Epilogue::kBias) f16_tiles.push_back(c.tile_m);
+  std::sort(f16_tiles.begin(), f16_tiles.end());
+  REQUIRE(f16_tiles == std::vector<int>{64, 128});
+  for (const std::pair<index_t, int> filters_tile : {std::pair<index_t, int>{8, 64}, {64, 64}, {72, 128}, {200, 128}}) {
+    ops::ConvGeometry g;
+    g.N = 2, g.C = 64, g.K = filters_tile.first, g.G = 1;
+    g.in[1] = g.out[1] = 16, g.in[2] = g.out[2] = 17;
+    const cg::RowBiasKernel* k =
+        ops::pointwise::RowBias<gpu, half_t>::KernelFor(g, ops::ConvEpilogue<half_t>::Bias(nullptr));
+    INFO("filters " << filters_tile.first);
+    REQUIRE(k != nullptr);
+    CHECK(k->tile_m == filters_tile.second);
+  }
 #endif
 }
 

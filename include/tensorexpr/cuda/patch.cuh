@@ -5,7 +5,9 @@
 // and the GPU evaluators of unpack_patch2col / pack_col2patch over tensors, which launch the same kernels.
 //   im2col  channels first: one thread per (image, channel, output position), as in MXNet: it walks the
 //           kernel offsets and writes one column entry per offset, consecutive threads consecutive
-//           positions. Channels last: one thread per column entry, consecutive threads consecutive channels.
+//           positions. Channels last: one thread per column entry, consecutive threads consecutive channels;
+//           its index splits into channel, kernel offset, group and position by IndexDiv (a multiply-high
+//           each), since a hardware division per split cost more than the copy (the stem's 147-entry rows).
 //   col2im  one thread per input element, gathering the column entries that read it: no atomics, and the
 //           sum order is fixed, so results are deterministic. A 1x1 kernel without padding (channels
 //           first) reads each pixel at most once: one thread per column entry stores it into its pixel,
@@ -15,6 +17,7 @@
 #include <climits>
 #include <type_traits>
 #include "../checked.h"
+#include "../index_div.h"
 #include "../patch.h"
 #include "../expr/patch2col.h"
 #include "../expr/col2patch.h"
@@ -135,16 +138,40 @@ __global__ void __launch_bounds__(cuda::kMapBlock)
   }
 }
 
+// The divisors the channels-last kernels split their indices by, fixed at launch.
+struct PixelDivs {
+  IndexDiv channels_per_group, kernel_size, groups, positions, OW, OH, kw, kh;  // im2col
+  IndexDiv C, W, H, D, sd, sh, sw;                                             // col2im
+  PixelDivs(const PatchGeometry& g, const PatchChunk& ch)
+      : channels_per_group(IndexDiv::Make(g.C / g.G)), kernel_size(IndexDiv::Make(g.KernelSize())),
+        groups(IndexDiv::Make(g.G)), positions(IndexDiv::Make(ch.pc)), OW(IndexDiv::Make(g.out[2])),
+        OH(IndexDiv::Make(g.out[1])), kw(IndexDiv::Make(g.kernel[2])), kh(IndexDiv::Make(g.kernel[1])),
+        C(IndexDiv::Make(g.C)), W(IndexDiv::Make(g.in[2])), H(IndexDiv::Make(g.in[1])), D(IndexDiv::Make(g.in[0])),
+        sd(IndexDiv::Make(g.stride[0])), sh(IndexDiv::Make(g.stride[1])), sw(IndexDiv::Make(g.stride[2])) {}
+};
+// q = n / d with *rem = n % d, for 0 <= n, in the kernel's index type.
+template <typename I>
+__device__ __forceinline__ I DivMod(const IndexDiv& d, I n, I* rem) {
+  index_t r;
+  const index_t q = d.DivMod(index_t(n), &r);
+  *rem = I(r);
+  return I(q);
+}
+
 template <typename DType, typename I>
 __global__ void __launch_bounds__(cuda::kMapBlock)
-    Im2ColPixelsKernel(Geom<I> g, Chunk<I> ch, const DType* __restrict__ data, I data_stride, DType* __restrict__ col) {
-  const I kk = g.kd * g.kh * g.kw, Cg = g.C / g.G, row_len = g.C * kk;
-  const I total = ch.nb * ch.pc * row_len;
+    Im2ColPixelsKernel(Geom<I> g, Chunk<I> ch, PixelDivs div, const DType* __restrict__ data, I data_stride,
+                       DType* __restrict__ col) {
+  const I kk = g.kd * g.kh * g.kw, Cg = g.C / g.G;
+  const I total = ch.nb * ch.pc * g.C * kk;
   for (I t = I(blockIdx.x) * I(blockDim.x) + I(threadIdx.x); t < total; t += I(blockDim.x) * I(gridDim.x)) {
-    const I cg = t % Cg, koff = (t / Cg) % kk, gi = (t / (Cg * kk)) % g.G, r = t / row_len;
-    const I p = ch.p0 + r % ch.pc, i = r / ch.pc;
-    const I ow = p % g.OW, oh = (p / g.OW) % g.OH, od = p / (g.OW * g.OH);
-    const I kx = koff % g.kw, ky = (koff / g.kw) % g.kh, kz = koff / (g.kw * g.kh);
+    // t = ((r G + gi) kk + koff) Cg + cg, r = i pc + q; p = (od OH + oh) OW + ow; koff = (kz kh + ky) kw + kx
+    I cg, koff, gi, q, ow, oh, kx, ky;
+    const I r = DivMod(div.groups, DivMod(div.kernel_size, DivMod(div.channels_per_group, t, &cg), &koff), &gi);
+    const I i = DivMod(div.positions, r, &q);
+    const I p = ch.p0 + q;
+    const I od = DivMod(div.OH, DivMod(div.OW, p, &ow), &oh);
+    const I kz = DivMod(div.kh, DivMod(div.kw, koff, &kx), &ky);
     const I z = od * g.sd - g.pd + kz * g.dd, y = oh * g.sh - g.ph + ky * g.dh, x = ow * g.sw - g.pw + kx * g.dw;
     const bool inside = z >= 0 && z < g.D && y >= 0 && y < g.H && x >= 0 && x < g.W;
     col[t] = inside ? data[((((ch.n0 + i) * g.D + z) * g.H + y) * g.W + x) * data_stride + gi * Cg + cg] : DType(0.0f);
@@ -153,26 +180,34 @@ __global__ void __launch_bounds__(cuda::kMapBlock)
 
 template <typename DType, typename I>
 __global__ void __launch_bounds__(cuda::kMapBlock)
-    Col2ImPixelsKernel(Geom<I> g, Chunk<I> ch, const DType* __restrict__ col, DType* grad, I grad_stride,
-                       bool accumulate) {
+    Col2ImPixelsKernel(Geom<I> g, Chunk<I> ch, PixelDivs div, const DType* __restrict__ col, DType* grad,
+                       I grad_stride, bool accumulate) {
   using AccT = accum_t<DType>;
   const I kk = g.kd * g.kh * g.kw, Cg = g.C / g.G, row_len = g.C * kk;
   const I total = ch.nb * g.D * g.H * g.W * g.C;
   for (I t = I(blockIdx.x) * I(blockDim.x) + I(threadIdx.x); t < total; t += I(blockDim.x) * I(gridDim.x)) {
-    const I c = t % g.C, pix = t / g.C;
-    const I x = pix % g.W, y = (pix / g.W) % g.H, z = (pix / (g.W * g.H)) % g.D, i = pix / (g.W * g.H * g.D);
-    const I gi = c / Cg, cg = c % Cg;
+    // t = (((i D + z) H + y) W + x) C + c, c = gi Cg + cg
+    I c, x, y, z, cg;
+    const I i = DivMod(div.D, DivMod(div.H, DivMod(div.W, DivMod(div.C, t, &c), &x), &y), &z);
+    const I gi = DivMod(div.channels_per_group, c, &cg);
     AccT acc = 0;
+    I rem;
     for (I kz = 0; kz < g.kd; ++kz) {
       const I dn = z + g.pd - kz * g.dd;
-      if (dn < 0 || dn % g.sd != 0 || dn / g.sd >= g.OD) continue;
+      if (dn < 0) continue;
+      const I od = DivMod(div.sd, dn, &rem);
+      if (rem != 0 || od >= g.OD) continue;
       for (I ky = 0; ky < g.kh; ++ky) {
         const I hn = y + g.ph - ky * g.dh;
-        if (hn < 0 || hn % g.sh != 0 || hn / g.sh >= g.OH) continue;
+        if (hn < 0) continue;
+        const I oh = DivMod(div.sh, hn, &rem);
+        if (rem != 0 || oh >= g.OH) continue;
         for (I kx = 0; kx < g.kw; ++kx) {
           const I wn = x + g.pw - kx * g.dw;
-          if (wn < 0 || wn % g.sw != 0 || wn / g.sw >= g.OW) continue;
-          const I p = ((dn / g.sd) * g.OH + hn / g.sh) * g.OW + wn / g.sw;
+          if (wn < 0) continue;
+          const I ow = DivMod(div.sw, wn, &rem);
+          if (rem != 0 || ow >= g.OW) continue;
+          const I p = (od * g.OH + oh) * g.OW + ow;
           if (p < ch.p0 || p >= ch.p0 + ch.pc) continue;
           const I koff = (kz * g.kh + ky) * g.kw + kx;
           acc += static_cast<AccT>(col[(i * ch.pc + p - ch.p0) * row_len + (gi * kk + koff) * Cg + cg]);
@@ -214,7 +249,8 @@ void Im2Col(cudaStream_t st, const PatchGeometry& g, const PatchChunk& ch, const
             const DType* data, index_t data_stride, DType* col) {
   if (g.channels_last) {
     cuda::LaunchMap<&Im2ColPixelsKernel<DType, I>>(ch.nb * ch.pc * g.ColRows(), st, "channels-last im2col kernel",
-                                                   Geom<I>(g), Chunk<I>(ch, layout), data, I(data_stride), col);
+                                                   Geom<I>(g), Chunk<I>(ch, layout), PixelDivs(g, ch), data,
+                                                   I(data_stride), col);
   } else {
     cuda::LaunchMap<&Im2ColKernel<DType, I>>(ch.nb * g.C * ch.pc, st, "im2col kernel", Geom<I>(g),
                                              Chunk<I>(ch, layout), data, I(data_stride), col);
@@ -227,7 +263,8 @@ void Col2Im(cudaStream_t st, const PatchGeometry& g, const PatchChunk& ch, const
   const index_t elements = ch.nb * g.C * g.InSize();
   if (g.channels_last) {
     cuda::LaunchMap<&Col2ImPixelsKernel<DType, I>>(elements, st, "channels-last col2im kernel", Geom<I>(g),
-                                                   Chunk<I>(ch, layout), col, grad, I(grad_stride), accumulate);
+                                                   Chunk<I>(ch, layout), PixelDivs(g, ch), col, grad, I(grad_stride),
+                                                   accumulate);
   } else if (ScattersOnce(g)) {
     const bool every_pixel_read = g.stride[0] == 1 && g.stride[1] == 1 && g.stride[2] == 1 && ch.pc == g.OutSize() &&
                                   g.out[0] >= g.in[0] && g.out[1] >= g.in[1] && g.out[2] >= g.in[2];

@@ -40,6 +40,7 @@ struct RowBiasKernel {
   Element element;
   Epilogue epilogue;  // kBias or kBiasRelu
   int alignment;      // elements per vector: N and K must be multiples of it
+  int tile_m;         // rows of the result per tile
   // Why the kernel cannot run `shape` ("" when it can: CUTLASS's own can_implement agrees).
   std::string (*why_not)(const RowBiasShape& shape);
   size_t (*workspace_bytes)(const RowBiasShape& shape);

@@ -1,5 +1,5 @@
 // ops/cuda/cutlass/sm90_row_bias_gemm.cu — row_bias_gemm.h's kernels on Hopper: CUTLASS 3 gemms (TMA loads,
-// wgmma, cooperative warp groups) for half and bf16 whose epilogue adds a bias per row of the result
+// wgmma, warp-specialised) for half and bf16 whose epilogue adds a bias per row of the result
 // (CUTLASS's LinCombPerRowBiasEltAct), the images as the batch mode with the filters' batch stride a static
 // 0 (cute leaves such a mode out of the TMA descriptor, so every image reads the same tiles of A). B is read
 // along N (pixels), which Hopper's 16-bit MMAs take from shared memory transposed; TF32's do not, so float
@@ -22,25 +22,32 @@ namespace ops {
 namespace cutlass_gemm {
 namespace {
 
-// One kernel: element type E, activation Act (CUTLASS's Identity or ReLu), a 128 x 128 tile stepping 64
-// along the reduction, clusters of one block.
-template <typename E, template <class> class Act>
+// One kernel: element type E, activation Act (CUTLASS's Identity or ReLu), a tile_m x 128 tile stepping 64
+// along the reduction, clusters of one block. 128 rows: two warp groups cooperate on each tile; 64 rows
+// (products of 64 filters or fewer, which would leave half of a 128-row tile idle): the two take turns
+// on tiles of their own (ping-pong), one's epilogue under the other's MMAs.
+template <typename E, template <class> class Act, int tile_m>
 struct RowBias {
+  static_assert(tile_m == 64 || tile_m == 128, "the cooperative schedule needs 128 rows; ping-pong runs 64");
+  static constexpr bool kCooperative = tile_m == 128;
+  using MainloopSchedule = std::conditional_t<kCooperative, cutlass::gemm::KernelTmaWarpSpecializedCooperative,
+                                              cutlass::gemm::KernelTmaWarpSpecializedPingpong>;
+  using EpilogueSchedule = std::conditional_t<kCooperative, cutlass::epilogue::TmaWarpSpecializedCooperative,
+                                              cutlass::epilogue::TmaWarpSpecialized>;
   using Row = cutlass::layout::RowMajor;
   // A (M, K, L): row-major, the same matrix for every batch (a compile-time 0, not a run-time one).
   using StrideA = cute::Stride<int64_t, cute::Int<1>, cute::Int<0>>;
   static constexpr int kAlignment = 128 / cutlass::sizeof_bits<E>::value;
-  using Tile = cute::Shape<cute::_128, cute::_128, cute::_64>;
+  using Tile = cute::Shape<cute::Int<tile_m>, cute::_128, cute::_64>;
   using Cluster = cute::Shape<cute::_1, cute::_1, cute::_1>;
   using Fusion = cutlass::epilogue::fusion::LinCombPerRowBiasEltAct<Act, E, float, /*bias=*/E, /*source=*/E, float>;
   using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Tile, Cluster, cutlass::epilogue::collective::EpilogueTileAuto,
-      float, float, E, Row, kAlignment, E, Row, kAlignment, cutlass::epilogue::TmaWarpSpecializedCooperative,
-      Fusion>::CollectiveOp;
+      float, float, E, Row, kAlignment, E, Row, kAlignment, EpilogueSchedule, Fusion>::CollectiveOp;
   using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, E, StrideA, kAlignment, E, Row, kAlignment, float, Tile, Cluster,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>,
-      cutlass::gemm::KernelTmaWarpSpecializedCooperative>::CollectiveOp;
+      MainloopSchedule>::CollectiveOp;
   using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, CollectiveMainloop,
                                                       CollectiveEpilogue>;
   using Operator = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
@@ -83,10 +90,10 @@ struct RowBias {
   }
 };
 
-template <typename E, template <class> class Act>
+template <typename E, template <class> class Act, int tile_m>
 RowBiasKernel MakeRowBiasKernel(const char* name, Element element, Epilogue epilogue) {
-  using K = RowBias<E, Act>;
-  return RowBiasKernel{name, element, epilogue, K::kAlignment, &K::WhyNot, &K::WorkspaceBytes, &K::Run, 90};
+  using K = RowBias<E, Act, tile_m>;
+  return RowBiasKernel{name, element, epilogue, K::kAlignment, tile_m, &K::WhyNot, &K::WorkspaceBytes, &K::Run, 90};
 }
 
 }  // namespace
@@ -94,14 +101,16 @@ RowBiasKernel MakeRowBiasKernel(const char* name, Element element, Epilogue epil
 void AppendSm90RowBiasKernels(std::vector<RowBiasKernel>& kernels) {
   using cutlass::epilogue::thread::Identity;
   using cutlass::epilogue::thread::ReLu;
-  kernels.push_back(MakeRowBiasKernel<cutlass::half_t, Identity>("f16_sm90_row_bias_128x128x64", Element::kF16,
-                                                                 Epilogue::kBias));
-  kernels.push_back(MakeRowBiasKernel<cutlass::half_t, ReLu>("f16_sm90_row_bias_relu_128x128x64", Element::kF16,
-                                                             Epilogue::kBiasRelu));
-  kernels.push_back(MakeRowBiasKernel<cutlass::bfloat16_t, Identity>("bf16_sm90_row_bias_128x128x64", Element::kBF16,
-                                                                     Epilogue::kBias));
-  kernels.push_back(MakeRowBiasKernel<cutlass::bfloat16_t, ReLu>("bf16_sm90_row_bias_relu_128x128x64", Element::kBF16,
-                                                                 Epilogue::kBiasRelu));
+  using cutlass::half_t;
+  using cutlass::bfloat16_t;
+  kernels.push_back(MakeRowBiasKernel<half_t, Identity, 128>("f16_sm90_row_bias_128x128x64", Element::kF16, Epilogue::kBias));
+  kernels.push_back(MakeRowBiasKernel<half_t, ReLu, 128>("f16_sm90_row_bias_relu_128x128x64", Element::kF16, Epilogue::kBiasRelu));
+  kernels.push_back(MakeRowBiasKernel<bfloat16_t, Identity, 128>("bf16_sm90_row_bias_128x128x64", Element::kBF16, Epilogue::kBias));
+  kernels.push_back(MakeRowBiasKernel<bfloat16_t, ReLu, 128>("bf16_sm90_row_bias_relu_128x128x64", Element::kBF16, Epilogue::kBiasRelu));
+  kernels.push_back(MakeRowBiasKernel<half_t, Identity, 64>("f16_sm90_row_bias_64x128x64", Element::kF16, Epilogue::kBias));
+  kernels.push_back(MakeRowBiasKernel<half_t, ReLu, 64>("f16_sm90_row_bias_relu_64x128x64", Element::kF16, Epilogue::kBiasRelu));
+  kernels.push_back(MakeRowBiasKernel<bfloat16_t, Identity, 64>("bf16_sm90_row_bias_64x128x64", Element::kBF16, Epilogue::kBias));
+  kernels.push_back(MakeRowBiasKernel<bfloat16_t, ReLu, 64>("bf16_sm90_row_bias_relu_64x128x64", Element::kBF16, Epilogue::kBiasRelu));
 }
 
 }  // namespace cutlass_gemm
