@@ -47,14 +47,7 @@ namespace pointwise {
 constexpr index_t kNarrowImage = 256;
 
 // A 1x1(x1) kernel without padding whose stride is more than 1 somewhere.
-inline bool IsStrided(const ConvGeometry& g) {
-  bool strided = false;
-  for (int i = 0; i < 3; ++i) {
-    if (g.kernel[i] != 1 || g.pad[i] != 0 || g.pad_end[i] != 0) return false;
-    strided = strided || g.stride[i] != 1;
-  }
-  return strided;
-}
+inline bool IsStrided(const ConvGeometry& g) { return g.IsOneByOne() && !g.IsPointwise(); }
 // The geometry on a strided kernel's gathered pixels: the input is the output's size, the stride 1.
 inline ConvGeometry Gathered(ConvGeometry g) {
   for (int i = 0; i < 3; ++i) g.in[i] = g.out[i], g.stride[i] = 1;
@@ -179,16 +172,16 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
   // (smaller ones spend longer gathering than the implicit GEMM takes in all, 1.2 to 1.8 times as long);
   // channels first below 2048 x 1024, where per-image products' partial sums cost more, or where the
   // gathered images are staged into one product. Every pass of float's channels-last layers under 3xTF32
-  // and the forward and data gradient under strict fp32, which have no tensor-core kernel to prefer:
+  // and the forward and weight gradient under strict fp32, which have no tensor-core kernel to prefer:
   // ResNet-50's six took 0.70-0.94 of im2col_gemm's forward time and 0.93-0.97 of its backward (fp32 NHWC,
-  // H200, N = 32). Strict fp32's weight gradient there goes to cutlass_implicit_gemm's SIMT kernels (its
-  // Recommended) or, in a build without them, to im2col_gemm, though this one's was the fastest of the
-  // three (conv_cutlass.h has the times). On the CPU it is left to the tuner.
+  // H200, N = 32). Strict fp32's data gradient there goes to cutlass_implicit_gemm's SIMT kernels (its
+  // Recommended: 0.09-0.25 ms against 0.15-0.49 here) or, in a build without them, to im2col_gemm (even
+  // with this one's, 0.14-0.49 ms). On the CPU it is left to the tuner.
   bool Recommended(const ConvProblem& pr, ConvPass pass) const override {
     if (!pointwise::IsStrided(pr.geom)) return true;
     if (!std::is_same<Device, gpu>::value) return false;
     if (pr.geom.channels_last && std::is_same<DType, float>::value && pr.math != ConvMath::kTF32)
-      return pass != ConvPass::kBackwardWeight || pr.math != ConvMath::kStrict;
+      return pass != ConvPass::kBackwardData || pr.math != ConvMath::kStrict;
     if (pass != ConvPass::kBackwardWeight) return !pr.geom.channels_last;
     const double filter = double(pr.geom.Kg()) * double(pr.geom.Cg());
     if (pr.geom.channels_last) return filter >= double(1 << 19);
