@@ -24,7 +24,7 @@
 // On the GPU a channels-last forward with one group takes the convolution's epilogue (bias, residual,
 // relu) into the gemm's store (ops/gemm_epilogue.h, cuBLASLt), where the operator would otherwise run
 // it as a pass over the output: one product of N x P rows, K columns, the bias along K. A staged
-// channels-first forward applies bias and relu to its channels-last result before moving it back; one
+// channels-first forward applies bias and relu to its channels-last result as it moves it back; one
 // run image by image takes the whole form into CUTLASS's row-bias gemm (Hopper, half and bf16:
 // cuda/cutlass/row_bias_gemm.h), whose bias runs along the rows of each image's (K, P) output.
 #pragma once
@@ -197,9 +197,8 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
     if (!g.channels_last) {
       if (!CanImplement(pr, ConvPass::kForward).ok) return false;
       const ConvProblem run = pointwise::IsStrided(g) ? GatheredProblem(pr) : pr;
-      // A staged channels-first run applies bias and relu to its channels-last result before moving it back
-      // (a pass over a copy the caches may still hold, which leaves the transpose back its tiled kernel). A
-      // residual, laid out channels first, is left to the operator's pass.
+      // A staged channels-first run applies bias and relu to its channels-last result as the tiled
+      // transpose moves it back. A residual, laid out channels first, is left to the operator's pass.
       if (StagedElems(run) != 0) return ep.residual == nullptr;
       if (store.add && (ep.residual != nullptr || ep.activation != ConvActivation::kIdentity)) return false;
       return run.vector_aligned && detail::VectorAligned(ep.bias, ep.residual) &&
@@ -343,19 +342,22 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
       Tensor<Device, 3, DType>(to, Shape3(N, P, ch), s) =
           expr::transpose(Tensor<Device, 3, DType>(const_cast<DType*>(from), Shape3(N, ch, P), s), Shape3(0, 2, 1));
     };
-    // ... and back with the req (a transpose by itself: the tiled kernel, expr/transpose.h).
-    auto to_first = [&](const DType* from, index_t ch, DType* to, bool add) {
+    // ... and back with the req: a transpose at the top of the assignment, which takes the tiled kernel
+    // (expr/transpose.h) whatever map it reads, so an epilogue rides along as the tiles are read.
+    auto to_first = [&](const DType* from, index_t ch, DType* to, bool add, const ConvEpilogue<DType>* ep) {
       Tensor<Device, 3, DType> dst(to, Shape3(N, ch, P), s);
-      const auto src =
-          expr::transpose(Tensor<Device, 3, DType>(const_cast<DType*>(from), Shape3(N, P, ch), s), Shape3(0, 2, 1));
-      if (add) dst += src; else dst = src;
+      const Tensor<Device, 3, DType> src(const_cast<DType*>(from), Shape3(N, P, ch), s);
+      auto store = [&](const auto& e) {
+        const auto moved = expr::transpose(e, Shape3(0, 2, 1));
+        if (add) dst += moved; else dst = moved;
+      };
+      if (ep != nullptr) store(epilogue_map(src, *ep, true)); else store(src);
     };
     if (st.out.active) {
       to_last(t.data, C, x);
       RunChannelsLast(last, staged, ConvStores::Only(ConvPass::kForward, write), s);
-      // (FusesEpilogue: no residual) bias and relu on the staged result, in order.
-      if (t.epilogue.active) ApplyEpilogueInPlace(Tensor<Device, 2, DType>(y, Shape2(N * P, K), s), t.epilogue, true);
-      to_first(y, K, t.out, st.out.add);
+      // (FusesEpilogue: no residual) bias and relu applied as the staged result is moved back.
+      to_first(y, K, t.out, st.out.add, t.epilogue.active ? &t.epilogue : nullptr);
     }
     if (!st.weight_grad.active && !st.data_grad.active) return;
     to_last(t.out_grad, K, y);
@@ -365,7 +367,7 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
     }
     if (st.data_grad.active) {
       RunChannelsLast(last, staged, ConvStores::Only(ConvPass::kBackwardData, write), s);
-      to_first(x, C, t.data_grad, st.data_grad.add);
+      to_first(x, C, t.data_grad, st.data_grad.add, nullptr);
     }
   }
 

@@ -762,13 +762,16 @@ TEST_CASE("pointwise_gemm fused epilogue: bias, residual and relu in the cuBLASL
   // Channels first: a batch of narrow images (staged), the same strided (gathered, then staged), and
   // images of 272 pixels, dense and strided (run per image: fused in 16-bit where a row-bias gemm is
   // compiled for this GPU, else not fused and the output untouched), and 270 (not 8-aligned: never fused).
+  // The staged ones move back through the tiled transpose where both sides are 16 or more (the strided
+  // one's 20 pixels by 16 filters; the last's 143 by 40, tiles with tails both ways).
   std::vector<Conv2d> shapes = {{2, 5, 7, 16, 24, 1, 1}, {3, 4, 4, 3, 5, 1, 1},     {2, 9, 8, 8, 16, 1, 1},
                                 {2, 5, 5, 8, 8, 1, 1},   {2, 7, 7, 2048, 512, 1, 1}, {2, 9, 8, 8, 16, 1, 1},
-                                {2, 17, 16, 8, 8, 1, 1}, {3, 34, 32, 16, 24, 1, 1},  {2, 18, 15, 8, 8, 1, 1}};
+                                {2, 17, 16, 8, 8, 1, 1}, {3, 34, 32, 16, 24, 1, 1},  {2, 18, 15, 8, 8, 1, 1},
+                                {3, 13, 11, 16, 40, 1, 1}};
   shapes[2].stride = 2;
   shapes[5].stride = 2;
   shapes[7].stride = 2;
-  for (size_t i : {3, 5, 6, 7, 8}) shapes[i].layout = ops::Layout::kNCHW;
+  for (size_t i : {3, 5, 6, 7, 8, 9}) shapes[i].layout = ops::Layout::kNCHW;
   for (const Conv2d& c : shapes) {
     CheckFusedEpilogue<half_t>(c, s, 1e-2, kPointwise);
     CheckFusedEpilogue<bf16_t>(c, s, 2e-2, kPointwise);
@@ -789,8 +792,8 @@ TEST_CASE("pointwise_gemm fused epilogue: bias, residual and relu in the cuBLASL
   CHECK_FALSE(ops::ConvolutionForwardFused(c.Param(kPointwise), x.view(), w.view(), e, kWriteTo, out.view()));
   e.bias = bias.dptr_;
   CHECK(ops::ConvolutionForwardFused(c.Param(kPointwise), x.view(), w.view(), e, kWriteTo, out.view()));
-  // Channels first: fused where a batch of narrow images runs staged (any bias pointer: the pass over the
-  // staged result reads it element by element), without a residual; not where one image runs as it is on
+  // Channels first: fused where a batch of narrow images runs staged (any bias pointer: the transpose back
+  // reads it element by element), without a residual; not where one image runs as it is on
   // pixels that are not whole 16-byte rows (35 here; the row-bias gemm takes multiples of 8). Grouped
   // channels-last layers are refused.
   Conv2d first = c;
