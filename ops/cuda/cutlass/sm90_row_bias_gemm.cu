@@ -15,6 +15,7 @@
 #include <cutlass/gemm/kernel/gemm_universal.hpp>
 #include <cutlass/util/packed_stride.hpp>
 #include <tensorexpr/base.h>
+#include "operator_calls.cuh"
 #include "row_bias_gemm.h"
 
 namespace tensorexpr {
@@ -76,17 +77,11 @@ struct RowBias {
     if (s.M <= 0 || s.N <= 0 || s.K <= 0 || s.L <= 0) return "an empty product";
     if (s.N % kAlignment != 0 || s.K % kAlignment != 0)
       return "N and K must be multiples of " + std::to_string(kAlignment) + " (16-byte rows for TMA)";
-    const cutlass::Status st = Operator::can_implement(MakeArguments(s, RowBiasOperands{}));
-    if (st == cutlass::Status::kSuccess) return std::string();
-    return std::string("CUTLASS cannot implement it: ") + cutlassGetStatusString(st);
+    return cutlass_calls::Refusal<Operator>(MakeArguments(s, RowBiasOperands{}));
   }
   static size_t WorkspaceBytes(const RowBiasShape& s) { return Operator::get_workspace_size(MakeArguments(s, RowBiasOperands{})); }
   static void Run(const RowBiasShape& s, const RowBiasOperands& o, void* workspace, cudaStream_t stream) {
-    Operator op;
-    cutlass::Status st = op.initialize(MakeArguments(s, o), workspace, stream);
-    if (st == cutlass::Status::kSuccess) st = op.run(stream);
-    TE_CHECK(st == cutlass::Status::kSuccess, "CUTLASS row-bias gemm failed: ", cutlassGetStatusString(st), " (",
-             cudaGetErrorString(cudaGetLastError()), ")");
+    cutlass_calls::InitializeAndRun<Operator>(MakeArguments(s, o), workspace, stream, "CUTLASS row-bias gemm");
   }
 };
 
