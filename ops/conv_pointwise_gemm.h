@@ -174,14 +174,14 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
   // gathered images are staged into one product. Every pass of float's channels-last layers under 3xTF32
   // and the forward and weight gradient under strict fp32, which have no tensor-core kernel to prefer:
   // ResNet-50's six took 0.70-0.94 of im2col_gemm's forward time and 0.93-0.97 of its backward (fp32 NHWC,
-  // H200, N = 32). Strict fp32's data gradient there goes to cutlass_implicit_gemm's SIMT kernels (its
-  // Recommended: 0.09-0.25 ms against 0.15-0.49 here) or, in a build without them, to im2col_gemm (even
-  // with this one's, 0.14-0.49 ms). On the CPU it is left to the tuner.
+  // H200, N = 32). Strict fp32's data gradient of one group there goes to cutlass_implicit_gemm's SIMT
+  // kernels (its Recommended: 0.09-0.25 ms against 0.15-0.49 here) or, in a build without them, to
+  // im2col_gemm (0.14-0.49 ms, as fast as this one). On the CPU it is left to the tuner.
   bool Recommended(const ConvProblem& pr, ConvPass pass) const override {
     if (!pointwise::IsStrided(pr.geom)) return true;
     if (!std::is_same<Device, gpu>::value) return false;
     if (pr.geom.channels_last && std::is_same<DType, float>::value && pr.math != ConvMath::kTF32)
-      return pass != ConvPass::kBackwardData || pr.math != ConvMath::kStrict;
+      return pass != ConvPass::kBackwardData || pr.math != ConvMath::kStrict || pr.geom.G != 1;
     if (pass != ConvPass::kBackwardWeight) return !pr.geom.channels_last;
     const double filter = double(pr.geom.Kg()) * double(pr.geom.Cg());
     if (pr.geom.channels_last) return filter >= double(1 << 19);
@@ -197,8 +197,8 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
     if (!g.channels_last) {
       if (!CanImplement(pr, ConvPass::kForward).ok) return false;
       const ConvProblem run = pointwise::IsStrided(g) ? GatheredProblem(pr) : pr;
-      // A staged channels-first run applies bias and relu to its channels-last result as the tiled
-      // transpose moves it back. A residual, laid out channels first, is left to the operator's pass.
+      // A staged channels-first run applies bias and relu to its channels-last result as the transpose
+      // moves it back. A residual, laid out channels first, is left to the operator's pass.
       if (StagedElems(run) != 0) return ep.residual == nullptr;
       if (store.add && (ep.residual != nullptr || ep.activation != ConvActivation::kIdentity)) return false;
       return run.vector_aligned && detail::VectorAligned(ep.bias, ep.residual) &&
@@ -343,7 +343,8 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
           expr::transpose(Tensor<Device, 3, DType>(const_cast<DType*>(from), Shape3(N, ch, P), s), Shape3(0, 2, 1));
     };
     // ... and back with the req: a transpose at the top of the assignment, which takes the tiled kernel
-    // (expr/transpose.h) whatever map it reads, so an epilogue rides along as the tiles are read.
+    // where its tiles pay (expr/transpose.h) whatever map it reads, so an epilogue rides along as the
+    // tiles are read.
     auto to_first = [&](const DType* from, index_t ch, DType* to, bool add, const ConvEpilogue<DType>* ep) {
       Tensor<Device, 3, DType> dst(to, Shape3(N, ch, P), s);
       const Tensor<Device, 3, DType> src(const_cast<DType*>(from), Shape3(N, P, ch), s);

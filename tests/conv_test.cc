@@ -1262,7 +1262,7 @@ TEST_CASE("convolution: the GPU heuristic takes pointwise_gemm for strict float 
   DeleteStream(stream);
 }
 
-// Strict float's channels-last weight gradients of kernels larger than 1x1 with small filters (under
+// Strict float's channels-last weight gradients of kernels other than an unpadded 1x1 with small filters (under
 // kSmallFilterValues per group: a stem's, a 3x3 layer's with 128 channels) go to CUTLASS's SIMT kernels
 // where the build has them; larger filters, 1x1 kernels and channels-first data stay with the other
 // algorithms. The results match float64 for every req.

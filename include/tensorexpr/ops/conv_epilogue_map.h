@@ -102,7 +102,7 @@ inline void WithEpilogueRows(bool channels_last, F f, const Tensor<Device, dim, 
 }
 
 // out = epilogue_map(out, ep, channels_last), in place over a batched output in its best row form: an
-// epilogue no kernel fused (a convolution's or deconvolution's bias, pointwise_gemm's staged result).
+// epilogue no kernel fused (a convolution's or deconvolution's bias).
 template <typename Device, int dim, typename DType>
 inline void ApplyEpilogueInPlace(const Tensor<Device, dim, DType>& out, const ConvEpilogue<DType>& ep, bool channels_last) {
   WithEpilogueRows(channels_last, [&](auto y) { y = epilogue_map(y, ep, channels_last); }, out);
