@@ -1,30 +1,13 @@
-// random_views.h — random test inputs for the expression tests (broadcast_test.cc, layout_test.cc,
-// reduce_test.cc): shapes of every dimension count with odd, unit and 1000+ extents, and sources laid out
-// contiguous, with padded rows, or as a Slice() of a padded tensor, on the host for the reference and on
-// the device under test; outputs poisoned or, for +=, filled at random.
+// random_views.h — random test inputs for the expression tests (broadcast_test.cc, layout_test.cc): shapes
+// of every dimension count with odd, unit and 1000+ extents, and sources laid out contiguous, with padded
+// rows, or as a Slice() of a padded tensor, on the host for the reference and on the device under test;
+// outputs poisoned or, for +=, filled at random.
 #pragma once
 #include <random>
-#include <utility>
 #include <vector>
 #include "test_util.h"
 
 namespace te_test {
-using tensorexpr::cpu;
-using tensorexpr::index_t;
-using tensorexpr::Shape;
-using tensorexpr::Stream;
-using tensorexpr::Tensor;
-using tensorexpr::TensorContainer;
-
-// Calls f(std::integral_constant<int, k>) for k = 0 .. n-1: loops over template arguments.
-template <typename F, int... ks>
-void StaticForImpl(F&& f, std::integer_sequence<int, ks...>) {
-  (f(std::integral_constant<int, ks>()), ...);
-}
-template <int n, typename F>
-void StaticFor(F&& f) {
-  StaticForImpl(f, std::make_integer_sequence<int, n>());
-}
 
 inline index_t RandInt(index_t lo, index_t hi) {  // uniform in [lo, hi]
   return std::uniform_int_distribution<index_t>(lo, hi)(Rng());
