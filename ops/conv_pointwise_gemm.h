@@ -25,8 +25,9 @@
 // relu) into the gemm's store (ops/gemm_epilogue.h, cuBLASLt), where the operator would otherwise run
 // it as a pass over the output: one product of N x P rows, K columns, the bias along K. A staged
 // channels-first forward applies bias and relu to its channels-last result as it moves it back; one
-// run image by image takes the whole form into CUTLASS's row-bias gemm (Hopper, half and bf16:
-// cuda/cutlass/row_bias_gemm.h), whose bias runs along the rows of each image's (K, P) output.
+// run image by image takes the whole form into CUTLASS's row-bias gemm (Hopper, half and bf16, and float
+// under TF32 math: cuda/cutlass/row_bias_gemm.h), whose bias runs along the rows of each image's (K, P)
+// output.
 #pragma once
 #include <climits>
 #include <cstdint>
@@ -85,19 +86,23 @@ inline index_t GpuWorkspaceElems(const ConvGeometry& g, size_t limit_bytes, size
 }
 
 // The row-bias gemm (cuda/cutlass/row_bias_gemm.h) that takes a channels-first forward's whole epilogue
-// image by image, for DType on Device: none, but for half and bf16 on the GPU in nvcc builds with CUTLASS
-// (specialised below; the class using it reads the same everywhere).
+// image by image, for DType on Device under `math`: none, but on the GPU in nvcc builds with CUTLASS for
+// half and bf16, and for float under TF32 math (its kernels round to TF32; strict float and 3xTF32 keep
+// their accuracy elsewhere). Specialised below; the class using it reads the same everywhere.
 template <typename Device, typename DType>
 struct RowBias {
-  static bool Takes(const ConvGeometry&, const ConvEpilogue<DType>&) { return false; }
-  static void Run(const ConvGeometry&, const ConvTensors<DType>&, ReqStore, Stream<Device>*) {
+  static bool Takes(const ConvGeometry&, ConvMath, const ConvEpilogue<DType>&) { return false; }
+  static void Run(const ConvGeometry&, ConvMath, const ConvTensors<DType>&, ReqStore, Stream<Device>*) {
     TE_CHECK(false, "pointwise_gemm: no row-bias gemm for a channels-first epilogue in this build and dtype");
   }
 };
 
 #if defined(__CUDACC__) && defined(TE_HAVE_CUTLASS)
 template <typename DType>
-struct RowBias16 {
+struct RowBiasCutlass {
+  static constexpr cutlass_conv::Element kElement = std::is_same<DType, half_t>::value   ? cutlass_conv::Element::kF16
+                                                    : std::is_same<DType, bf16_t>::value ? cutlass_conv::Element::kBF16
+                                                                                         : cutlass_conv::Element::kF32;
   // A channels-first forward of one group as the gemm's product: M filters, N pixels, a reduction over the
   // channels, the images as the batch.
   static cutlass_gemm::RowBiasShape ShapeOf(const ConvGeometry& g) {
@@ -105,15 +110,15 @@ struct RowBias16 {
     s.M = int(g.K), s.N = int(g.OutSize()), s.K = int(g.C), s.L = int(g.N);
     return s;
   }
-  // The compiled kernel for g's forward with ep's activation on this device: of those that can run g, the
-  // one whose tile rows cover the filters most closely (64 filters: the 64-row tile, not half of a
-  // 128-row one), else the one of the most rows; null where none can, or a size does not fit its 32-bit
-  // problem size.
-  static const cutlass_gemm::RowBiasKernel* KernelFor(const ConvGeometry& g, const ConvEpilogue<DType>& ep) {
+  // The compiled kernel for g's forward with ep's activation under `math` on this device: of those that
+  // can run g, the one whose tiles' filters cover the filters most closely (64 filters: the 64-filter
+  // tile, not half of a 128-filter one), else the one of the most filters; null where none can, or a size
+  // does not fit its 32-bit problem size.
+  static const cutlass_gemm::RowBiasKernel* KernelFor(const ConvGeometry& g, ConvMath math, const ConvEpilogue<DType>& ep) {
     if (g.G != 1) return nullptr;
+    if (std::is_same<DType, float>::value && math != ConvMath::kTF32) return nullptr;
     for (index_t v : {g.K, g.OutSize(), g.C, g.N})
       if (v > INT_MAX) return nullptr;
-    const auto element = std::is_same<DType, half_t>::value ? cutlass_conv::Element::kF16 : cutlass_conv::Element::kBF16;
     const auto epilogue = ep.activation == ConvActivation::kRelu ? cutlass_conv::Epilogue::kBiasRelu
                                                                   : cutlass_conv::Epilogue::kBias;
     const int sm = cuda::CurrentDeviceInfo().major * 10 + cuda::CurrentDeviceInfo().minor;
@@ -124,16 +129,18 @@ struct RowBias16 {
       return covers ? k.tile_m < than.tile_m : k.tile_m > than.tile_m;
     };
     for (const cutlass_gemm::RowBiasKernel& k : cutlass_gemm::CompiledRowBiasKernels())
-      if (k.element == element && k.epilogue == epilogue && k.sm == sm && (best == nullptr || better(k, *best)) &&
+      if (k.element == kElement && k.epilogue == epilogue && k.sm == sm && (best == nullptr || better(k, *best)) &&
           k.why_not(ShapeOf(g)).empty())
         best = &k;
     return best;
   }
-  static bool Takes(const ConvGeometry& g, const ConvEpilogue<DType>& ep) { return KernelFor(g, ep) != nullptr; }
+  static bool Takes(const ConvGeometry& g, ConvMath math, const ConvEpilogue<DType>& ep) {
+    return KernelFor(g, math, ep) != nullptr;
+  }
   // out (req) = act(W . x_n + bias + residual) image by image in the gemm's store: the residual as its
   // source, or the output itself when adding (FusesEpilogue: then no residual and no relu).
-  static void Run(const ConvGeometry& g, const ConvTensors<DType>& t, ReqStore out, Stream<gpu>* s) {
-    const cutlass_gemm::RowBiasKernel* k = KernelFor(g, t.epilogue);
+  static void Run(const ConvGeometry& g, ConvMath math, const ConvTensors<DType>& t, ReqStore out, Stream<gpu>* s) {
+    const cutlass_gemm::RowBiasKernel* k = KernelFor(g, math, t.epilogue);
     TE_CHECK(k != nullptr, "pointwise_gemm: no row-bias gemm runs this channels-first forward with its epilogue");
     const cutlass_gemm::RowBiasShape shape = ShapeOf(g);
     cutlass_gemm::RowBiasOperands o;
@@ -147,9 +154,11 @@ struct RowBias16 {
   }
 };
 template <>
-struct RowBias<gpu, half_t> : RowBias16<half_t> {};
+struct RowBias<gpu, half_t> : RowBiasCutlass<half_t> {};
 template <>
-struct RowBias<gpu, bf16_t> : RowBias16<bf16_t> {};
+struct RowBias<gpu, bf16_t> : RowBiasCutlass<bf16_t> {};
+template <>
+struct RowBias<gpu, float> : RowBiasCutlass<float> {};
 #endif
 
 }  // namespace pointwise
@@ -202,7 +211,7 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
       if (StagedElems(run) != 0) return ep.residual == nullptr;
       if (store.add && (ep.residual != nullptr || ep.activation != ConvActivation::kIdentity)) return false;
       return run.vector_aligned && detail::VectorAligned(ep.bias, ep.residual) &&
-             pointwise::RowBias<Device, DType>::Takes(run.geom, ep);
+             pointwise::RowBias<Device, DType>::Takes(run.geom, run.math, ep);
     }
     if constexpr (kGpuEpilogue) {
       if (g.G != 1 || !CanImplement(pr, ConvPass::kForward).ok) return false;
@@ -273,7 +282,7 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
     const GemmOperand<const DType> weight{t.weight, Cg, 0, Kg * Cg}, data{t.data, P, g.C * P, Cg * P};
     const GemmOperand<const DType> out_grad{t.out_grad, P, g.K * P, Kg * P};
     if (t.epilogue.active && st.out.active)  // (FusesEpilogue said a row-bias gemm takes it)
-      pointwise::RowBias<Device, DType>::Run(g, t, st.out, s);
+      pointwise::RowBias<Device, DType>::Run(g, pr.math, t, st.out, s);
     else if (st.out.active)
       GroupedGemm(s, Kg, P, Cg, 1.0f, weight, data, st.out.beta(), GemmOperand<DType>{t.out, P, g.K * P, Kg * P},
                   g.N, g.G);

@@ -1,7 +1,7 @@
 // ops/cuda/cutlass/operator_calls.cuh — the calls every CUTLASS device operator here takes the same way:
 // can_implement as a reason ("" when it can), and initialize + run as one launch that throws on failure.
 // The kernel adapters build the operators' arguments and call these: conv_kernel.cuh only Refusal (its
-// launch skips initialize's clearing of split slices), sm90_conv_kernel.cuh and sm90_row_bias_gemm.cu
+// launch skips initialize's clearing of split slices), sm90_conv_kernel.cuh and sm90_row_bias_gemm.cuh
 // both. Included only by the kernel units.
 #pragma once
 #include <string>
