@@ -59,18 +59,24 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
   // bench/conv_bench) the forward (folded: 1.7 times) and the weight gradient beat im2col_gemm by far.
   // Its folded data gradient padded 6.3 times in tiles 64 wide and still beat im2col_gemm (0.48 against
   // 0.66 ms; unfolded, 21 times, it lost: 0.76); the slim tile pads it 3.1 times.
-  // Strict fp32's SIMT kernels: the weight gradient of channels-last layers other than the unstrided 1x1.
-  // The tuner's times per pass (TE_CONV_TUNE=1 TE_LOG=conv bench/conv_bench --dtype fp32 --layout nhwc,
-  // H200, N = 32): the stem took 0.78 ms against im2col_gemm's 0.89, the 3x3 layers at 56 and 28 took
-  // 0.49 and 0.31 against 0.77 and 0.46. The rule is wider than those wins: the 3x3 layers at 14 and 7
-  // (0.31, 0.33 against im2col_gemm's 0.29, 0.25) and the strided 1x1 layers (0.11-0.23 against
-  // pointwise_gemm's 0.07-0.19) lost. The unstrided 1x1 layers stay with pointwise_gemm (0.11-0.21 against
-  // 0.05-0.10), and the other SIMT passes with the tuner.
+  // Strict fp32's SIMT kernels, channels last: the weight gradient of kernels other than an unpadded 1x1
+  // with small filters (kSmallFilterValues), and the strided unpadded 1x1 kernels' data gradient. The tuner's times per pass
+  // (TE_CONV_TUNE=1 TE_LOG=conv bench/conv_bench --dtype fp32 --layout nhwc, H200, N = 32): the stem's
+  // weight gradient took 0.78 ms against im2col_gemm's 0.89, the 3x3 layers' at 56 and 28 took 0.49 and
+  // 0.31 against 0.77 and 0.46, but at 14 and 7 (larger filters, one product there) 0.31 and 0.33 against
+  // 0.29 and 0.25. The strided 1x1 layers' data gradients took 0.09-0.25 against pointwise_gemm's
+  // 0.15-0.49 (which spreads its product onto the input's grid), their weight gradients 0.11-0.23 against
+  // pointwise_gemm's 0.07-0.19; the unstrided 1x1 layers' passes lost to pointwise_gemm's everywhere.
+  // The other SIMT passes are left to the tuner.
   bool Recommended(const ConvProblem& pr, ConvPass pass) const override {
     const Plan p = Prepare(pr, pass, nullptr);
     if (p.kernel == nullptr) return false;
-    if (p.kernel->math == cutlass_conv::Math::kSimt)
-      return pass == ConvPass::kBackwardWeight && pr.geom.channels_last && !pr.geom.IsPointwise();
+    if (p.kernel->math == cutlass_conv::Math::kSimt) {
+      const ConvGeometry& g = pr.geom;
+      if (!g.channels_last) return false;
+      if (pass == ConvPass::kBackwardWeight) return !g.IsOneByOne() && g.FilterValuesPerGroup() < kSmallFilterValues;
+      return pass == ConvPass::kBackwardData && g.IsOneByOne() && !g.IsPointwise();
+    }
     long long mnk[3];
     p.kernel->gemm_size(KernelShape(pr, *p.kernel, pr.geom.C, pr.geom.K, 1), mnk);
     // 3xTF32 runs three times TF32's products: it is taken with less padding (a guess, not yet timed).
@@ -331,7 +337,7 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
   // fastest sum there, where one wave of blocks was 10% slower on the 3x3 layer at 56 x 56 (15 slices
   // against 64). TF32's kernels take the same rule: within 3.2% of their fastest sum, where two waves of
   // slices of 128 rows were 4.8% over it (the 3x3 layer at 56 x 56: 0.140 ms against 0.172). Strict
-  // fp32's SIMT kernels (left to the tuner), timed at the power of two at or below each rule's split: 8%
+  // fp32's SIMT kernels (Recommended's passes), timed at the power of two at or below each rule's split: 8%
   // over their fastest sum, where two waves of slices of 32 rows were 13% over.
   // Hopper's do not split.
   static cutlass_conv::Conv2dShape KernelShape(const ConvProblem& pr, const Kernel& k, index_t C, index_t K, int fold) {

@@ -148,12 +148,11 @@ class ConvIm2ColGemm : public ConvAlgorithm<Device, DType> {
 
   // Channels last, the images' products of the weight gradient adjoin: one product with the chunk's
   // positions as its reduction, but on the GPU a batch of per-image products summed through partials where
-  // the filters are small (under 2^18 values: the stem's and 3x3 layers' up to 128 channels), whose one
-  // product leaves most of the GPU idle. Float only (16-bit partials would round each image's product) and
-  // one group (more groups than images are a call per image, no partials).
-  static GemmSum WeightGradSum(const ConvGeometry& g, index_t Kg, index_t CKg) {
+  // the filters are small (kSmallFilterValues). Float only (16-bit partials would round each image's
+  // product) and one group (more groups than images are a call per image, no partials).
+  static GemmSum WeightGradSum(const ConvGeometry& g) {
     const bool separate = std::is_same<Device, gpu>::value && std::is_same<DType, float>::value && g.G == 1 &&
-                          Kg * CKg < (index_t(1) << 18);
+                          g.FilterValuesPerGroup() < kSmallFilterValues;
     return separate ? GemmSum::kSeparate : GemmSum::kJoin;
   }
 
@@ -183,7 +182,7 @@ class ConvIm2ColGemm : public ConvAlgorithm<Device, DType> {
         if (st.weight_grad.active) {
           const bool first = n0 == 0 && p0 == 0;
           GroupedGemm(s, Kg, CKg, pc, 1.0f, Transposed(out_grad), columns, first ? st.weight_grad.beta() : 1.0f,
-                      GemmOperand<DType>{t.weight_grad, CKg, 0, Kg * CKg}, nb, g.G, WeightGradSum(g, Kg, CKg));
+                      GemmOperand<DType>{t.weight_grad, CKg, 0, Kg * CKg}, nb, g.G, WeightGradSum(g));
         }
         if (st.data_grad.active) {
           GroupedGemm(s, pc, CKg, Kg, 1.0f, out_grad, weight, 0.0f, GemmOperand<DType>{col, rows, pc * rows, CKg},

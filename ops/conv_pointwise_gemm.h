@@ -24,9 +24,10 @@
 // On the GPU a channels-last forward with one group takes the convolution's epilogue (bias, residual,
 // relu) into the gemm's store (ops/gemm_epilogue.h, cuBLASLt), where the operator would otherwise run
 // it as a pass over the output: one product of N x P rows, K columns, the bias along K. A staged
-// channels-first forward applies bias and relu to its channels-last result before moving it back; one
-// run image by image takes the whole form into CUTLASS's row-bias gemm (Hopper, half and bf16:
-// cuda/cutlass/row_bias_gemm.h), whose bias runs along the rows of each image's (K, P) output.
+// channels-first forward applies bias and relu to its channels-last result as it moves it back; one
+// run image by image takes the whole form into CUTLASS's row-bias gemm (Hopper, half and bf16, and float
+// under TF32 math: cuda/cutlass/row_bias_gemm.h), whose bias runs along the rows of each image's (K, P)
+// output.
 #pragma once
 #include <climits>
 #include <cstdint>
@@ -47,14 +48,7 @@ namespace pointwise {
 constexpr index_t kNarrowImage = 256;
 
 // A 1x1(x1) kernel without padding whose stride is more than 1 somewhere.
-inline bool IsStrided(const ConvGeometry& g) {
-  bool strided = false;
-  for (int i = 0; i < 3; ++i) {
-    if (g.kernel[i] != 1 || g.pad[i] != 0 || g.pad_end[i] != 0) return false;
-    strided = strided || g.stride[i] != 1;
-  }
-  return strided;
-}
+inline bool IsStrided(const ConvGeometry& g) { return g.IsOneByOne() && !g.IsPointwise(); }
 // The geometry on a strided kernel's gathered pixels: the input is the output's size, the stride 1.
 inline ConvGeometry Gathered(ConvGeometry g) {
   for (int i = 0; i < 3; ++i) g.in[i] = g.out[i], g.stride[i] = 1;
@@ -92,19 +86,23 @@ inline index_t GpuWorkspaceElems(const ConvGeometry& g, size_t limit_bytes, size
 }
 
 // The row-bias gemm (cuda/cutlass/row_bias_gemm.h) that takes a channels-first forward's whole epilogue
-// image by image, for DType on Device: none, but for half and bf16 on the GPU in nvcc builds with CUTLASS
-// (specialised below; the class using it reads the same everywhere).
+// image by image, for DType on Device under `math`: none, but on the GPU in nvcc builds with CUTLASS for
+// half and bf16, and for float under TF32 math (its kernels round to TF32; strict float and 3xTF32 keep
+// their accuracy elsewhere). Specialised below; the class using it reads the same everywhere.
 template <typename Device, typename DType>
 struct RowBias {
-  static bool Takes(const ConvGeometry&, const ConvEpilogue<DType>&) { return false; }
-  static void Run(const ConvGeometry&, const ConvTensors<DType>&, ReqStore, Stream<Device>*) {
+  static bool Takes(const ConvGeometry&, ConvMath, const ConvEpilogue<DType>&) { return false; }
+  static void Run(const ConvGeometry&, ConvMath, const ConvTensors<DType>&, ReqStore, Stream<Device>*) {
     TE_CHECK(false, "pointwise_gemm: no row-bias gemm for a channels-first epilogue in this build and dtype");
   }
 };
 
 #if defined(__CUDACC__) && defined(TE_HAVE_CUTLASS)
 template <typename DType>
-struct RowBias16 {
+struct RowBiasCutlass {
+  static constexpr cutlass_conv::Element kElement = std::is_same<DType, half_t>::value   ? cutlass_conv::Element::kF16
+                                                    : std::is_same<DType, bf16_t>::value ? cutlass_conv::Element::kBF16
+                                                                                         : cutlass_conv::Element::kF32;
   // A channels-first forward of one group as the gemm's product: M filters, N pixels, a reduction over the
   // channels, the images as the batch.
   static cutlass_gemm::RowBiasShape ShapeOf(const ConvGeometry& g) {
@@ -112,15 +110,15 @@ struct RowBias16 {
     s.M = int(g.K), s.N = int(g.OutSize()), s.K = int(g.C), s.L = int(g.N);
     return s;
   }
-  // The compiled kernel for g's forward with ep's activation on this device: of those that can run g, the
-  // one whose tile rows cover the filters most closely (64 filters: the 64-row tile, not half of a
-  // 128-row one), else the one of the most rows; null where none can, or a size does not fit its 32-bit
-  // problem size.
-  static const cutlass_gemm::RowBiasKernel* KernelFor(const ConvGeometry& g, const ConvEpilogue<DType>& ep) {
+  // The compiled kernel for g's forward with ep's activation under `math` on this device: of those that
+  // can run g, the one whose tiles' filters cover the filters most closely (64 filters: the 64-filter
+  // tile, not half of a 128-filter one), else the one of the most filters; null where none can, or a size
+  // does not fit its 32-bit problem size.
+  static const cutlass_gemm::RowBiasKernel* KernelFor(const ConvGeometry& g, ConvMath math, const ConvEpilogue<DType>& ep) {
     if (g.G != 1) return nullptr;
+    if (std::is_same<DType, float>::value && math != ConvMath::kTF32) return nullptr;
     for (index_t v : {g.K, g.OutSize(), g.C, g.N})
       if (v > INT_MAX) return nullptr;
-    const auto element = std::is_same<DType, half_t>::value ? cutlass_conv::Element::kF16 : cutlass_conv::Element::kBF16;
     const auto epilogue = ep.activation == ConvActivation::kRelu ? cutlass_conv::Epilogue::kBiasRelu
                                                                   : cutlass_conv::Epilogue::kBias;
     const int sm = cuda::CurrentDeviceInfo().major * 10 + cuda::CurrentDeviceInfo().minor;
@@ -131,16 +129,18 @@ struct RowBias16 {
       return covers ? k.tile_m < than.tile_m : k.tile_m > than.tile_m;
     };
     for (const cutlass_gemm::RowBiasKernel& k : cutlass_gemm::CompiledRowBiasKernels())
-      if (k.element == element && k.epilogue == epilogue && k.sm == sm && (best == nullptr || better(k, *best)) &&
+      if (k.element == kElement && k.epilogue == epilogue && k.sm == sm && (best == nullptr || better(k, *best)) &&
           k.why_not(ShapeOf(g)).empty())
         best = &k;
     return best;
   }
-  static bool Takes(const ConvGeometry& g, const ConvEpilogue<DType>& ep) { return KernelFor(g, ep) != nullptr; }
+  static bool Takes(const ConvGeometry& g, ConvMath math, const ConvEpilogue<DType>& ep) {
+    return KernelFor(g, math, ep) != nullptr;
+  }
   // out (req) = act(W . x_n + bias + residual) image by image in the gemm's store: the residual as its
   // source, or the output itself when adding (FusesEpilogue: then no residual and no relu).
-  static void Run(const ConvGeometry& g, const ConvTensors<DType>& t, ReqStore out, Stream<gpu>* s) {
-    const cutlass_gemm::RowBiasKernel* k = KernelFor(g, t.epilogue);
+  static void Run(const ConvGeometry& g, ConvMath math, const ConvTensors<DType>& t, ReqStore out, Stream<gpu>* s) {
+    const cutlass_gemm::RowBiasKernel* k = KernelFor(g, math, t.epilogue);
     TE_CHECK(k != nullptr, "pointwise_gemm: no row-bias gemm runs this channels-first forward with its epilogue");
     const cutlass_gemm::RowBiasShape shape = ShapeOf(g);
     cutlass_gemm::RowBiasOperands o;
@@ -154,9 +154,11 @@ struct RowBias16 {
   }
 };
 template <>
-struct RowBias<gpu, half_t> : RowBias16<half_t> {};
+struct RowBias<gpu, half_t> : RowBiasCutlass<half_t> {};
 template <>
-struct RowBias<gpu, bf16_t> : RowBias16<bf16_t> {};
+struct RowBias<gpu, bf16_t> : RowBiasCutlass<bf16_t> {};
+template <>
+struct RowBias<gpu, float> : RowBiasCutlass<float> {};
 #endif
 
 }  // namespace pointwise
@@ -179,16 +181,16 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
   // (smaller ones spend longer gathering than the implicit GEMM takes in all, 1.2 to 1.8 times as long);
   // channels first below 2048 x 1024, where per-image products' partial sums cost more, or where the
   // gathered images are staged into one product. Every pass of float's channels-last layers under 3xTF32
-  // and the forward and data gradient under strict fp32, which have no tensor-core kernel to prefer:
+  // and the forward and weight gradient under strict fp32, which have no tensor-core kernel to prefer:
   // ResNet-50's six took 0.70-0.94 of im2col_gemm's forward time and 0.93-0.97 of its backward (fp32 NHWC,
-  // H200, N = 32). Strict fp32's weight gradient there goes to cutlass_implicit_gemm's SIMT kernels (its
-  // Recommended) or, in a build without them, to im2col_gemm, though this one's was the fastest of the
-  // three (conv_cutlass.h has the times). On the CPU it is left to the tuner.
+  // H200, N = 32). Strict fp32's data gradient of one group there goes to cutlass_implicit_gemm's SIMT
+  // kernels (its Recommended: 0.09-0.25 ms against 0.15-0.49 here) or, in a build without them, to
+  // im2col_gemm (0.14-0.49 ms, as fast as this one). On the CPU it is left to the tuner.
   bool Recommended(const ConvProblem& pr, ConvPass pass) const override {
     if (!pointwise::IsStrided(pr.geom)) return true;
     if (!std::is_same<Device, gpu>::value) return false;
     if (pr.geom.channels_last && std::is_same<DType, float>::value && pr.math != ConvMath::kTF32)
-      return pass != ConvPass::kBackwardWeight || pr.math != ConvMath::kStrict;
+      return pass != ConvPass::kBackwardData || pr.math != ConvMath::kStrict || pr.geom.G != 1;
     if (pass != ConvPass::kBackwardWeight) return !pr.geom.channels_last;
     const double filter = double(pr.geom.Kg()) * double(pr.geom.Cg());
     if (pr.geom.channels_last) return filter >= double(1 << 19);
@@ -204,13 +206,12 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
     if (!g.channels_last) {
       if (!CanImplement(pr, ConvPass::kForward).ok) return false;
       const ConvProblem run = pointwise::IsStrided(g) ? GatheredProblem(pr) : pr;
-      // A staged channels-first run applies bias and relu to its channels-last result before moving it back
-      // (a pass over a copy the caches may still hold, which leaves the transpose back its tiled kernel). A
-      // residual, laid out channels first, is left to the operator's pass.
+      // A staged channels-first run applies bias and relu to its channels-last result as the transpose
+      // moves it back. A residual, laid out channels first, is left to the operator's pass.
       if (StagedElems(run) != 0) return ep.residual == nullptr;
       if (store.add && (ep.residual != nullptr || ep.activation != ConvActivation::kIdentity)) return false;
       return run.vector_aligned && detail::VectorAligned(ep.bias, ep.residual) &&
-             pointwise::RowBias<Device, DType>::Takes(run.geom, ep);
+             pointwise::RowBias<Device, DType>::Takes(run.geom, run.math, ep);
     }
     if constexpr (kGpuEpilogue) {
       if (g.G != 1 || !CanImplement(pr, ConvPass::kForward).ok) return false;
@@ -281,7 +282,7 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
     const GemmOperand<const DType> weight{t.weight, Cg, 0, Kg * Cg}, data{t.data, P, g.C * P, Cg * P};
     const GemmOperand<const DType> out_grad{t.out_grad, P, g.K * P, Kg * P};
     if (t.epilogue.active && st.out.active)  // (FusesEpilogue said a row-bias gemm takes it)
-      pointwise::RowBias<Device, DType>::Run(g, t, st.out, s);
+      pointwise::RowBias<Device, DType>::Run(g, pr.math, t, st.out, s);
     else if (st.out.active)
       GroupedGemm(s, Kg, P, Cg, 1.0f, weight, data, st.out.beta(), GemmOperand<DType>{t.out, P, g.K * P, Kg * P},
                   g.N, g.G);
@@ -350,19 +351,23 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
       Tensor<Device, 3, DType>(to, Shape3(N, P, ch), s) =
           expr::transpose(Tensor<Device, 3, DType>(const_cast<DType*>(from), Shape3(N, ch, P), s), Shape3(0, 2, 1));
     };
-    // ... and back with the req (a transpose by itself: the tiled kernel, expr/transpose.h).
-    auto to_first = [&](const DType* from, index_t ch, DType* to, bool add) {
+    // ... and back with the req: a transpose at the top of the assignment, which takes the tiled kernel
+    // where its tiles pay (expr/transpose.h) whatever map it reads, so an epilogue rides along as the
+    // tiles are read.
+    auto to_first = [&](const DType* from, index_t ch, DType* to, bool add, const ConvEpilogue<DType>* ep) {
       Tensor<Device, 3, DType> dst(to, Shape3(N, ch, P), s);
-      const auto src =
-          expr::transpose(Tensor<Device, 3, DType>(const_cast<DType*>(from), Shape3(N, P, ch), s), Shape3(0, 2, 1));
-      if (add) dst += src; else dst = src;
+      const Tensor<Device, 3, DType> src(const_cast<DType*>(from), Shape3(N, P, ch), s);
+      auto store = [&](const auto& e) {
+        const auto moved = expr::transpose(e, Shape3(0, 2, 1));
+        if (add) dst += moved; else dst = moved;
+      };
+      if (ep != nullptr) store(epilogue_map(src, *ep, true)); else store(src);
     };
     if (st.out.active) {
       to_last(t.data, C, x);
       RunChannelsLast(last, staged, ConvStores::Only(ConvPass::kForward, write), s);
-      // (FusesEpilogue: no residual) bias and relu on the staged result, in order.
-      if (t.epilogue.active) ApplyEpilogueInPlace(Tensor<Device, 2, DType>(y, Shape2(N * P, K), s), t.epilogue, true);
-      to_first(y, K, t.out, st.out.add);
+      // (FusesEpilogue: no residual) bias and relu applied as the staged result is moved back.
+      to_first(y, K, t.out, st.out.add, t.epilogue.active ? &t.epilogue : nullptr);
     }
     if (!st.weight_grad.active && !st.data_grad.active) return;
     to_last(t.out_grad, K, y);
@@ -372,7 +377,7 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
     }
     if (st.data_grad.active) {
       RunChannelsLast(last, staged, ConvStores::Only(ConvPass::kBackwardData, write), s);
-      to_first(x, C, t.data_grad, st.data_grad.add);
+      to_first(x, C, t.data_grad, st.data_grad.add, nullptr);
     }
   }
 

@@ -1204,8 +1204,8 @@ TEST_CASE("convolution: the GPU heuristic takes winograd_2x2 for strict float 3x
 }
 
 // Strict float's strided 1x1 layers in channels last have no tensor-core kernel to prefer: the heuristic
-// takes pointwise_gemm (gathered pixels, one product) for the forward and the data gradient there, and
-// for every pass under 3xTF32; strict float's weight gradient goes to cutlass_implicit_gemm's SIMT kernel
+// takes pointwise_gemm (gathered pixels, one product) for the forward and the weight gradient there, and
+// for every pass under 3xTF32; strict float's data gradient goes to cutlass_implicit_gemm's SIMT kernel
 // where the build has one, else to im2col_gemm. Under TF32 pointwise_gemm is recommended for no pass
 // (filters this small), and the tensor-core or im2col algorithms run them.
 TEST_CASE("convolution: the GPU heuristic takes pointwise_gemm for strict float strided 1x1 channels-last layers", "[gpu][conv]") {
@@ -1227,13 +1227,16 @@ TEST_CASE("convolution: the GPU heuristic takes pointwise_gemm for strict float 
     const ops::ConvProblem pr = ops::MakeConvProblem<gpu, float>(g, stream, true, c.param.workspace);
     REQUIRE(pr.math == math);
     auto takes = [&](ops::ConvPass pass) {
-      return math == ops::ConvMath::kTF32x3 || (math == ops::ConvMath::kStrict && pass != ops::ConvPass::kBackwardWeight);
+      return math == ops::ConvMath::kTF32x3 || (math == ops::ConvMath::kStrict && pass != ops::ConvPass::kBackwardData);
     };
     for (ops::ConvPass pass : {ops::ConvPass::kForward, ops::ConvPass::kBackwardData, ops::ConvPass::kBackwardWeight})
       CHECK(pointwise->Recommended(pr, pass) == takes(pass));
-    const bool simt_wgrad = cutlass != nullptr && math == ops::ConvMath::kStrict &&
-                            cutlass->CanImplement(pr, ops::ConvPass::kBackwardWeight).ok;
-    if (simt_wgrad) CHECK(cutlass->Recommended(pr, ops::ConvPass::kBackwardWeight));
+    const bool simt_dgrad = cutlass != nullptr && math == ops::ConvMath::kStrict &&
+                            cutlass->CanImplement(pr, ops::ConvPass::kBackwardData).ok;
+    if (simt_dgrad) {
+      CHECK(cutlass->Recommended(pr, ops::ConvPass::kBackwardData));
+      CHECK_FALSE(cutlass->Recommended(pr, ops::ConvPass::kBackwardWeight));
+    }
     // The selection's own word, pass by pass.
     std::vector<std::string> log;
     ops::SetConvLog([&](const std::string& line) { log.push_back(line); });
@@ -1245,17 +1248,73 @@ TEST_CASE("convolution: the GPU heuristic takes pointwise_gemm for strict float 
     REQUIRE(log.size() == 3);
     for (const std::string& line : log) {
       INFO(line);
-      const bool weight = line.find("weight-grad") != std::string::npos;
+      const bool data = line.find("data-grad") != std::string::npos;
       CHECK((line.find("-> pointwise_gemm (heuristic)") != std::string::npos) ==
-            takes(weight ? ops::ConvPass::kBackwardWeight : ops::ConvPass::kForward));
-      if (weight && math == ops::ConvMath::kStrict)
-        CHECK(line.find(simt_wgrad ? "-> cutlass_implicit_gemm (heuristic)" : "-> im2col_gemm (heuristic)") !=
+            takes(data ? ops::ConvPass::kBackwardData : ops::ConvPass::kForward));
+      if (data && math == ops::ConvMath::kStrict)
+        CHECK(line.find(simt_dgrad ? "-> cutlass_implicit_gemm (heuristic)" : "-> im2col_gemm (heuristic)") !=
               std::string::npos);
     }
   }
   stream->set_tf32(false);
   stream->set_tf32x3(false);
   for (size_t r = 0; r < 4; ++r) RunCase<gpu, float, 4, 4>(stream, c, ReqPattern(r));
+  DeleteStream(stream);
+}
+
+// Strict float's channels-last weight gradients of kernels other than an unpadded 1x1 with small filters (under
+// kSmallFilterValues per group: a stem's, a 3x3 layer's with 128 channels) go to CUTLASS's SIMT kernels
+// where the build has them; larger filters, 1x1 kernels and channels-first data stay with the other
+// algorithms. The results match float64 for every req.
+TEST_CASE("convolution: the GPU heuristic takes CUTLASS's SIMT weight gradient for strict float channels-last small filters", "[gpu][conv]") {
+  if (!HaveGPU()) {
+    WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");
+    return;
+  }
+  const auto* cutlass = ops::ConvRegistry<gpu, float>::Get().Find("cutlass_implicit_gemm");
+  if (cutlass == nullptr) {
+    WARN("skipped: this build has no CUTLASS kernels");
+    return;
+  }
+  Stream<gpu>* stream = NewStream<gpu>();
+  auto problem = [&](const Case& k) {
+    const Dims shape = k.param.layout == ops::Layout::kNHWC ? ChannelsLastShape(k.data, k.batched) : k.data;
+    return ops::MakeConvProblem<gpu, float>(ops::MakeConvGeometry(k.param, shape), stream, true, k.param.workspace);
+  };
+  const ops::ConvPass weight = ops::ConvPass::kBackwardWeight;
+  Case small = MakeCase({2, 128, 6, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 128, 1, true);  // 147,456 values
+  small.param.layout = ops::Layout::kNHWC;
+  const ops::ConvProblem pr = problem(small);
+  const ops::ConvSupport simt = cutlass->CanImplement(pr, weight);
+  if (!simt.ok) {
+    WARN("skipped: no strict-fp32 weight-gradient kernel in this build: " << simt.why);
+    DeleteStream(stream);
+    return;
+  }
+  CHECK(cutlass->Recommended(pr, weight));
+  CHECK_FALSE(cutlass->Recommended(pr, ops::ConvPass::kForward));  // winograd_2x2's
+  Case stem = MakeCase({2, 3, 15, 14}, {7, 7}, {2, 2}, {3, 3}, {1, 1}, 64, 1, true);
+  stem.param.layout = ops::Layout::kNHWC;
+  CHECK(cutlass->Recommended(problem(stem), weight));
+  Case large = MakeCase({2, 256, 4, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 256, 1, true);  // 589,824 values
+  large.param.layout = ops::Layout::kNHWC;
+  CHECK_FALSE(cutlass->Recommended(problem(large), weight));
+  Case first = small;  // channels first
+  first.param.layout = ops::Layout::kNCHW;
+  CHECK_FALSE(cutlass->Recommended(problem(first), weight));
+  for (const Case* k : {&small, &stem}) {
+    std::vector<std::string> log;
+    ops::SetConvLog([&](const std::string& line) { log.push_back(line); });
+    ops::ReleaseConvCaches<gpu>();
+    RunCase<gpu, float, 4, 4>(stream, *k, Reqs{});
+    ops::SetConvLog(nullptr);
+    const auto line = std::find_if(log.begin(), log.end(),
+                                   [](const std::string& l) { return l.find("weight-grad float32") != std::string::npos; });
+    REQUIRE(line != log.end());
+    CHECK(line->find("-> cutlass_implicit_gemm (heuristic)") != std::string::npos);
+    for (size_t r = 0; r < 4; ++r) RunCase<gpu, float, 4, 4>(stream, *k, ReqPattern(r));
+  }
+  ops::ReleaseConvCaches<gpu>();
   DeleteStream(stream);
 }
 #endif

@@ -28,16 +28,6 @@ using namespace tensorexpr;
 using namespace tensorexpr::expr;
 using Catch::Matchers::Contains;
 
-// Calls f(std::integral_constant<int, k>) for k = 0 .. n-1.
-template <typename F, int... ks>
-void StaticForImpl(F&& f, std::integer_sequence<int, ks...>) {
-  (f(std::integral_constant<int, ks>()), ...);
-}
-template <int n, typename F>
-void StaticFor(F&& f) {
-  StaticForImpl(f, std::make_integer_sequence<int, n>());
-}
-
 // ---- inputs -------------------------------------------------------------------------------------------------------
 
 // Uniform integers in [lo, hi] (as DType): float sums of these are exact while below 2^24.

@@ -15,6 +15,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 #include <tensorexpr/tensorexpr.h>
 #if defined(__CUDACC__)
@@ -38,6 +39,16 @@ inline uint64_t Seed() {
 inline std::mt19937_64& Rng() {
   static std::mt19937_64 rng(Seed());
   return rng;
+}
+
+// Calls f(std::integral_constant<int, k>) for k = 0 .. n-1: loops over template arguments.
+template <typename F, int... ks>
+void StaticForImpl(F&& f, std::integer_sequence<int, ks...>) {
+  (f(std::integral_constant<int, ks>()), ...);
+}
+template <int n, typename F>
+void StaticFor(F&& f) {
+  StaticForImpl(f, std::make_integer_sequence<int, n>());
 }
 
 // Fills a host tensor (any stride) with uniform values in [lo, hi), never all zero.

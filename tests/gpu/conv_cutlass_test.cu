@@ -263,7 +263,7 @@ std::vector<Conv2d> StagedShapes() {
 
 
 // Whether this build has a row-bias gemm (cuda/cutlass/row_bias_gemm.h) for this GPU: then pointwise_gemm
-// fuses a 16-bit channels-first forward run image by image.
+// fuses a 16-bit or TF32 channels-first forward run image by image.
 bool RowBiasGemmsHere() {
 #if defined(TE_HAVE_CUTLASS)
   int device = 0;
@@ -281,8 +281,8 @@ bool RowBiasGemmsHere() {
 // checked untouched when it says it did not. Half problems the CUTLASS kernels take as they are must fuse
 // the whole form when it writes; pointwise_gemm must fuse every channels-last problem on 8-aligned channels
 // in every dtype, written, and added without residual or relu, a staged channels-first batch without a
-// residual, and, where RowBiasGemmsHere, a 16-bit channels-first problem run image by image on 8-aligned
-// channels and pixels as the channels-last ones. The plain forward with a bias and the expression API must
+// residual, and, where RowBiasGemmsHere, a 16-bit or TF32 channels-first problem run image by image on
+// 8-aligned channels and pixels as the channels-last ones. The plain forward with a bias and the expression API must
 // give the same values whichever way they run.
 template <typename DType>
 void CheckFusedEpilogue(const Conv2d& c, Stream<gpu>* stream, double tol, const char* algorithm = kCutlass) {
@@ -319,9 +319,11 @@ void CheckFusedEpilogue(const Conv2d& c, Stream<gpu>* stream, double tol, const 
   // (pointwise_gemm's channels-first forward of a batch of narrow images runs staged, and applies bias and
   // relu to its channels-last result: every req, no residual.)
   const bool staged_first = !cutlass && first && c.N > 1 && c.P() * c.Q() < 256;
-  // (Image by image, a 16-bit channels-first forward on 8-aligned channels and pixels runs the row-bias
-  // gemm where this build has one for this GPU: the whole form.)
-  const bool row_bias = !cutlass && first && !staged_first && !std::is_same<DType, float>::value && c.C % 8 == 0 && c.K % 8 == 0 && (c.P() * c.Q()) % 8 == 0 && RowBiasGemmsHere();
+  // (Image by image, a 16-bit or TF32 channels-first forward on 8-aligned channels and pixels runs the
+  // row-bias gemm where this build has one for this GPU: the whole form. Strict float and 3xTF32 do not.)
+  const bool row_bias_math = !std::is_same<DType, float>::value || UsesTF32(stream);
+  const bool row_bias = !cutlass && first && !staged_first && row_bias_math && c.C % 8 == 0 && c.K % 8 == 0 &&
+                        (c.P() * c.Q()) % 8 == 0 && RowBiasGemmsHere();
   const bool whole_form = cutlass ? std::is_same<DType, half_t>::value && !first && c.C % 8 == 0 && c.C != 8 &&
                                         c.K % 8 == 0
                                   : first ? staged_first || row_bias : c.C % 8 == 0 && c.K % 8 == 0;
@@ -612,7 +614,7 @@ TEST_CASE("every compiled row-bias gemm matches float64 where it runs", "[gpu][c
     Copy(biasd.view(), biash.view(), nullptr);
     TensorContainer<gpu, 1, char> ws(Shape1(index_t(std::max<size_t>(k.workspace_bytes(shape), 1))));
     const bool relu = k.epilogue == cc::Epilogue::kBiasRelu;
-    const double tol = std::is_same<DType, bf16_t>::value ? 2e-2 : 1e-2;
+    const double tol = std::is_same<DType, bf16_t>::value ? 2e-2 : 1e-2;  // (float: TF32's 10-bit mantissa, as half's)
     struct Form {
       float beta;
       bool bias, residual;
@@ -651,29 +653,39 @@ TEST_CASE("every compiled row-bias gemm matches float64 where it runs", "[gpu][c
       INFO("kernel " << k.name);
       REQUIRE(k.why_not(shape).empty());
       if (k.element == cc::Element::kF16) run_kernel(k, shape, half_t());
-      else run_kernel(k, shape, bf16_t());
+      else if (k.element == cc::Element::kBF16) run_kernel(k, shape, bf16_t());
+      else run_kernel(k, shape, float());
     }
     // Rows of pixels or channels that are not whole 16-byte vectors: refused, with the reason.
     CHECK_THAT(k.why_not({8, 270, 8, 2}), Catch::Contains("multiples of"));
-    CHECK_THAT(k.why_not({8, 272, 12, 2}), Catch::Contains("multiples of"));
+    CHECK_THAT(k.why_not({8, 272, k.alignment + k.alignment / 2, 2}), Catch::Contains("multiples of"));
   }
   CHECK(kernels > 0);
-  // The operator's choice, between the 64- and 128-row tiles every such build has: the tile whose rows
-  // cover the filters most closely, else the taller.
-  std::vector<int> f16_tiles;
-  for (const cg::RowBiasKernel& c : cg::CompiledRowBiasKernels())
-    if (c.sm == sm && c.element == cc::Element::kF16 && c.epilogue == cc::Epilogue::kBias) f16_tiles.push_back(c.tile_m);
-  std::sort(f16_tiles.begin(), f16_tiles.end());
-  REQUIRE(f16_tiles == std::vector<int>{64, 128});
+  // The operator's choice, between the 64- and 128-filter tiles every such build has in half and float:
+  // the tile whose filters cover the filters most closely, else the taller; float's under TF32 math only.
+  for (const cc::Element element : {cc::Element::kF16, cc::Element::kF32}) {
+    std::vector<int> tiles;
+    for (const cg::RowBiasKernel& c : cg::CompiledRowBiasKernels())
+      if (c.sm == sm && c.element == element && c.epilogue == cc::Epilogue::kBias) tiles.push_back(c.tile_m);
+    std::sort(tiles.begin(), tiles.end());
+    REQUIRE(tiles == std::vector<int>{64, 128});
+  }
   for (const std::pair<index_t, int> filters_tile : {std::pair<index_t, int>{8, 64}, {64, 64}, {72, 128}, {200, 128}}) {
     ops::ConvGeometry g;
     g.N = 2, g.C = 64, g.K = filters_tile.first, g.G = 1;
     g.in[1] = g.out[1] = 16, g.in[2] = g.out[2] = 17;
-    const cg::RowBiasKernel* k =
-        ops::pointwise::RowBias<gpu, half_t>::KernelFor(g, ops::ConvEpilogue<half_t>::Bias(nullptr));
     INFO("filters " << filters_tile.first);
+    const cg::RowBiasKernel* k = ops::pointwise::RowBias<gpu, half_t>::KernelFor(g, ops::ConvMath::kStrict,
+                                                                                  ops::ConvEpilogue<half_t>::Bias(nullptr));
     REQUIRE(k != nullptr);
     CHECK(k->tile_m == filters_tile.second);
+    const auto float_bias = ops::ConvEpilogue<float>::Bias(nullptr);
+    k = ops::pointwise::RowBias<gpu, float>::KernelFor(g, ops::ConvMath::kTF32, float_bias);
+    REQUIRE(k != nullptr);
+    CHECK(k->element == cc::Element::kF32);
+    CHECK(k->tile_m == filters_tile.second);
+    for (const ops::ConvMath math : {ops::ConvMath::kStrict, ops::ConvMath::kTF32x3})
+      CHECK(ops::pointwise::RowBias<gpu, float>::KernelFor(g, math, float_bias) == nullptr);
   }
 #endif
 }
@@ -760,15 +772,18 @@ TEST_CASE("pointwise_gemm fused epilogue: bias, residual and relu in the cuBLASL
   Stream<gpu>* s = NewStream<gpu>(false);
   // The last: long enough a reduction (2048) that cuBLASLt may split it.
   // Channels first: a batch of narrow images (staged), the same strided (gathered, then staged), and
-  // images of 272 pixels, dense and strided (run per image: fused in 16-bit where a row-bias gemm is
-  // compiled for this GPU, else not fused and the output untouched), and 270 (not 8-aligned: never fused).
+  // images of 272 pixels, dense and strided (run per image: fused in 16-bit and TF32 where a row-bias gemm
+  // is compiled for this GPU, else not fused and the output untouched), and 270 (not 8-aligned: never fused).
+  // The staged ones move back through the tiled transpose where both sides are 16 or more (the strided
+  // one's 20 pixels by 16 filters; the last's 143 by 40, tiles with tails both ways).
   std::vector<Conv2d> shapes = {{2, 5, 7, 16, 24, 1, 1}, {3, 4, 4, 3, 5, 1, 1},     {2, 9, 8, 8, 16, 1, 1},
                                 {2, 5, 5, 8, 8, 1, 1},   {2, 7, 7, 2048, 512, 1, 1}, {2, 9, 8, 8, 16, 1, 1},
-                                {2, 17, 16, 8, 8, 1, 1}, {3, 34, 32, 16, 24, 1, 1},  {2, 18, 15, 8, 8, 1, 1}};
+                                {2, 17, 16, 8, 8, 1, 1}, {3, 34, 32, 16, 24, 1, 1},  {2, 18, 15, 8, 8, 1, 1},
+                                {3, 13, 11, 16, 40, 1, 1}};
   shapes[2].stride = 2;
   shapes[5].stride = 2;
   shapes[7].stride = 2;
-  for (size_t i : {3, 5, 6, 7, 8}) shapes[i].layout = ops::Layout::kNCHW;
+  for (size_t i : {3, 5, 6, 7, 8, 9}) shapes[i].layout = ops::Layout::kNCHW;
   for (const Conv2d& c : shapes) {
     CheckFusedEpilogue<half_t>(c, s, 1e-2, kPointwise);
     CheckFusedEpilogue<bf16_t>(c, s, 2e-2, kPointwise);
@@ -789,8 +804,8 @@ TEST_CASE("pointwise_gemm fused epilogue: bias, residual and relu in the cuBLASL
   CHECK_FALSE(ops::ConvolutionForwardFused(c.Param(kPointwise), x.view(), w.view(), e, kWriteTo, out.view()));
   e.bias = bias.dptr_;
   CHECK(ops::ConvolutionForwardFused(c.Param(kPointwise), x.view(), w.view(), e, kWriteTo, out.view()));
-  // Channels first: fused where a batch of narrow images runs staged (any bias pointer: the pass over the
-  // staged result reads it element by element), without a residual; not where one image runs as it is on
+  // Channels first: fused where a batch of narrow images runs staged (any bias pointer: the transpose back
+  // reads it element by element), without a residual; not where one image runs as it is on
   // pixels that are not whole 16-byte rows (35 here; the row-bias gemm takes multiples of 8). Grouped
   // channels-last layers are refused.
   Conv2d first = c;

@@ -4,7 +4,8 @@
 //   out (req) epilogue_map(src, ep, channels_last)
 //
 // What the operator runs where no algorithm fuses the epilogue into its store, and what pointwise_gemm's
-// staged channels-first forward applies while it transposes its result back (src = that transpose). One
+// staged channels-first forward reads as it transposes its result back (transpose(epilogue_map(staged)),
+// which keeps the transpose's tiled kernel: a map over a transpose would run element by element). One
 // node for every form (bias, residual, relu each optional, read at run time): one kernel per saver,
 // where the same form as broadcast and map nodes would be eight. The sum is taken in float for half and
 // bf16 and rounded once, as the fused kernels do.
@@ -101,7 +102,7 @@ inline void WithEpilogueRows(bool channels_last, F f, const Tensor<Device, dim, 
 }
 
 // out = epilogue_map(out, ep, channels_last), in place over a batched output in its best row form: an
-// epilogue no kernel fused (a convolution's or deconvolution's bias, pointwise_gemm's staged result).
+// epilogue no kernel fused (a convolution's or deconvolution's bias).
 template <typename Device, int dim, typename DType>
 inline void ApplyEpilogueInPlace(const Tensor<Device, dim, DType>& out, const ConvEpilogue<DType>& ep, bool channels_last) {
   WithEpilogueRows(channels_last, [&](auto y) { y = epilogue_map(y, ep, channels_last); }, out);

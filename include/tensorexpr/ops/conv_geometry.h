@@ -18,13 +18,22 @@ struct ConvGeometry : PatchGeometry {
   index_t pad_end[3] = {0, 0, 0};  // padding after (only the output size depends on it)
 
   TE_XINLINE index_t Kg() const { return K / G; }
-  // A 1x1(x1) kernel with stride 1 and no padding: the input already is the column matrix.
-  TE_XINLINE bool IsPointwise() const {
+  // One group's filters, every tap: the weight gradient's result.
+  TE_XINLINE index_t FilterValuesPerGroup() const { return Kg() * Cg() * KernelSize(); }
+  // A 1x1(x1) kernel without padding, any stride: each output position reads one pixel.
+  TE_XINLINE bool IsOneByOne() const {
     for (int i = 0; i < 3; ++i)
-      if (kernel[i] != 1 || stride[i] != 1 || pad[i] != 0 || pad_end[i] != 0) return false;
+      if (kernel[i] != 1 || pad[i] != 0 || pad_end[i] != 0) return false;
     return true;
   }
+  // A 1x1(x1) kernel with stride 1 and no padding: the input already is the column matrix.
+  TE_XINLINE bool IsPointwise() const { return IsOneByOne() && stride[0] == 1 && stride[1] == 1 && stride[2] == 1; }
 };
+
+// Filters under this many values per group (the stem's; 3x3 layers' up to 128 channels) make the weight
+// gradient a long reduction onto a small result: formed as one product over the whole batch, it leaves most
+// of a GPU idle, so the GPU's algorithms split that reduction (per-image products, or CUTLASS's slices).
+constexpr index_t kSmallFilterValues = index_t(1) << 18;
 
 }  // namespace ops
 }  // namespace tensorexpr

@@ -21,6 +21,7 @@
 #include <cutlass/layout/tensor.h>
 #include <tensorexpr/base.h>
 #include "conv_kernels.h"
+#include "operator_calls.cuh"
 
 namespace tensorexpr {
 namespace ops {
@@ -90,9 +91,7 @@ struct CutlassConv {
   }
 
   static std::string WhyNot(const Conv2dShape& s) {
-    const cutlass::Status st = Operator::can_implement(MakeArguments(s, ConvOperands{}));
-    if (st == cutlass::Status::kSuccess) return std::string();
-    return std::string("CUTLASS cannot implement it: ") + cutlassGetStatusString(st);
+    return cutlass_calls::Refusal<Operator>(MakeArguments(s, ConvOperands{}));
   }
 
   static size_t WorkspaceBytes(const Conv2dShape& s) {

@@ -63,13 +63,15 @@ const std::vector<ConvKernel>& CompiledConvKernels() {
 
 namespace cutlass_gemm {
 
-void AppendSm90RowBiasKernels(std::vector<RowBiasKernel>& kernels);
+void AppendSm90RowBiasF16Kernels(std::vector<RowBiasKernel>& kernels);
+void AppendSm90RowBiasTf32Kernels(std::vector<RowBiasKernel>& kernels);
 
 const std::vector<RowBiasKernel>& CompiledRowBiasKernels() {
   static const std::vector<RowBiasKernel> kernels = [] {
     std::vector<RowBiasKernel> v;
 #if TE_CUTLASS_SM90 && !TE_CUTLASS_KERNELS_SUBSET
-    AppendSm90RowBiasKernels(v);
+    AppendSm90RowBiasF16Kernels(v);
+    AppendSm90RowBiasTf32Kernels(v);
 #endif
     return v;
   }();

@@ -40,7 +40,7 @@ struct RowBiasKernel {
   Element element;
   Epilogue epilogue;  // kBias or kBiasRelu
   int alignment;      // elements per vector: N and K must be multiples of it
-  int tile_m;         // rows of the result per tile
+  int tile_m;         // rows of the result (filters) per tile
   // Why the kernel cannot run `shape` ("" when it can: CUTLASS's own can_implement agrees).
   std::string (*why_not)(const RowBiasShape& shape);
   size_t (*workspace_bytes)(const RowBiasShape& shape);
@@ -49,7 +49,8 @@ struct RowBiasKernel {
   int sm;  // the compute capability it runs on (90: Hopper alone)
 };
 
-// Every such kernel compiled into this build (none without Hopper's all-kernel units).
+// Every such kernel compiled into this build (none without Hopper's all-kernel units). The float ones
+// multiply in TF32.
 const std::vector<RowBiasKernel>& CompiledRowBiasKernels();
 
 }  // namespace cutlass_gemm

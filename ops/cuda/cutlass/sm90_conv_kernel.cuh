@@ -21,6 +21,7 @@
 #include <cutlass/util/packed_stride.hpp>
 #include <tensorexpr/base.h>
 #include "conv_kernels.h"
+#include "operator_calls.cuh"
 
 namespace tensorexpr {
 namespace ops {
@@ -166,19 +167,13 @@ struct Sm90Conv {
     const Arguments args = MakeArguments(s, ConvOperands{});
     // The algorithm hands a weight-gradient kernel one buffer, its output (conv_cutlass.h).
     if (kWgrad && Operator::get_workspace_size(args) != 0) return "it would need a workspace beside its output";
-    const cutlass::Status st = Operator::can_implement(args);
-    if (st == cutlass::Status::kSuccess) return std::string();
-    return std::string("CUTLASS cannot implement it: ") + cutlassGetStatusString(st);
+    return cutlass_calls::Refusal<Operator>(args);
   }
 
   static size_t WorkspaceBytes(const Conv2dShape& s) { return Operator::get_workspace_size(MakeArguments(s, ConvOperands{})); }
 
   static void Run(const Conv2dShape& s, const ConvOperands& o, void* workspace, cudaStream_t stream) {
-    Operator op;
-    cutlass::Status st = op.initialize(MakeArguments(s, o), workspace, stream);
-    if (st == cutlass::Status::kSuccess) st = op.run(stream);
-    TE_CHECK(st == cutlass::Status::kSuccess, "CUTLASS Hopper convolution kernel failed: ", cutlassGetStatusString(st),
-             " (", cudaGetErrorString(cudaGetLastError()), ")");
+    cutlass_calls::InitializeAndRun<Operator>(MakeArguments(s, o), workspace, stream, "CUTLASS Hopper convolution kernel");
   }
 };
 
