@@ -394,7 +394,8 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
     if constexpr (kGpuEpilogue) {
       // (One product, FusedForwardCall's; cuBLASLt's bias on a 16-byte boundary, as FusesEpilogue asks
       // of a channels-last one.)
-      if (pr.geom.G != 1 || !detail::VectorAligned(ep.bias)) return false;
+      // (A residual, laid out channels first, is never the staged product's: FusesEpilogue.)
+      if (pr.geom.G != 1 || ep.residual != nullptr || !detail::VectorAligned(ep.bias)) return false;
       ConvGeometry last = pr.geom;
       last.channels_last = true;
       const GemmEpilogue<DType> store = StoreEpilogue(ep, ReqStore{true, false}, staged.out);

@@ -4,8 +4,10 @@
 //   out (req) epilogue_map(src, ep, channels_last)
 //
 // What the operator runs where no algorithm fuses the epilogue into its store, and what pointwise_gemm's
-// staged channels-first forward reads as it transposes its result back (transpose(epilogue_map(staged)),
-// which keeps the transpose's tiled kernel: a map over a transpose would run element by element). One
+// staged channels-first forward reads as it transposes its result back where cuBLASLt's store cannot
+// take the epilogue (transpose(epilogue_map(staged)), which keeps the transpose's tiled kernel: a map
+// over a transpose would run element by element; the GPU's tiles read the staged tensor through a
+// pointer, Plan::ColumnMap). One
 // node for every form (bias, residual, relu each optional, read at run time): one kernel per saver,
 // where the same form as broadcast and map nodes would be eight. The sum is taken in float for half and
 // bf16 and rounded once, as the fused kernels do.
