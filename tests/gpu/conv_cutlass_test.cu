@@ -317,7 +317,7 @@ void CheckFusedEpilogue(const Conv2d& c, Stream<gpu>* stream, double tol, const 
   // (C = 8 runs on the fixed-channels kernel, whose fused forms take the bias as their source: no
   // residual. So does the RGB stem, folded to 6 of 8 channels: in half it must fuse bias and relu.)
   // (pointwise_gemm's channels-first forward of a batch of narrow images runs staged, and applies bias and
-  // relu to its channels-last result: every req, no residual.)
+  // relu as it moves its channels-last result back: every req, no residual.)
   const bool staged_first = !cutlass && first && c.N > 1 && c.P() * c.Q() < 256;
   // (Image by image, a 16-bit or TF32 channels-first forward on 8-aligned channels and pixels runs the
   // row-bias gemm where this build has one for this GPU: the whole form. Strict float and 3xTF32 do not.)
