@@ -91,8 +91,7 @@ void CheckDividesExactly(int bits) {
     for (T n = 0; n <= 1500; ++n) check(div, n);
   }
   for (int k = 0; k < bits; ++k) {
-    for (T d : {T(T(1) << k), T((T(1) << k) + 1), std::max<T>(1, T((T(1) << k) - 1))}) {
-      if (d <= 0) continue;
+    for (T d : {T(T(1) << k), T((T(1) << k) + 1), std::max<T>(1, T((T(1) << k) - 1)), kMax, T(kMax - 1)}) {
       const Div div = Div::Make(d);
       for (int j = 0; j < 200; ++j) {
         check(div, random());
@@ -118,6 +117,7 @@ void CheckDividesExactly(int bits) {
   // Divisors below 1 only come from empty shapes (never evaluated) and act as 1.
   T r;
   CHECK(Div::Make(0).DivMod(T(7), &r) == 7);
+  CHECK(r == 0);
 }
 }  // namespace
 

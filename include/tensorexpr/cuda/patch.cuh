@@ -161,7 +161,7 @@ struct Col2ImDivs {
   // The kernel divides a padded coordinate, below in + pad, by the stride: a stride past that divides
   // every one as in + pad does (quotient 0), and in + pad fits the launch's index type where the stride
   // may not.
-  static index_t Stride(const PatchGeometry& g, int i) { return std::min(g.stride[i], g.in[i] + g.pad[i]); }
+  static index_t Stride(const PatchGeometry& g, int i) { return std::min(g.stride[i], SaturatingAdd(g.in[i], g.pad[i])); }
 };
 // q = n / d with *rem = n % d, for 0 <= n, in the kernel's index type.
 template <typename I, typename Div>
@@ -242,8 +242,9 @@ inline bool Fits32(const PatchGeometry& g, const PatchChunk& ch, const PatchColu
                                           : (ch.nb - 1) * layout.image_stride + g.ColRows() * layout.row_stride;
   // The coordinates the kernels form along each axis: up to the last window's last tap, and the input's
   // extent plus its padding.
+  // The strides too: Geom<int> holds them, and one output window may take any stride.
   for (int i = 0; i < 3; ++i)
-    if (!Fits32(g.Reach(i)) || !Fits32(SaturatingAdd(g.in[i], g.pad[i]))) return false;
+    if (!Fits32(g.Reach(i)) || !Fits32(SaturatingAdd(g.in[i], g.pad[i])) || !Fits32(g.stride[i])) return false;
   return Fits32(ch.nb * g.C * std::max(g.InSize(), ch.pc)) && Fits32(col_end + ch.p0) &&
          Fits32((g.channels_last ? pixels : image_rows) * data_stride) && Fits32(g.OutSize() + ch.pc) &&
          Fits32(ch.nb * ch.pc * g.ColRows());
