@@ -24,7 +24,8 @@
 // On the GPU a channels-last forward with one group takes the convolution's epilogue (bias, residual,
 // relu) into the gemm's store (ops/gemm_epilogue.h, cuBLASLt), where the operator would otherwise run
 // it as a pass over the output: one product of N x P rows, K columns, the bias along K. A staged
-// channels-first forward applies bias and relu to its channels-last result as it moves it back; one
+// channels-first forward takes bias and relu into its channels-last product's store the same way (where
+// cuBLASLt has no kernel, it applies them to the result as it moves it back); one
 // run image by image takes the whole form into CUTLASS's row-bias gemm (Hopper, half and bf16, and float
 // under TF32 math: cuda/cutlass/row_bias_gemm.h), whose bias runs along the rows of each image's (K, P)
 // output.
@@ -206,8 +207,9 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
     if (!g.channels_last) {
       if (!CanImplement(pr, ConvPass::kForward).ok) return false;
       const ConvProblem run = pointwise::IsStrided(g) ? GatheredProblem(pr) : pr;
-      // A staged channels-first run applies bias and relu to its channels-last result as the transpose
-      // moves it back. A residual, laid out channels first, is left to the operator's pass.
+      // A staged channels-first run applies bias and relu in its channels-last product's store, or as
+      // the transpose moves its result back. A residual, laid out channels first, is left to the
+      // operator's pass.
       if (StagedElems(run) != 0) return ep.residual == nullptr;
       if (store.add && (ep.residual != nullptr || ep.activation != ConvActivation::kIdentity)) return false;
       return run.vector_aligned && detail::VectorAligned(ep.bias, ep.residual) &&
@@ -275,7 +277,7 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
       return;
     }
     if (StagedElems(pr) != 0) {
-      RunStaged(g, t, st, static_cast<DType*>(workspace), s);
+      RunStaged(pr, t, st, static_cast<DType*>(workspace), s);
       return;
     }
     // Matrix (image n, group g): W[g] (Kg, Cg), x_n[g] (Cg, P), y_n[g] (Kg, P).
@@ -335,8 +337,9 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
   // (N, P, K) in `space`, the output gradient staged into y and the data gradient computed into x once
   // the weight gradient has read it. The filters are (K, Cg) in both layouts. Staged results are written
   // whole, then stored into the caller's tensors with their req.
-  static void RunStaged(const ConvGeometry& g, const ConvTensors<DType>& t, const ConvStores& st, DType* space,
+  static void RunStaged(const ConvProblem& pr, const ConvTensors<DType>& t, const ConvStores& st, DType* space,
                         Stream<Device>* s) {
+    const ConvGeometry& g = pr.geom;
     const index_t N = g.N, P = g.OutSize(), C = g.C, K = g.K;
     DType* const x = space;
     DType* const y = space + pointwise::StagedInputElems(g);
@@ -365,9 +368,11 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
     };
     if (st.out.active) {
       to_last(t.data, C, x);
-      RunChannelsLast(last, staged, ConvStores::Only(ConvPass::kForward, write), s);
-      // (FusesEpilogue: no residual) bias and relu applied as the staged result is moved back.
-      to_first(y, K, t.out, st.out.add, t.epilogue.active ? &t.epilogue : nullptr);
+      // (FusesEpilogue: no residual) bias and relu in the staged product's store where cuBLASLt has a
+      // kernel for it, as a channels-last forward fuses them; else applied as the result is moved back.
+      const bool in_gemm = t.epilogue.active && StagedGemmFuses(pr, staged, t.epilogue, s);
+      if (!in_gemm) RunChannelsLast(last, staged, ConvStores::Only(ConvPass::kForward, write), s);
+      to_first(y, K, t.out, st.out.add, t.epilogue.active && !in_gemm ? &t.epilogue : nullptr);
     }
     if (!st.weight_grad.active && !st.data_grad.active) return;
     to_last(t.out_grad, K, y);
@@ -378,6 +383,35 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
     if (st.data_grad.active) {
       RunChannelsLast(last, staged, ConvStores::Only(ConvPass::kBackwardData, write), s);
       to_first(x, C, t.data_grad, st.data_grad.add, nullptr);
+    }
+  }
+
+  // The staged forward's product y (N P, K) = x (N P, C) . W^T with bias and relu in cuBLASLt's store,
+  // written, as the channels-last forward runs it; false (nothing run) in groups, for a bias off a 16-byte
+  // boundary, or where cuBLASLt has no kernel for it. Its alignment is the staged copies' and the filters'.
+  static bool StagedGemmFuses(const ConvProblem& pr, const ConvTensors<DType>& staged, const ConvEpilogue<DType>& ep,
+                              Stream<Device>* s) {
+    if constexpr (kGpuEpilogue) {
+      // (One product, FusedForwardCall's; cuBLASLt's bias on a 16-byte boundary, as FusesEpilogue asks
+      // of a channels-last one.)
+      // (A residual, laid out channels first, is never the staged product's: FusesEpilogue.)
+      if (pr.geom.G != 1 || ep.residual != nullptr || !detail::VectorAligned(ep.bias)) return false;
+      ConvGeometry last = pr.geom;
+      last.channels_last = true;
+      const GemmEpilogue<DType> store = StoreEpilogue(ep, ReqStore{true, false}, staged.out);
+      const int alignment = detail::VectorAligned(staged.data, staged.weight, staged.out) ? 16 : int(sizeof(DType));
+      const bool tf32 = pr.math == ConvMath::kTF32;
+      const size_t staged_bytes = sizeof(DType) * static_cast<size_t>(StagedElems(pr));
+      const size_t limit = pr.workspace_limit > staged_bytes ? pr.workspace_limit - staged_bytes : 0;
+      try {
+        if (!GpuGemmEpilogueSupported(FusedForwardCall(last, staged), store, tf32, alignment, limit)) return false;
+      } catch (const Error&) {
+        return false;  // cuBLASLt could not be set up: the plain gemm and the mapped transpose still can run
+      }
+      GpuGemmWithEpilogue(s, FusedForwardCall(last, staged), store, tf32, alignment, limit);
+      return true;
+    } else {
+      return false;
     }
   }
 

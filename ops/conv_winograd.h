@@ -116,6 +116,10 @@ struct Plan {
   index_t tiles_y = 0, tiles_x = 0;  // per image
   index_t images = 1;                // per chunk
   index_t points = 0;                // A * A
+  // The transforms' index decoding by multiply-high (IndexDiv), not by division: on a GPU a 64-bit
+  // division is a ~100-instruction routine, several per transformed tile.
+  IndexDiv tiles_y_div = IndexDiv::Make(1), tiles_x_div = IndexDiv::Make(1), groups_div = IndexDiv::Make(1);
+  IndexDiv ci_div = IndexDiv::Make(1), co_div = IndexDiv::Make(1);
 
   index_t FilterElems() const { return points * p.G * p.Co * p.Ci; }
   index_t TilesPerChunk() const { return images * tiles_y * tiles_x; }
@@ -159,6 +163,8 @@ Plan MakePlan(const ConvGeometry& g, ConvPass pass, size_t elem_bytes, size_t li
   l.p = detail::MakeDirectPass(g, pass);
   l.points = index_t(Transform<m>::kA) * Transform<m>::kA;
   l.tiles_y = (l.p.out[1] + m - 1) / m, l.tiles_x = (l.p.out[2] + m - 1) / m;
+  l.tiles_y_div = IndexDiv::Make(l.tiles_y), l.tiles_x_div = IndexDiv::Make(l.tiles_x);
+  l.groups_div = IndexDiv::Make(l.p.G), l.ci_div = IndexDiv::Make(l.p.Ci), l.co_div = IndexDiv::Make(l.p.Co);
   const index_t per_image = l.ChunkElems(1), budget = index_t(limit_bytes / elem_bytes) - l.FilterElems();
   l.images = std::max<index_t>(1, std::min<index_t>(l.p.N, per_image > 0 ? budget / per_image : l.p.N));
   return l;
@@ -166,20 +172,18 @@ Plan MakePlan(const ConvGeometry& g, ConvPass pass, size_t elem_bytes, size_t li
 
 // Index e of a transform over (image in the chunk, group, channel, tile row, tile column), the tile
 // column fastest; channels last over (image, tile row, tile column, group, channel), the channel fastest.
-// `tile` is its tile's index in V and M.
+// `tile` is its tile's index in V and M. `channels` divides by the transform's channel count.
 struct TileItem {
   index_t n, g, c, ty, tx, tile;
 };
-TE_XINLINE TileItem DecodeTile(const Plan& l, index_t channels, index_t e) {
+TE_XINLINE TileItem DecodeTile(const Plan& l, const IndexDiv& channels, index_t e) {
   TileItem t;
   if (l.p.channels_last) {
-    t.c = e % channels, t.g = e / channels % l.p.G;
-    const index_t rest = e / (channels * l.p.G);
-    t.tx = rest % l.tiles_x, t.ty = rest / l.tiles_x % l.tiles_y, t.n = rest / (l.tiles_x * l.tiles_y);
+    const index_t rest = l.groups_div.DivMod(channels.DivMod(e, &t.c), &t.g);
+    t.n = l.tiles_y_div.DivMod(l.tiles_x_div.DivMod(rest, &t.tx), &t.ty);
   } else {
-    t.tx = e % l.tiles_x, t.ty = e / l.tiles_x % l.tiles_y;
-    const index_t rest = e / (l.tiles_x * l.tiles_y);
-    t.c = rest % channels, t.g = rest / channels % l.p.G, t.n = rest / (channels * l.p.G);
+    const index_t rest = l.tiles_y_div.DivMod(l.tiles_x_div.DivMod(e, &t.tx), &t.ty);
+    t.n = l.groups_div.DivMod(channels.DivMod(rest, &t.c), &t.g);
   }
   t.tile = (t.n * l.tiles_y + t.ty) * l.tiles_x + t.tx;
   return t;
@@ -194,7 +198,8 @@ struct FilterTransformOp {
   TE_XINLINE void operator()(index_t e) const {
     constexpr int A = Transform<m>::kA;
     const detail::DirectPass& p = l.p;
-    const index_t ci = e % p.Ci, co = e / p.Ci % p.Co, g = e / (p.Ci * p.Co);
+    index_t ci, co;
+    const index_t g = l.co_div.DivMod(l.ci_div.DivMod(e, &ci), &co);
     const DType* w = weight + p.filter_g * g + p.filter_co * co + p.filter_ci * ci;
     DType taps[3][3], out[A][A];
     for (int t = 0; t < 9; ++t) taps[t / 3][t % 3] = w[p.filter_tap * (p.flip ? 8 - t : t)];
@@ -214,7 +219,7 @@ struct InputTransformOp {
   TE_XINLINE void operator()(index_t e) const {
     constexpr int A = Transform<m>::kA;
     const detail::DirectPass& p = l.p;
-    const TileItem t = DecodeTile(l, p.Ci, e);
+    const TileItem t = DecodeTile(l, l.ci_div, e);
     const DType* plane = input + p.PlaneStart(first + t.n, t.g, t.c, p.Ci, p.InSize());
     const index_t step = p.PositionStride(p.Ci);
     const index_t y0 = t.ty * m + p.origin[1], x0 = t.tx * m + p.origin[2];
@@ -243,7 +248,7 @@ struct OutputTransformOp {
   TE_XINLINE void operator()(index_t e) const {
     constexpr int A = Transform<m>::kA;
     const detail::DirectPass& p = l.p;
-    const TileItem t = DecodeTile(l, p.Co, e);
+    const TileItem t = DecodeTile(l, l.co_div, e);
     const index_t tiles = images * l.tiles_y * l.tiles_x;
     DType x[A][A], y[m][m];
     for (int i = 0; i < A; ++i)

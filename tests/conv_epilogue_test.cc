@@ -217,6 +217,74 @@ TE_DEVICE_TEST_CASE("epilogue_map: act(x + bias + residual) over image rows, pad
   CheckEpilogueMap<Device, bf16_t, 4>(Shape4(2, 5, 7, 3), true, true, stream);
 }
 
+// transpose(epilogue_map(src, ep, channels_last), axes), as pointwise_gemm's staged forward moves its
+// channels-last result back: the GPU's tiled transpose reads src through a pointer and maps each element
+// (the column's bias read once channels last without a residual; per element otherwise). Every form,
+// written and added, on tiles with tails both ways, against a float64 loop.
+template <typename Device, typename DType, int dim>
+void CheckTransposedEpilogueMap(const Shape<dim>& shape, bool channels_last, const Shape<dim>& axes,
+                                Stream<Device>* stream) {
+  const index_t K = channels_last ? shape[dim - 1] : shape[1];
+  const double tol = std::is_same<DType, float>::value ? 1e-6 : te_test::Tol<DType>();
+  Shape<dim> out_shape;
+  for (int i = 0; i < dim; ++i) out_shape[i] = shape[static_cast<int>(axes[i])];
+  TensorContainer<cpu, dim, DType> sh(shape), rh(shape), oh(out_shape);
+  TensorContainer<cpu, 1, DType> bh(Shape1(K));
+  for (Tensor<cpu, dim, DType> t : {sh.view(), rh.view(), oh.view()}) FillRandom(t);
+  FillRandom(bh.view());
+  auto src = ToDevice<Device>(sh.view(), stream), res = ToDevice<Device>(rh.view(), stream);
+  auto bias = ToDevice<Device>(bh.view(), stream);
+  auto out = ToDevice<Device>(oh.view(), stream);
+  auto flat = [&shape](const Shape<dim>& i) {
+    index_t f = 0;
+    for (int d = 0; d < dim; ++d) f = f * shape[d] + i[d];
+    return size_t(f);
+  };
+  for (const bool relu : {false, true})
+    for (const bool with_bias : {false, true})
+      for (const bool with_residual : {false, true})
+        for (const OpReqType req : {kWriteTo, kAddTo}) {
+          INFO(DataType<DType>::name() << " shape " << shape << " axes " << axes
+                                       << (channels_last ? " channels last" : " channels first") << (relu ? ", relu" : "")
+                                       << (with_bias ? ", bias" : "") << (with_residual ? ", residual" : "")
+                                       << ", req " << int(req));
+          Copy(out.view(), oh.view(), stream);
+          ops::ConvEpilogue<DType> ep;
+          ep.active = true;
+          ep.activation = relu ? ops::ConvActivation::kRelu : ops::ConvActivation::kIdentity;
+          ep.bias = with_bias ? bias.dptr_ : nullptr;
+          ep.residual = with_residual ? res.dptr_ : nullptr;
+          Assign(out.view(), req, expr::transpose(ops::epilogue_map(src.view(), ep, channels_last), axes));
+          std::vector<double> want;
+          index_t o = 0;
+          te_test::ForEachIndex(out_shape, [&](const Shape<dim>& i) {
+            Shape<dim> from;
+            for (int d = 0; d < dim; ++d) from[static_cast<int>(axes[d])] = i[d];
+            const size_t f = flat(from);
+            const double old = double(static_cast<float>(oh.dptr_[o++]));
+            double v = double(static_cast<float>(sh.dptr_[f])) +
+                       (with_bias ? double(static_cast<float>(bh.dptr_[channels_last ? from[dim - 1] : from[1]])) : 0.0) +
+                       (with_residual ? double(static_cast<float>(rh.dptr_[f])) : 0.0);
+            if (relu) v = v > 0 ? v : 0.0;
+            want.push_back(req == kAddTo ? old + v : v);
+          });
+          auto got = ToHost(out.view());
+          index_t k = 0;
+          te_test::CheckAll(got.view(), [&](const Shape<dim>&) { return want[size_t(k++)]; }, tol,
+                            "transpose(epilogue_map)");
+        }
+}
+
+TE_DEVICE_TEST_CASE("transpose(epilogue_map(...)): a staged result moved back with its epilogue", "[conv][epilogue]") {
+  // The staged forward's own form, (N, P, K) -> (N, K, P), tiles with tails both ways; a 4-D channels-last
+  // source moved channels first; a channels-first source (the channel varies along a transposed row).
+  CheckTransposedEpilogueMap<Device, float, 3>(Shape3(3, 37, 40), true, Shape3(0, 2, 1), stream);
+  CheckTransposedEpilogueMap<Device, half_t, 3>(Shape3(2, 49, 33), true, Shape3(0, 2, 1), stream);
+  CheckTransposedEpilogueMap<Device, bf16_t, 3>(Shape3(2, 20, 17), true, Shape3(0, 2, 1), stream);
+  CheckTransposedEpilogueMap<Device, float, 4>(Shape4(2, 5, 20, 24), true, Shape4(0, 3, 1, 2), stream);
+  CheckTransposedEpilogueMap<Device, float, 4>(Shape4(2, 18, 3, 35), false, Shape4(0, 3, 2, 1), stream);
+}
+
 TE_DEVICE_TEST_CASE("convolution epilogue: any elementwise expression of the output, channels first", "[conv][epilogue]") {
   EpilogueCase c;
   CheckEpilogues(c, stream);

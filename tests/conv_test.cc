@@ -508,6 +508,24 @@ TE_DEVICE_TEST_CASE("convolution 1x1 col2im: outputs far into the end padding, p
   for (OpReqType req : {kWriteTo, kAddTo}) RunCase<Device, float, 4, 4>(stream, chunked, Reqs{req, req, req, req});
 }
 
+// A stride past 32 bits on a 3-tap kernel: one output window, whatever the stride. im2col_gemm's column
+// kernels launch with 32-bit indices only where the stride fits them too (a stride of 2^32 read as an int
+// is 0, and col2im divides by it); each layout, the stride 2^32 and 2^32 + 1.
+TE_DEVICE_TEST_CASE("convolution with a stride past 32 bits: one window, im2col_gemm's column kernels",
+                    "[conv][hostile]") {
+  for (const index_t stride : {index_t(1) << 32, (index_t(1) << 32) + 1}) {
+    Case c = MakeCase({2, 3, 10}, {3}, {stride}, {1}, {1}, 2, 1, true);
+    REQUIRE(ops::MakeConvGeometry(c.param, c.data).out[2] == 1);
+    c.param.algorithm = "im2col_gemm";
+    for (ops::Layout layout : {ops::Layout::kNCHW, ops::Layout::kNHWC}) {
+      INFO("stride " << stride << " " << ops::LayoutName(layout));
+      c.param.layout = layout;
+      RunCase<Device, float, 3, 3>(stream, c, ReqPattern(2));
+      RunCase<Device, float, 3, 3>(stream, c, Reqs{kAddTo, kAddTo, kAddTo, kAddTo});
+    }
+  }
+}
+
 // pointwise_gemm on channels-first data: on the GPU a batch of images narrower than a gemm tile runs
 // channels last on staged copies (the workspace holds x and y), a wide image or a workspace too small for
 // the copies per image; the CPU always per image. Each way: groups, every req of every pass, float and

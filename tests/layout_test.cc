@@ -65,52 +65,68 @@ Shape<dim> RandFactorShape(index_t total, index_t keep_last = 0) {
 
 }  // namespace
 
-// ---- IndexDiv: the divider every plan uses ---------------------------------------------------------------
+// ---- IndexDiv: the divider every plan uses, and IndexDiv32, its 32-bit form ---------------------------
 #if !defined(__CUDACC__)  // host arithmetic; on the GPU the same formula runs inside every plan tested below
-TEST_CASE("IndexDiv divides every non-negative index exactly", "[layout][cpu]") {
+namespace {
+// Div (IndexDiv or IndexDiv32, whose indices are T, of `bits` bits below the sign) against the plain
+// division: every small divisor and dividend, powers of two and their neighbours with dividends up to the
+// largest, and random divisors of every magnitude.
+template <typename Div, typename T>
+void CheckDividesExactly(int bits) {
   index_t bad = 0, checked = 0;
   std::string first;
-  auto check = [&](const IndexDiv& div, index_t n) {
+  auto check = [&](const Div& div, T n) {
     ++checked;
-    const index_t q = div.Div(n), r = div.Rem(n, q);
-    if (q != n / div.divisor_ || r != n % div.divisor_) {
-      if (bad++ == 0) first = Message(n, " / ", div.divisor_, " gave ", q, " rem ", r);
+    T r;
+    const T q = div.DivMod(n, &r);
+    const T d = static_cast<T>(div.divisor_);
+    if (q != n / d || r != n % d) {
+      if (bad++ == 0) first = Message(n, " / ", d, " gave ", q, " rem ", r);
     }
   };
-  for (index_t d = 1; d <= 1500; ++d) {  // every small divisor against every small dividend
-    const IndexDiv div = IndexDiv::Make(d);
-    for (index_t n = 0; n <= 1500; ++n) check(div, n);
+  const T kMax = std::numeric_limits<T>::max();
+  auto random = [bits]() { return static_cast<T>(Rng()() >> (64 - bits) >> RandInt(0, bits - 1)); };
+  for (T d = 1; d <= 1500; ++d) {
+    const Div div = Div::Make(d);
+    for (T n = 0; n <= 1500; ++n) check(div, n);
   }
-  const index_t kMax = std::numeric_limits<index_t>::max();
-  for (int k = 0; k < 63; ++k) {  // powers of two and their neighbours, dividends up to the largest
-    for (index_t d : {index_t(1) << k, (index_t(1) << k) + 1, std::max<index_t>(1, (index_t(1) << k) - 1)}) {
-      if (d <= 0) continue;
-      const IndexDiv div = IndexDiv::Make(d);
+  for (int k = 0; k < bits; ++k) {
+    for (T d : {T(T(1) << k), T((T(1) << k) + 1), std::max<T>(1, T((T(1) << k) - 1)), kMax, T(kMax - 1)}) {
+      const Div div = Div::Make(d);
       for (int j = 0; j < 200; ++j) {
-        const index_t n = static_cast<index_t>(Rng()() >> RandInt(1, 63));
-        check(div, n);
-        check(div, kMax - RandInt(0, 1000));
-        const index_t m = kMax / d;
-        const index_t mult = RandInt(0, std::min<index_t>(m, 1000)) * d;  // a multiple and the index before
+        check(div, random());
+        check(div, T(kMax - RandInt(0, 1000)));
+        const T mult = T(RandInt(0, std::min<index_t>(kMax / d, 1000)) * d);  // a multiple and the index before
         check(div, mult);
-        if (mult > 0) check(div, mult - 1);
+        if (mult > 0) check(div, T(mult - 1));
       }
     }
   }
-  for (int j = 0; j < 200000; ++j) {  // random divisors of every magnitude
-    const index_t d = std::max<index_t>(1, static_cast<index_t>(Rng()() >> RandInt(1, 63)));
-    const IndexDiv div = IndexDiv::Make(d);
-    const index_t n = static_cast<index_t>(Rng()() >> RandInt(1, 63));
+  for (int j = 0; j < 200000; ++j) {
+    const T d = std::max<T>(1, random());
+    const Div div = Div::Make(d);
+    const T n = random();
     check(div, n);
-    const index_t q = n / d;
-    check(div, q * d);
-    if (q > 0) check(div, q * d - 1);
+    const T q = n / d;
+    check(div, T(q * d));
+    if (q > 0) check(div, T(q * d - 1));
   }
   INFO(first);
   INFO("wrong: " << bad << " of " << checked);
   CHECK(bad == 0);
   // Divisors below 1 only come from empty shapes (never evaluated) and act as 1.
-  CHECK(IndexDiv::Make(0).Div(7) == 7);
+  T r;
+  CHECK(Div::Make(0).DivMod(T(7), &r) == 7);
+  CHECK(r == 0);
+}
+}  // namespace
+
+TEST_CASE("IndexDiv divides every non-negative index exactly", "[layout][cpu]") {
+  CheckDividesExactly<IndexDiv, index_t>(63);
+}
+TEST_CASE("IndexDiv32 divides every non-negative int exactly, and refuses divisors past an int", "[layout][cpu]") {
+  CheckDividesExactly<IndexDiv32, int>(31);
+  CHECK_THROWS_WITH(IndexDiv32::Make(index_t(1) << 31), Catch::Contains("does not fit an int"));
 }
 #endif
 

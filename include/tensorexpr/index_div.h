@@ -3,58 +3,96 @@
 // on a CPU and is a ~100-instruction software routine on a GPU, while plans that re-index (broadcast,
 // reshape, transpose, slice, concat, pad, crop, pool, the patch expressions) divide for every element.
 // A multiply also cannot trap, so a CPU compiler may hoist a division that depends on the row only out
-// of the loop over columns. It is the library's one integer divider.
+// of the loop over columns. It is the library's one integer divider, in two widths.
 //
 // The method is Granlund & Montgomery's (1994, fig. 4.1), the one compilers use for constant divisors:
-// with l = ceil(log2 d) and m = floor(2^64 (2^l - d) / d) + 1,
+// for words of N bits (64 for IndexDiv, 32 for IndexDiv32), with l = ceil(log2 d) and
+// m = floor(2^N (2^l - d) / d) + 1,
 //   t = mulhi(m, n),  n / d = (t + ((n - t) >> min(l, 1))) >> max(l - 1, 0)
-// exact for every 64-bit unsigned n and every divisor 1 <= d < 2^63 (d = 1 gives m = 1, t = 0: n itself).
+// exact for every N-bit unsigned n and every divisor 1 <= d < 2^(N-1) (d = 1 gives m = 1, t = 0: n itself).
 #pragma once
+#include <cstdint>
+#include <limits>
 #include "base.h"
 
 namespace tensorexpr {
 
-struct IndexDiv {
-  // The GNU 128-bit integer for the host's high half of a product; __extension__ keeps -Wpedantic quiet.
-  __extension__ typedef unsigned __int128 uint128;
+namespace detail {
+// The unsigned word of an index type's width, and the word twice as wide (the host's multiply-high).
+template <typename T>
+struct DivWords;
+template <>
+struct DivWords<index_t> {
+  using U = uint64_t;
+  __extension__ typedef unsigned __int128 Wide;  // (__extension__ keeps -Wpedantic quiet)
+};
+template <>
+struct DivWords<int> {
+  using U = uint32_t;
+  using Wide = uint64_t;
+};
+}  // namespace detail
 
-  uint64_t magic_;
+// The divider for indices of type T: IndexDiv (index_t) for plans, IndexDiv32 (int) for kernels whose
+// indices all fit an int (the 32-bit launches of the patch kernels), where a 32-bit multiply-high is one
+// instruction and the 64-bit one several.
+template <typename T>
+struct BasicIndexDiv {
+  using U = typename detail::DivWords<T>::U;
+  using Wide = typename detail::DivWords<T>::Wide;
+  static constexpr int kBits = 8 * static_cast<int>(sizeof(U));
+
+  U magic_;
   int shift1_, shift2_;
-  index_t divisor_;
+  T divisor_;
 
   // Host only (plans are built on the host). Divisors below 1 become 1: they only occur for empty
-  // shapes, whose plans are never evaluated.
-  static IndexDiv Make(index_t d) {
+  // shapes, whose plans are never evaluated. IndexDiv32's past an int: an Error.
+  static BasicIndexDiv Make(index_t d) {
     if (d < 1) d = 1;
+    if constexpr (sizeof(T) < sizeof(index_t))
+      TE_CHECK(d <= index_t(std::numeric_limits<T>::max()), "IndexDiv32: divisor ", d, " does not fit an int");
     int l = 0;
     while ((uint64_t(1) << l) < static_cast<uint64_t>(d)) ++l;
-    const uint128 num = static_cast<uint128>((uint64_t(1) << l) - static_cast<uint64_t>(d)) << 64;
-    IndexDiv r;
-    r.magic_ = static_cast<uint64_t>(num / static_cast<uint64_t>(d)) + 1;
+    const Wide num = static_cast<Wide>((U(1) << l) - static_cast<U>(d)) << kBits;
+    BasicIndexDiv r;
+    r.magic_ = static_cast<U>(num / static_cast<U>(d)) + 1;
     r.shift1_ = l < 1 ? l : 1;
     r.shift2_ = l > 1 ? l - 1 : 0;
-    r.divisor_ = d;
+    r.divisor_ = static_cast<T>(d);
     return r;
   }
 
   // n / divisor_, for 0 <= n.
-  TE_XINLINE index_t Div(index_t n) const {
-    const uint64_t u = static_cast<uint64_t>(n);
-#if defined(__CUDA_ARCH__)
-    const uint64_t t = __umul64hi(magic_, u);
-#else
-    const uint64_t t = static_cast<uint64_t>((static_cast<uint128>(magic_) * u) >> 64);
-#endif
-    return static_cast<index_t>((t + ((u - t) >> shift1_)) >> shift2_);
+  TE_XINLINE T Div(T n) const {
+    const U u = static_cast<U>(n);
+    const U t = MulHi(magic_, u);
+    return static_cast<T>((t + ((u - t) >> shift1_)) >> shift2_);
   }
   // n % divisor_, given q = n / divisor_.
-  TE_XINLINE index_t Rem(index_t n, index_t q) const { return n - q * divisor_; }
+  TE_XINLINE T Rem(T n, T q) const { return n - q * divisor_; }
   // n / divisor_, with n % divisor_ in *rem.
-  TE_XINLINE index_t DivMod(index_t n, index_t* rem) const {
-    const index_t q = Div(n);
+  TE_XINLINE T DivMod(T n, T* rem) const {
+    const T q = Div(n);
     *rem = n - q * divisor_;
     return q;
   }
+
+ private:
+  TE_XINLINE static U MulHi(U a, U b) {
+#if defined(__CUDA_ARCH__)
+    if constexpr (sizeof(U) == 8) {
+      return __umul64hi(a, b);
+    } else {
+      return __umulhi(a, b);
+    }
+#else
+    return static_cast<U>((static_cast<Wide>(a) * b) >> kBits);
+#endif
+  }
 };
+
+using IndexDiv = BasicIndexDiv<index_t>;
+using IndexDiv32 = BasicIndexDiv<int>;
 
 }  // namespace tensorexpr

@@ -643,8 +643,9 @@ TEST_CASE("every compiled row-bias gemm matches float64 where it runs", "[gpu][c
       CHECK(worst <= tol * std::max(scale, 1.0));
     }
   };
-  const std::vector<cg::RowBiasShape> shapes = {{8, 272, 8, 2}, {24, 272, 16, 3}, {64, 272, 64, 2}, {200, 784, 64, 2},
-                                                {256, 136, 520, 2}};
+  // (The filters need no alignment: 13 of them, in one image, on tiles of 64 or 128.)
+  const std::vector<cg::RowBiasShape> shapes = {{8, 272, 8, 2},    {24, 272, 16, 3},   {64, 272, 64, 2}, {200, 784, 64, 2},
+                                                {256, 136, 520, 2}, {13, 272, 24, 1}};
   int kernels = 0;
   for (const cg::RowBiasKernel& k : cg::CompiledRowBiasKernels()) {
     if (k.sm != sm) continue;
@@ -774,16 +775,18 @@ TEST_CASE("pointwise_gemm fused epilogue: bias, residual and relu in the cuBLASL
   // Channels first: a batch of narrow images (staged), the same strided (gathered, then staged), and
   // images of 272 pixels, dense and strided (run per image: fused in 16-bit and TF32 where a row-bias gemm
   // is compiled for this GPU, else not fused and the output untouched), and 270 (not 8-aligned: never fused).
-  // The staged ones move back through the tiled transpose where both sides are 16 or more (the strided
-  // one's 20 pixels by 16 filters; the last's 143 by 40, tiles with tails both ways).
+  // The staged ones take bias and relu into the staged product's cuBLASLt store where it has a kernel,
+  // else as they move back through the tiled transpose (where both sides are 16 or more: the strided
+  // one's 20 pixels by 16 filters; the 143 by 40 one, tiles with tails both ways); the last, odd channels
+  // and filters (unaligned rows for cuBLASLt).
   std::vector<Conv2d> shapes = {{2, 5, 7, 16, 24, 1, 1}, {3, 4, 4, 3, 5, 1, 1},     {2, 9, 8, 8, 16, 1, 1},
                                 {2, 5, 5, 8, 8, 1, 1},   {2, 7, 7, 2048, 512, 1, 1}, {2, 9, 8, 8, 16, 1, 1},
                                 {2, 17, 16, 8, 8, 1, 1}, {3, 34, 32, 16, 24, 1, 1},  {2, 18, 15, 8, 8, 1, 1},
-                                {3, 13, 11, 16, 40, 1, 1}};
+                                {3, 13, 11, 16, 40, 1, 1}, {2, 5, 5, 3, 5, 1, 1}};
   shapes[2].stride = 2;
   shapes[5].stride = 2;
   shapes[7].stride = 2;
-  for (size_t i : {3, 5, 6, 7, 8, 9}) shapes[i].layout = ops::Layout::kNCHW;
+  for (size_t i : {3, 5, 6, 7, 8, 9, 10}) shapes[i].layout = ops::Layout::kNCHW;
   for (const Conv2d& c : shapes) {
     CheckFusedEpilogue<half_t>(c, s, 1e-2, kPointwise);
     CheckFusedEpilogue<bf16_t>(c, s, 2e-2, kPointwise);
@@ -813,8 +816,42 @@ TEST_CASE("pointwise_gemm fused epilogue: bias, residual and relu in the cuBLASL
   TensorContainer<gpu, 4, half_t> xf(Shape4(c.N, c.C, c.H, c.W)), wf(Shape4(c.K, c.C, 1, 1)), outf(Shape4(c.N, c.K, c.P(), c.Q()));
   for (auto* t : {&xf, &wf, &outf}) t->set_stream(s);
   CHECK(ops::ConvolutionForwardFused(first.Param(kPointwise), xf.view(), wf.view(), e, kWriteTo, outf.view()));
-  e.bias = bias.dptr_ + 1;
-  CHECK(ops::ConvolutionForwardFused(first.Param(kPointwise), xf.view(), wf.view(), e, kWriteTo, outf.view()));
+  {  // The staged product's cuBLASLt store takes an aligned bias; the transpose back, the unaligned copy of
+     // it (tiles of 24 filters by 35 pixels): each against float64.
+    TensorContainer<cpu, 4, half_t> xh(xf.shape_), wh(wf.shape_);
+    TensorContainer<cpu, 1, half_t> bh(Shape1(c.K + 1));
+    for (Tensor<cpu, 4, half_t> t : {xh.view(), wh.view()}) FillRandom(t);
+    FillRandom(bh.view());
+    Copy(xf.view(), xh.view(), s), Copy(wf.view(), wh.view(), s), Copy(bias.view(), bh.view(), s);
+    TensorContainer<gpu, 1, half_t> aligned(Shape1(c.K));
+    aligned.set_stream(s);
+    Copy(aligned.view(), bias.view().Slice(1, c.K + 1), s);
+    TensorContainer<gpu, 4, half_t> out_unaligned(outf.shape_);
+    out_unaligned.set_stream(s);
+    e.activation = ops::ConvActivation::kRelu;
+    e.bias = aligned.dptr_;
+    CHECK(ops::ConvolutionForwardFused(first.Param(kPointwise), xf.view(), wf.view(), e, kWriteTo, outf.view()));
+    e.bias = bias.dptr_ + 1;
+    CHECK(ops::ConvolutionForwardFused(first.Param(kPointwise), xf.view(), wf.view(), e, kWriteTo, out_unaligned.view()));
+    // y (N, K, P) = relu(W (K, C) . x_n (C, P) + bias), the bias bh[1 + k].
+    const index_t P = c.P() * c.Q();
+    std::vector<double> want(size_t(c.N * c.K * P));
+    for (index_t n = 0; n < c.N; ++n)
+      for (index_t k = 0; k < c.K; ++k)
+        for (index_t p = 0; p < P; ++p) {
+          double v = double(static_cast<float>(bh.dptr_[1 + k]));
+          for (index_t ch = 0; ch < c.C; ++ch)
+            v += double(static_cast<float>(wh.dptr_[k * c.C + ch])) * double(static_cast<float>(xh.dptr_[(n * c.C + ch) * P + p]));
+          want[size_t((n * c.K + k) * P + p)] = v > 0 ? v : 0.0;
+        }
+    for (const Tensor<gpu, 4, half_t>& got : {outf.view(), out_unaligned.view()}) {
+      const std::vector<double> g = Values(ToHost(got));
+      double scale = 0, worst = 0;
+      for (size_t i = 0; i < g.size(); ++i) scale = std::max(scale, std::fabs(want[i])), worst = std::max(worst, std::fabs(g[i] - want[i]));
+      CHECK(worst <= 1e-2 * std::max(scale, 1.0));
+    }
+    e.activation = ops::ConvActivation::kIdentity;
+  }
   e.bias = bias.dptr_;
   e.residual = outf.dptr_;  // a residual, channels first: the operator's pass
   CHECK_FALSE(ops::ConvolutionForwardFused(first.Param(kPointwise), xf.view(), wf.view(), e, kWriteTo, outf.view()));

@@ -14,6 +14,7 @@
 //           after the images are zeroed where some pixel is read by no entry (ScattersOnce).
 // Every kernel takes a 32-bit index type when the offsets it touches fit, 64-bit otherwise.
 #pragma once
+#include <algorithm>
 #include <climits>
 #include <type_traits>
 #include "../checked.h"
@@ -138,29 +139,40 @@ __global__ void __launch_bounds__(cuda::kMapBlock)
   }
 }
 
-// The divisors the channels-last kernels split their indices by, fixed at launch.
-struct PixelDivs {
-  IndexDiv channels_per_group, kernel_size, groups, positions, OW, OH, kw, kh;  // im2col
-  IndexDiv C, W, H, D, sd, sh, sw;                                             // col2im
-  PixelDivs(const PatchGeometry& g, const PatchChunk& ch)
-      : channels_per_group(IndexDiv::Make(g.C / g.G)), kernel_size(IndexDiv::Make(g.KernelSize())),
-        groups(IndexDiv::Make(g.G)), positions(IndexDiv::Make(ch.pc)), OW(IndexDiv::Make(g.out[2])),
-        OH(IndexDiv::Make(g.out[1])), kw(IndexDiv::Make(g.kernel[2])), kh(IndexDiv::Make(g.kernel[1])),
-        C(IndexDiv::Make(g.C)), W(IndexDiv::Make(g.in[2])), H(IndexDiv::Make(g.in[1])), D(IndexDiv::Make(g.in[0])),
-        sd(IndexDiv::Make(g.stride[0])), sh(IndexDiv::Make(g.stride[1])), sw(IndexDiv::Make(g.stride[2])) {}
+// The divider of a launch whose indices are I: 32-bit launches divide in 32 bits.
+template <typename I>
+using DividerFor = std::conditional_t<sizeof(I) == 4, IndexDiv32, IndexDiv>;
+// The divisors the channels-last kernels split their indices by, fixed at launch, one set per kernel.
+template <typename I>
+struct Im2ColDivs {
+  DividerFor<I> channels_per_group, kernel_size, groups, positions, OW, OH, kw, kh;
+  Im2ColDivs(const PatchGeometry& g, const PatchChunk& ch)
+      : channels_per_group(Make(g.C / g.G)), kernel_size(Make(g.KernelSize())), groups(Make(g.G)),
+        positions(Make(ch.pc)), OW(Make(g.out[2])), OH(Make(g.out[1])), kw(Make(g.kernel[2])), kh(Make(g.kernel[1])) {}
+  static DividerFor<I> Make(index_t d) { return DividerFor<I>::Make(d); }
+};
+template <typename I>
+struct Col2ImDivs {
+  DividerFor<I> channels_per_group, C, W, H, D, sd, sh, sw;
+  explicit Col2ImDivs(const PatchGeometry& g)
+      : channels_per_group(Make(g.C / g.G)), C(Make(g.C)), W(Make(g.in[2])), H(Make(g.in[1])), D(Make(g.in[0])),
+        sd(Make(Stride(g, 0))), sh(Make(Stride(g, 1))), sw(Make(Stride(g, 2))) {}
+  static DividerFor<I> Make(index_t d) { return DividerFor<I>::Make(d); }
+  // The kernel divides a padded coordinate, below in + pad, by the stride: a stride past that divides
+  // every one as in + pad does (quotient 0), and in + pad fits the launch's index type where the stride
+  // may not.
+  static index_t Stride(const PatchGeometry& g, int i) { return std::min(g.stride[i], SaturatingAdd(g.in[i], g.pad[i])); }
 };
 // q = n / d with *rem = n % d, for 0 <= n, in the kernel's index type.
-template <typename I>
-__device__ __forceinline__ I DivMod(const IndexDiv& d, I n, I* rem) {
-  index_t r;
-  const index_t q = d.DivMod(index_t(n), &r);
-  *rem = I(r);
-  return I(q);
+template <typename I, typename Div>
+__device__ __forceinline__ I DivMod(const Div& d, I n, I* rem) {
+  static_assert(std::is_same<Div, DividerFor<I>>::value, "a launch divides with its index type's divider");
+  return d.DivMod(n, rem);
 }
 
 template <typename DType, typename I>
 __global__ void __launch_bounds__(cuda::kMapBlock)
-    Im2ColPixelsKernel(Geom<I> g, Chunk<I> ch, PixelDivs div, const DType* __restrict__ data, I data_stride,
+    Im2ColPixelsKernel(Geom<I> g, Chunk<I> ch, Im2ColDivs<I> div, const DType* __restrict__ data, I data_stride,
                        DType* __restrict__ col) {
   const I kk = g.kd * g.kh * g.kw, Cg = g.C / g.G;
   const I total = ch.nb * ch.pc * g.C * kk;
@@ -180,7 +192,7 @@ __global__ void __launch_bounds__(cuda::kMapBlock)
 
 template <typename DType, typename I>
 __global__ void __launch_bounds__(cuda::kMapBlock)
-    Col2ImPixelsKernel(Geom<I> g, Chunk<I> ch, PixelDivs div, const DType* __restrict__ col, DType* grad,
+    Col2ImPixelsKernel(Geom<I> g, Chunk<I> ch, Col2ImDivs<I> div, const DType* __restrict__ col, DType* grad,
                        I grad_stride, bool accumulate) {
   using AccT = accum_t<DType>;
   const I kk = g.kd * g.kh * g.kw, Cg = g.C / g.G, row_len = g.C * kk;
@@ -230,8 +242,9 @@ inline bool Fits32(const PatchGeometry& g, const PatchChunk& ch, const PatchColu
                                           : (ch.nb - 1) * layout.image_stride + g.ColRows() * layout.row_stride;
   // The coordinates the kernels form along each axis: up to the last window's last tap, and the input's
   // extent plus its padding.
+  // The strides too: Geom<int> holds them, and one output window may take any stride.
   for (int i = 0; i < 3; ++i)
-    if (!Fits32(g.Reach(i)) || !Fits32(SaturatingAdd(g.in[i], g.pad[i]))) return false;
+    if (!Fits32(g.Reach(i)) || !Fits32(SaturatingAdd(g.in[i], g.pad[i])) || !Fits32(g.stride[i])) return false;
   return Fits32(ch.nb * g.C * std::max(g.InSize(), ch.pc)) && Fits32(col_end + ch.p0) &&
          Fits32((g.channels_last ? pixels : image_rows) * data_stride) && Fits32(g.OutSize() + ch.pc) &&
          Fits32(ch.nb * ch.pc * g.ColRows());
@@ -249,7 +262,7 @@ void Im2Col(cudaStream_t st, const PatchGeometry& g, const PatchChunk& ch, const
             const DType* data, index_t data_stride, DType* col) {
   if (g.channels_last) {
     cuda::LaunchMap<&Im2ColPixelsKernel<DType, I>>(ch.nb * ch.pc * g.ColRows(), st, "channels-last im2col kernel",
-                                                   Geom<I>(g), Chunk<I>(ch, layout), PixelDivs(g, ch), data,
+                                                   Geom<I>(g), Chunk<I>(ch, layout), Im2ColDivs<I>(g, ch), data,
                                                    I(data_stride), col);
   } else {
     cuda::LaunchMap<&Im2ColKernel<DType, I>>(ch.nb * g.C * ch.pc, st, "im2col kernel", Geom<I>(g),
@@ -263,7 +276,7 @@ void Col2Im(cudaStream_t st, const PatchGeometry& g, const PatchChunk& ch, const
   const index_t elements = ch.nb * g.C * g.InSize();
   if (g.channels_last) {
     cuda::LaunchMap<&Col2ImPixelsKernel<DType, I>>(elements, st, "channels-last col2im kernel", Geom<I>(g),
-                                                   Chunk<I>(ch, layout), PixelDivs(g, ch), col, grad, I(grad_stride),
+                                                   Chunk<I>(ch, layout), Col2ImDivs<I>(g), col, grad, I(grad_stride),
                                                    accumulate);
   } else if (ScattersOnce(g)) {
     const bool every_pixel_read = g.stride[0] == 1 && g.stride[1] == 1 && g.stride[2] == 1 && ch.pc == g.OutSize() &&

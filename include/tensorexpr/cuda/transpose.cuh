@@ -37,19 +37,29 @@ constexpr index_t kMinTileSide = 16;
 // On an H200, swapaxis of 1 GB went from 0.84 of copy (the plan's 64-bit row and column arithmetic per
 // element) to 0.92 through the pointer; 2-D transposes measured the other way round (a.T() 0.92 of copy
 // through its plan, transpose(a, (1, 0)) and swapaxis<1, 0>(a) 0.89 through the pointer), so they keep
-// their plans.
+// their plans. A plan that maps a tensor's elements (an epilogue's bias and relu as a staged convolution
+// result is moved back) reads the tensor through the pointer too, each element then mapped.
 template <typename Source>
-constexpr bool kTileReadsPointer = Source::kAxes && Source::kDim > 2;
-template <typename IndexT, typename DType>
+constexpr bool kTileReadsPointer = (Source::kAxes || Source::kMapped) && Source::kDim > 2;
+struct IdentityMap {
+  template <typename DType>
+  __device__ __forceinline__ DType operator()(DType v, index_t) const { return v; }
+};
+template <typename IndexT, typename DType, typename Map = IdentityMap>
 struct TilePointerReader {
   const DType* p;
   IndexT step;
-  __device__ __forceinline__ DType operator()(IndexT x) const { return p[x * step]; }
+  Map map;
+  __device__ __forceinline__ DType operator()(IndexT x) const { return map(p[x * step], static_cast<index_t>(x)); }
 };
 template <typename Source, typename IndexT, typename DType, typename RowAt>
 __device__ __forceinline__ auto MakeTileReader(const RowAt& at) {
-  if constexpr (kTileReadsPointer<Source>) {
-    return TilePointerReader<IndexT, DType>{Source::Address(at, 0), static_cast<IndexT>(Source::Step(at))};
+  if constexpr (kTileReadsPointer<Source> && Source::kMapped) {
+    using Map = decltype(Source::Map(at));
+    return TilePointerReader<IndexT, DType, Map>{Source::Address(at, 0), static_cast<IndexT>(Source::Step(at)),
+                                                 Source::Map(at)};
+  } else if constexpr (kTileReadsPointer<Source>) {
+    return TilePointerReader<IndexT, DType>{Source::Address(at, 0), static_cast<IndexT>(Source::Step(at)), IdentityMap{}};
   } else {
     return at;  // called with an IndexT x, which widens to its index_t
   }

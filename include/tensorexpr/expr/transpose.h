@@ -133,6 +133,7 @@ struct TransposeAxesExp : public Exp<TransposeAxesExp<SrcExp, DType, dim>, DType
   Shape<dim> shape() const { return shape_; }
 
   struct Plan {
+    using SrcPlan = typename SrcExp::Plan;  // (TransposeTensorSource reads it)
     typename SrcExp::Plan src_;
     Gather gather_;
     // Output row y, mapped into the source once; then any x of it (the tiled GPU transpose reads many x
@@ -166,31 +167,69 @@ inline TransposeAxesExp<SrcExp, DType, dim> transpose(const Exp<SrcExp, DType, e
   return TransposeAxesExp<SrcExp, DType, dim>(src.self(), axes, "transpose");
 }
 
+// A plan may map the elements of another plan one by one (conv_epilogue_map.h's, say), and say so for the
+// tiled transposes: `using MappedPlan` names the other plan, mapped() returns it, and ColumnMap(y, x, step)
+// returns f with f(v, i) its own element (y + i * step, x) from v, the mapped plan's element there.
+template <typename Plan, typename = void>
+struct MappedPlanOf {
+  using type = void;
+};
+template <typename Plan>
+struct MappedPlanOf<Plan, std::void_t<typename Plan::MappedPlan>> {
+  using type = typename Plan::MappedPlan;
+};
+template <typename Plan, typename = void>
+struct TransposedPlanOf {
+  using type = void;
+};
+template <typename Plan>
+struct TransposedPlanOf<Plan, std::void_t<typename Plan::SrcPlan>> {
+  using type = typename Plan::SrcPlan;
+};
+
 // Where a transpose of a tensor reads, for the tiled transposes of both devices: the address of output
 // element x of a row `at` (a RowAt of the plans above), and the elements between x and x + 1, for the two
 // plans whose source is a tensor of Device; kTensorSource false for any other plan. Reading through a
-// pointer spares the tiles the plan's row and column arithmetic per element.
+// pointer spares the tiles the plan's row and column arithmetic per element. kMapped: transpose(e, axes)
+// of a plan that maps a tensor's elements (MappedPlanOf), whose tensor is read the same way and each
+// element mapped by Map(at) (the GPU's tiles only: a row of the transpose moves along the source's rows).
 template <typename Plan, typename Device, int dim, typename DType>
 struct TransposeTensorSource {
+  using TensorPlan = typename Tensor<Device, dim, DType>::Plan;
   static constexpr bool kAxes = std::is_same<Plan, typename TransposeAxesExp<Tensor<Device, dim, DType>, DType, dim>::Plan>::value;
   static constexpr bool k2D = dim == 2 && std::is_same<Plan, typename TransposeExp<Tensor<Device, 2, DType>>::Plan>::value;
   static constexpr bool kTensorSource = kAxes || k2D;
+  static constexpr bool kMapped =
+      std::is_same<typename MappedPlanOf<typename TransposedPlanOf<Plan>::type>::type, TensorPlan>::value;
   static constexpr int kDim = dim;
   template <typename RowAt>
+  TE_XINLINE static const TensorPlan& TensorOf(const RowAt& at) {
+    if constexpr (kMapped) {
+      return at.src_.mapped();
+    } else {
+      return at.src_;
+    }
+  }
+  template <typename RowAt>
   TE_XINLINE static const DType* Address(const RowAt& at, index_t x) {
-    if constexpr (kAxes) {
-      return &at.src_.REval(at.row_ + x * at.x_to_row_, at.col_ + x * at.x_to_col_);
+    if constexpr (kAxes || kMapped) {
+      return &TensorOf(at).REval(at.row_ + x * at.x_to_row_, at.col_ + x * at.x_to_col_);
     } else {
       return &at.src_.REval(x, at.y_);
     }
   }
   template <typename RowAt>
   TE_XINLINE static index_t Step(const RowAt& at) {
-    if constexpr (kAxes) {
-      return at.x_to_row_ * at.src_.stride_ + at.x_to_col_;
+    if constexpr (kAxes || kMapped) {
+      return at.x_to_row_ * TensorOf(at).stride_ + at.x_to_col_;
     } else {
       return at.src_.stride_;
     }
+  }
+  // (kMapped, and x moving along the source's rows: x_to_col_ 0, as in every tiled transpose)
+  template <typename RowAt>
+  TE_XINLINE static auto Map(const RowAt& at) {
+    return at.src_.ColumnMap(at.row_, at.col_, at.x_to_row_);
   }
 };
 

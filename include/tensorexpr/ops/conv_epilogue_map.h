@@ -4,8 +4,10 @@
 //   out (req) epilogue_map(src, ep, channels_last)
 //
 // What the operator runs where no algorithm fuses the epilogue into its store, and what pointwise_gemm's
-// staged channels-first forward reads as it transposes its result back (transpose(epilogue_map(staged)),
-// which keeps the transpose's tiled kernel: a map over a transpose would run element by element). One
+// staged channels-first forward reads as it transposes its result back where cuBLASLt's store cannot
+// take the epilogue (transpose(epilogue_map(staged)), which keeps the transpose's tiled kernel: a map
+// over a transpose would run element by element; the GPU's tiles read the staged tensor through a
+// pointer, Plan::ColumnMap). One
 // node for every form (bias, residual, relu each optional, read at run time): one kernel per saver,
 // where the same form as broadcast and map nodes would be eight. The sum is taken in float for half and
 // bf16 and rounded once, as the fused kernels do.
@@ -21,6 +23,32 @@
 
 namespace tensorexpr {
 namespace ops {
+
+// The epilogue of element (y, x) of an output's (rows, last) view, given v, the source's element there:
+// what epilogue_map's plan applies, apart from its source.
+template <typename DType>
+struct ConvEpilogueApply {
+  using Acc = typename std::conditional<is_low_precision<DType>::value, float, DType>::type;
+  const DType* bias_;
+  const DType* residual_;  // dense, shaped like the output: element (y, x) at y * width_ + x
+  index_t width_;
+  IndexDiv row_step_;  // rows per channel (channels first)
+  IndexDiv channels_;
+  bool channels_last_, relu_;
+  TE_XINLINE DType operator()(Acc v, index_t y, index_t x) const {
+    if (bias_ != nullptr) {
+      index_t c = x;
+      if (!channels_last_) {
+        const index_t r = row_step_.Div(y);
+        c = channels_.Rem(r, channels_.Div(r));
+      }
+      v += static_cast<Acc>(bias_[c]);
+    }
+    if (residual_ != nullptr) v += static_cast<Acc>(residual_[y * width_ + x]);
+    if (relu_) v = op::relu::Map(v);
+    return static_cast<DType>(v);
+  }
+};
 
 template <typename SrcExp, typename DType>
 struct ConvEpilogueMapExp : public expr::Exp<ConvEpilogueMapExp<SrcExp, DType>, DType, expr::type::kChainer> {
@@ -42,26 +70,34 @@ struct ConvEpilogueMapExp : public expr::Exp<ConvEpilogueMapExp<SrcExp, DType>, 
 
   struct Plan {
     typename SrcExp::Plan src_;
-    const DType* bias_;
-    const DType* residual_;  // dense, shaped like the output: element (y, x) at y * width_ + x
-    index_t width_;
-    IndexDiv row_step_;  // rows per channel (channels first)
-    IndexDiv channels_;
-    bool channels_last_, relu_;
+    ConvEpilogueApply<DType> apply_;
     TE_XINLINE DType Eval(index_t y, index_t x) const {
-      using Acc = typename std::conditional<is_low_precision<DType>::value, float, DType>::type;
-      Acc v = static_cast<Acc>(src_.Eval(y, x));
-      if (bias_ != nullptr) {
-        index_t c = x;
-        if (!channels_last_) {
-          const index_t r = row_step_.Div(y);
-          c = channels_.Rem(r, channels_.Div(r));
+      return apply_(static_cast<typename ConvEpilogueApply<DType>::Acc>(src_.Eval(y, x)), y, x);
+    }
+
+    // For the GPU's tiled transposes (expr/transpose.h's MappedPlanOf), which read the source tensor
+    // through a pointer and map what they read: the elements (y + i * step, x) of one column, the
+    // epilogue's parameters held by value. Channels last without a residual (a staged convolution's
+    // result) the column's bias is read once.
+    using MappedPlan = typename SrcExp::Plan;
+    TE_XINLINE const MappedPlan& mapped() const { return src_; }
+    struct Column {
+      using Acc = typename ConvEpilogueApply<DType>::Acc;
+      ConvEpilogueApply<DType> apply_;
+      index_t y_, x_, step_;
+      Acc bias_;  // the column's (channels last), else unused
+      TE_XINLINE DType operator()(DType value, index_t i) const {
+        if (apply_.channels_last_ && apply_.residual_ == nullptr) {
+          const Acc v = static_cast<Acc>(value) + bias_;
+          return static_cast<DType>(apply_.relu_ ? op::relu::Map(v) : v);
         }
-        v += static_cast<Acc>(bias_[c]);
+        return apply_(static_cast<Acc>(value), y_ + i * step_, x_);
       }
-      if (residual_ != nullptr) v += static_cast<Acc>(residual_[y * width_ + x]);
-      if (relu_) v = op::relu::Map(v);
-      return static_cast<DType>(v);
+    };
+    TE_XINLINE Column ColumnMap(index_t y, index_t x, index_t step) const {
+      using Acc = typename ConvEpilogueApply<DType>::Acc;
+      const bool column_bias = apply_.channels_last_ && apply_.bias_ != nullptr;
+      return Column{apply_, y, x, step, column_bias ? static_cast<Acc>(apply_.bias_[x]) : Acc(0)};
     }
   };
   Plan plan() const {
@@ -69,8 +105,8 @@ struct ConvEpilogueMapExp : public expr::Exp<ConvEpilogueMapExp<SrcExp, DType>, 
     // Channels first the channel is dimension 1: rows per channel are the dimensions between it and the last.
     const index_t row_step = channels_last_ ? 1 : s.ProdShape(2, kDim - 1);
     const index_t channels = channels_last_ ? s[kDim - 1] : s[1];
-    return Plan{src_.plan(),         ep_.bias,           ep_.residual,          s[kDim - 1],
-                IndexDiv::Make(row_step), IndexDiv::Make(channels), channels_last_, ep_.activation == ConvActivation::kRelu};
+    return Plan{src_.plan(), {ep_.bias, ep_.residual, s[kDim - 1], IndexDiv::Make(row_step), IndexDiv::Make(channels),
+                              channels_last_, ep_.activation == ConvActivation::kRelu}};
   }
 };
 
