@@ -433,6 +433,34 @@ TE_DEVICE_TEST_CASE("convolution channels last matches the float64 reference", "
   RunCase<Device, float, 3, 4>(stream, unbatched, ReqPattern(0));
 }
 
+// im2col_gemm's channels-last column rows padded with zeros to whole 16-byte vectors (an RGB stem's 147
+// entries in rows of 152 halves or 148 floats) and its forward's filters copied into rows as long: every
+// dtype, padded input rows, and workspaces that chunk the images and then one image's positions (the GPU
+// writes whole images' rows a block per output row, and chunks and padded inputs entry by entry).
+TE_DEVICE_TEST_CASE("convolution im2col_gemm pads channels-last column rows to whole vectors", "[conv][layout]") {
+  Case c = MakeCase({3, 3, 19, 17}, {7, 7}, {2, 2}, {3, 3}, {1, 1}, 5, 1, true);
+  ops::ConvGeometry g = ops::MakeConvGeometry(c.param, c.data);
+  g.channels_last = true;
+  REQUIRE(ops::ColumnRowStride(g, sizeof(half_t)) == 152);
+  REQUIRE(ops::ColumnRowStride(g, sizeof(float)) == 148);
+  REQUIRE(ops::ColumnRowStride(g, sizeof(double)) == 148);
+  c.param.layout = ops::Layout::kNHWC;
+  c.param.algorithm = "im2col_gemm";
+  RunCase<Device, float, 4, 4>(stream, c, ReqPattern(0));
+  RunCase<Device, double, 4, 4>(stream, c, ReqPattern(1));
+  RunCase<Device, half_t, 4, 4>(stream, c, ReqPattern(2));
+  RunCase<Device, bf16_t, 4, 4>(stream, c, ReqPattern(3));
+  c.padded_rows = true;
+  RunCase<Device, float, 4, 4>(stream, c, Reqs{kAddTo, kAddTo, kAddTo, kAddTo});
+  c.padded_rows = false;
+  for (double workspace_mb : {4e-2, 1e-2}) {
+    INFO("workspace " << workspace_mb << " MB");
+    c.param.workspace = workspace_mb;
+    RunCase<Device, float, 4, 4>(stream, c, Reqs{kWriteTo, kWriteTo, kWriteTo, kWriteTo});
+    RunCase<Device, half_t, 4, 4>(stream, c, Reqs{kAddTo, kAddTo, kAddTo, kAddTo});
+  }
+}
+
 TE_DEVICE_TEST_CASE("convolution every req on one geometry", "[conv]") {
   const Case c = MakeCase({2, 4, 7, 6}, {3, 3}, {2, 1}, {1, 2}, {1, 1}, 6, 2, true);
   for (OpReqType req : {kNullOp, kWriteTo, kWriteInplace, kAddTo}) {

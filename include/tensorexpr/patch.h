@@ -12,9 +12,10 @@
 // flatten (od, oh, ow)). Where the chunk's entries live:
 //   channels first (N, C, spatial...): entry (image i of the chunk, row r = c kk + k, position q of the
 //     chunk) at i image_stride + r row_stride + q, with r's kernel offset k = (kz kh + ky) kw + kx;
-//   channels last (N, spatial..., C): (nb pc, C kk), entry (i pc + q, (group kk + k) Cg + channel of the
-//     group), so each group's part is a (pc, Cg kk) matrix whose (offset, channel) order matches a
-//     (K, kernel..., C/G) weight.
+//   channels last (N, spatial..., C): (nb pc, C kk) in rows of row_stride >= C kk entries, entry
+//     (i pc + q, (group kk + k) Cg + channel of the group) at (i pc + q) row_stride + ..., so each group's
+//     part is a (pc, Cg kk) matrix whose (offset, channel) order matches a (K, kernel..., C/G) weight.
+//     A row's entries past C kk are zeros (a gemm may run its reduction over them).
 // Images are addressed as rows of their last dimension with a row stride (padded views work).
 #pragma once
 #include <string>
@@ -59,12 +60,17 @@ struct PatchChunk {
   static PatchChunk Whole(const PatchGeometry& g) { return PatchChunk{0, g.N, 0, g.OutSize()}; }
 };
 
-// Where a channels-first chunk's column entries live (see the top of this file).
+// Where a chunk's column entries live (see the top of this file).
 struct PatchColumns {
   index_t row_stride = 0, image_stride = 0;
-  // The convolution's buffer: image-major (nb, C kk, pc), dense.
+  // The convolution's buffer, image-major and dense: channels first (nb, C kk, pc), channels last
+  // (nb pc, C kk).
   static PatchColumns ImageMajor(const PatchGeometry& g, const PatchChunk& ch) {
-    return PatchColumns{ch.pc, g.ColRows() * ch.pc};
+    return g.channels_last ? PixelRows(ch, g.ColRows()) : PatchColumns{ch.pc, g.ColRows() * ch.pc};
+  }
+  // Channels last with rows of row_stride entries.
+  static PatchColumns PixelRows(const PatchChunk& ch, index_t row_stride) {
+    return PatchColumns{row_stride, ch.pc * row_stride};
   }
 };
 

@@ -171,13 +171,14 @@ void Col2ImRows(const PatchGeometry& g, const PatchChunk& ch, const Columns& col
 // Channels last: column rows [begin, end) of the chunk (one per (image, position)).
 template <typename DType>
 void Im2ColPixels(const PatchGeometry& g, const PatchChunk& ch, const DType* data, index_t data_stride, DType* col,
-                  index_t begin, index_t end) {
+                  index_t row_stride, index_t begin, index_t end) {
   const index_t kk = g.KernelSize(), row_len = g.ColRows(), Cg = g.Cg();
   const index_t D = g.in[0], H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2];
   for (index_t r = begin; r < end; ++r) {
     const index_t i = r / ch.pc, p = ch.p0 + r % ch.pc;
     const index_t ow = p % OW, oh = (p / OW) % OH, od = p / (OW * OH);
-    DType* dst = col + r * row_len;
+    DType* dst = col + r * row_stride;
+    std::fill(dst + row_len, dst + row_stride, DType(0));
     for (index_t kz = 0, koff = 0; kz < g.kernel[0]; ++kz)
       for (index_t ky = 0; ky < g.kernel[1]; ++ky)
         for (index_t kx = 0; kx < g.kernel[2]; ++kx, ++koff) {
@@ -244,15 +245,14 @@ void Col2Im(const PatchGeometry& g, const PatchChunk& ch, const DType* col, DTyp
 
 }  // namespace patch_cpu
 
-// col = the chunk's column matrix of data (patch.h's layouts; channels first in `layout`, channels last
-// dense), on the stream's threads.
+// col = the chunk's column matrix of data in `layout` (patch.h), on the stream's threads.
 template <typename DType>
 inline void Im2Col(Stream<cpu>* s, const PatchGeometry& g, const PatchChunk& ch, const PatchColumns& layout,
                    const DType* data, index_t data_stride, DType* col) {
   const StreamThreadScope threads(s);
   if (g.channels_last) {
-    ParallelFor(ch.nb * ch.pc, g.ColRows(), [&](index_t begin, index_t end) {
-      patch_cpu::Im2ColPixels(g, ch, data, data_stride, col, begin, end);
+    ParallelFor(ch.nb * ch.pc, layout.row_stride, [&](index_t begin, index_t end) {
+      patch_cpu::Im2ColPixels(g, ch, data, data_stride, col, layout.row_stride, begin, end);
     });
     return;
   }

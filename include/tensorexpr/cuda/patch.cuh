@@ -6,8 +6,12 @@
 //   im2col  channels first: one thread per (image, channel, output position), as in MXNet: it walks the
 //           kernel offsets and writes one column entry per offset, consecutive threads consecutive
 //           positions. Channels last: one thread per column entry, consecutive threads consecutive channels;
-//           its index splits into channel, kernel offset, group and position by IndexDiv (a multiply-high
+//           its index splits into row, channel, kernel offset and position by IndexDiv (a multiply-high
 //           each), since a hardware division per split cost more than the copy (the stem's 147-entry rows).
+//           A 2-D one in one group over whole images, its rows whole 16-byte vectors, runs a block per
+//           output row instead: the kernel's input rows go to shared memory once, and the column rows are
+//           written a vector per thread (ResNet-50's stem in fp16, N = 32, H200: 100 us where the
+//           entry-wise kernel took 239).
 //   col2im  one thread per input element, gathering the column entries that read it: no atomics, and the
 //           sum order is fixed, so results are deterministic. A 1x1 kernel without padding (channels
 //           first) reads each pixel at most once: one thread per column entry stores it into its pixel,
@@ -145,9 +149,9 @@ using DividerFor = std::conditional_t<sizeof(I) == 4, IndexDiv32, IndexDiv>;
 // The divisors the channels-last kernels split their indices by, fixed at launch, one set per kernel.
 template <typename I>
 struct Im2ColDivs {
-  DividerFor<I> channels_per_group, kernel_size, groups, positions, OW, OH, kw, kh;
-  Im2ColDivs(const PatchGeometry& g, const PatchChunk& ch)
-      : channels_per_group(Make(g.C / g.G)), kernel_size(Make(g.KernelSize())), groups(Make(g.G)),
+  DividerFor<I> row_stride, channels_per_group, kernel_size, positions, OW, OH, kw, kh;
+  Im2ColDivs(const PatchGeometry& g, const PatchChunk& ch, const PatchColumns& layout)
+      : row_stride(Make(layout.row_stride)), channels_per_group(Make(g.C / g.G)), kernel_size(Make(g.KernelSize())),
         positions(Make(ch.pc)), OW(Make(g.out[2])), OH(Make(g.out[1])), kw(Make(g.kernel[2])), kh(Make(g.kernel[1])) {}
   static DividerFor<I> Make(index_t d) { return DividerFor<I>::Make(d); }
 };
@@ -175,11 +179,17 @@ __global__ void __launch_bounds__(cuda::kMapBlock)
     Im2ColPixelsKernel(Geom<I> g, Chunk<I> ch, Im2ColDivs<I> div, const DType* __restrict__ data, I data_stride,
                        DType* __restrict__ col) {
   const I kk = g.kd * g.kh * g.kw, Cg = g.C / g.G;
-  const I total = ch.nb * ch.pc * g.C * kk;
+  const I total = ch.nb * ch.pc * ch.row_stride;
   for (I t = I(blockIdx.x) * I(blockDim.x) + I(threadIdx.x); t < total; t += I(blockDim.x) * I(gridDim.x)) {
-    // t = ((r G + gi) kk + koff) Cg + cg, r = i pc + q; p = (od OH + oh) OW + ow; koff = (kz kh + ky) kw + kx
-    I cg, koff, gi, q, ow, oh, kx, ky;
-    const I r = DivMod(div.groups, DivMod(div.kernel_size, DivMod(div.channels_per_group, t, &cg), &koff), &gi);
+    // t = r row_stride + j, j = (gi kk + koff) Cg + cg below C kk (zeros past it), r = i pc + q;
+    // p = (od OH + oh) OW + ow; koff = (kz kh + ky) kw + kx
+    I j, cg, koff, q, ow, oh, kx, ky;
+    const I r = DivMod(div.row_stride, t, &j);
+    if (j >= g.C * kk) {
+      col[t] = DType(0.0f);
+      continue;
+    }
+    const I gi = DivMod(div.kernel_size, DivMod(div.channels_per_group, j, &cg), &koff);
     const I i = DivMod(div.positions, r, &q);
     const I p = ch.p0 + q;
     const I od = DivMod(div.OH, DivMod(div.OW, p, &ow), &oh);
@@ -187,6 +197,45 @@ __global__ void __launch_bounds__(cuda::kMapBlock)
     const I z = od * g.sd - g.pd + kz * g.dd, y = oh * g.sh - g.ph + ky * g.dh, x = ow * g.sw - g.pw + kx * g.dw;
     const bool inside = z >= 0 && z < g.D && y >= 0 && y < g.H && x >= 0 && x < g.W;
     col[t] = inside ? data[((((ch.n0 + i) * g.D + z) * g.H + y) * g.W + x) * data_stride + gi * Cg + cg] : DType(0.0f);
+  }
+}
+
+// Channels last, 2-D, one group, whole images, rows of whole 16-byte vectors: a block per output row
+// (image, oh). Its kh input rows (W C entries each, zeros where they fall in the padding) are read into
+// shared memory once; then each thread writes kVector consecutive entries of a column row, walking
+// (ky, kx, c) from its first, past C kk into the row's zero tail. Offsets fit an int (Fits32).
+template <typename DType>
+__global__ void __launch_bounds__(cuda::kMapBlock)
+    Im2ColRowsKernel(Geom<int> g, int n0, int nb, const DType* __restrict__ data, int row_stride,
+                     DType* __restrict__ col) {
+  constexpr int kVector = 16 / sizeof(DType);
+  extern __shared__ uint4 shared_rows[];
+  DType* rows = reinterpret_cast<DType*>(shared_rows);
+  const int row_len = g.W * g.C, taps = g.kw * g.C, vectors_per_row = row_stride / kVector;
+  for (int b = blockIdx.x; b < nb * g.OH; b += gridDim.x) {
+    const int oh = b % g.OH, image = n0 + b / g.OH;
+    __syncthreads();  // the previous output row's reads are done
+    for (int e = threadIdx.x; e < g.kh * row_len; e += blockDim.x) {
+      const int ky = e / row_len, y = oh * g.sh - g.ph + ky * g.dh;
+      rows[e] = y >= 0 && y < g.H ? data[(image * g.H + y) * row_len + e - ky * row_len] : DType(0.0f);
+    }
+    __syncthreads();
+    DType* out = col + b * g.OW * row_stride;
+    for (int v = threadIdx.x; v < g.OW * vectors_per_row; v += blockDim.x) {
+      const int ow = v / vectors_per_row, j = (v - ow * vectors_per_row) * kVector;
+      int c = j % g.C, kx = j % taps / g.C, ky = j / taps;
+      alignas(16) DType entries[kVector];
+#pragma unroll
+      for (int e = 0; e < kVector; ++e) {
+        const int x = ow * g.sw - g.pw + kx * g.dw;
+        entries[e] = ky < g.kh && x >= 0 && x < g.W ? rows[(ky * g.W + x) * g.C + c] : DType(0.0f);
+        if (++c == g.C) {
+          c = 0;
+          if (++kx == g.kw) kx = 0, ++ky;
+        }
+      }
+      *reinterpret_cast<uint4*>(out + ow * row_stride + j) = *reinterpret_cast<const uint4*>(entries);
+    }
   }
 }
 
@@ -238,7 +287,7 @@ inline bool Fits32(index_t n) { return n >= 0 && n < index_t(INT_MAX); }
 inline bool Fits32(const PatchGeometry& g, const PatchChunk& ch, const PatchColumns& layout, index_t data_stride) {
   const index_t image_rows = (ch.n0 + ch.nb) * g.C * g.in[0] * g.in[1];  // channels last: pixels
   const index_t pixels = (ch.n0 + ch.nb) * g.InSize();
-  const index_t col_end = g.channels_last ? ch.nb * ch.pc * g.ColRows()
+  const index_t col_end = g.channels_last ? ch.nb * ch.pc * layout.row_stride
                                           : (ch.nb - 1) * layout.image_stride + g.ColRows() * layout.row_stride;
   // The coordinates the kernels form along each axis: up to the last window's last tap, and the input's
   // extent plus its padding.
@@ -247,7 +296,22 @@ inline bool Fits32(const PatchGeometry& g, const PatchChunk& ch, const PatchColu
     if (!Fits32(g.Reach(i)) || !Fits32(SaturatingAdd(g.in[i], g.pad[i])) || !Fits32(g.stride[i])) return false;
   return Fits32(ch.nb * g.C * std::max(g.InSize(), ch.pc)) && Fits32(col_end + ch.p0) &&
          Fits32((g.channels_last ? pixels : image_rows) * data_stride) && Fits32(g.OutSize() + ch.pc) &&
-         Fits32(ch.nb * ch.pc * g.ColRows());
+         Fits32(ch.nb * ch.pc * (g.channels_last ? layout.row_stride : g.ColRows()));
+}
+
+// Shared memory the rows kernel asks for: the kernel's input rows.
+template <typename DType>
+inline size_t Im2ColRowsBytes(const PatchGeometry& g) {
+  return sizeof(DType) * static_cast<size_t>(g.kernel[1]) * static_cast<size_t>(g.in[2] * g.C);
+}
+// Whether Im2ColRowsKernel takes the chunk (its 32-bit offsets checked by the caller: Fits32).
+template <typename DType>
+inline bool Im2ColTakesRows(const PatchGeometry& g, const PatchChunk& ch, const PatchColumns& layout,
+                            index_t data_stride, const DType* col) {
+  constexpr index_t kVector = 16 / sizeof(DType);
+  return g.channels_last && g.G == 1 && g.in[0] == 1 && g.kernel[0] == 1 && data_stride == g.C && ch.p0 == 0 &&
+         ch.pc == g.OutSize() && layout.row_stride % kVector == 0 && reinterpret_cast<uintptr_t>(col) % 16 == 0 &&
+         Im2ColRowsBytes<DType>(g) <= 48 * 1024 && Fits32(ch.nb * g.out[1]);
 }
 
 // A 1x1(x1) kernel without padding: each pixel is read by at most one output position.
@@ -261,9 +325,18 @@ template <typename I, typename DType>
 void Im2Col(cudaStream_t st, const PatchGeometry& g, const PatchChunk& ch, const PatchColumns& layout,
             const DType* data, index_t data_stride, DType* col) {
   if (g.channels_last) {
-    cuda::LaunchMap<&Im2ColPixelsKernel<DType, I>>(ch.nb * ch.pc * g.ColRows(), st, "channels-last im2col kernel",
-                                                   Geom<I>(g), Chunk<I>(ch, layout), Im2ColDivs<I>(g, ch), data,
-                                                   I(data_stride), col);
+    if constexpr (sizeof(I) == 4 && 16 % sizeof(DType) == 0) {
+      if (Im2ColTakesRows(g, ch, layout, data_stride, col)) {
+        const index_t blocks = std::min<index_t>(ch.nb * g.out[1], index_t(1) << 20);
+        Im2ColRowsKernel<DType><<<unsigned(blocks), cuda::kMapBlock, Im2ColRowsBytes<DType>(g), st>>>(
+            Geom<int>(g), int(ch.n0), int(ch.nb), data, int(layout.row_stride), col);
+        TE_CUDA_CHECK_LAUNCH("channels-last im2col rows kernel");
+        return;
+      }
+    }
+    cuda::LaunchMap<&Im2ColPixelsKernel<DType, I>>(ch.nb * ch.pc * layout.row_stride, st,
+                                                   "channels-last im2col kernel", Geom<I>(g), Chunk<I>(ch, layout),
+                                                   Im2ColDivs<I>(g, ch, layout), data, I(data_stride), col);
   } else {
     cuda::LaunchMap<&Im2ColKernel<DType, I>>(ch.nb * g.C * ch.pc, st, "im2col kernel", Geom<I>(g),
                                              Chunk<I>(ch, layout), data, I(data_stride), col);
@@ -321,8 +394,7 @@ void Col2Im(Stream<gpu>* s, const PatchGeometry& g, const PatchChunk& ch, const 
 
 }  // namespace patch_cuda
 
-// col = the chunk's column matrix of data (patch.h's layouts; channels first in `layout`, channels last
-// dense), on stream s.
+// col = the chunk's column matrix of data in `layout` (patch.h), on stream s.
 template <typename DType>
 inline void Im2Col(Stream<gpu>* s, const PatchGeometry& g, const PatchChunk& ch, const PatchColumns& layout,
                    const DType* data, index_t data_stride, DType* col) {
