@@ -149,6 +149,47 @@ void CheckEpilogues(const EpilogueCase& c, Stream<Device>* stream) {
 
 }  // namespace
 
+// epilogue_map's inputs, random, on the host (the float64 reference reads them) and on the device: the
+// source and the residual (shape), the output's old values (out_shape) and the bias of K channels.
+template <typename Device, typename DType, int dim>
+struct EpilogueMapInputs {
+  TensorContainer<cpu, dim, DType> src_h, res_h, old_h;
+  TensorContainer<cpu, 1, DType> bias_h;
+  TensorContainer<Device, dim, DType> src, res;
+  TensorContainer<Device, 1, DType> bias;
+
+  EpilogueMapInputs(const Shape<dim>& shape, const Shape<dim>& out_shape, index_t K, Stream<Device>* stream)
+      : src_h(Random(shape)), res_h(Random(shape)), old_h(Random(out_shape)), bias_h(Random(Shape1(K))),
+        src(ToDevice<Device>(src_h.view(), stream)), res(ToDevice<Device>(res_h.view(), stream)),
+        bias(ToDevice<Device>(bias_h.view(), stream)) {}
+
+  // The form: relu, bias and residual each on or off.
+  ops::ConvEpilogue<DType> Epilogue(bool relu, bool with_bias, bool with_residual) const {
+    ops::ConvEpilogue<DType> ep;
+    ep.active = true;
+    ep.activation = relu ? ops::ConvActivation::kRelu : ops::ConvActivation::kIdentity;
+    ep.bias = with_bias ? bias.dptr_ : nullptr;
+    ep.residual = with_residual ? res.dptr_ : nullptr;
+    return ep;
+  }
+  // The float64 result of ep over x (a source value, or the old output's in place) at channel c and
+  // flat source element f, stored by req onto the old output value.
+  double Want(const ops::ConvEpilogue<DType>& ep, OpReqType req, double x, index_t c, size_t f, double old) const {
+    double v = x + (ep.bias != nullptr ? Value(bias_h.dptr_[c]) : 0.0) + (ep.residual != nullptr ? Value(res_h.dptr_[f]) : 0.0);
+    if (ep.activation == ops::ConvActivation::kRelu) v = v > 0 ? v : 0.0;
+    return req == kAddTo ? old + v : v;
+  }
+  static double Value(DType v) { return double(static_cast<float>(v)); }
+
+ private:
+  template <int d>
+  static TensorContainer<cpu, d, DType> Random(const Shape<d>& shape) {
+    TensorContainer<cpu, d, DType> t(shape);
+    FillRandom(t.view());
+    return t;
+  }
+};
+
 // epilogue_map (<tensorexpr/ops/conv_epilogue_map.h>) by itself: every form (bias, residual, relu each on
 // or off), written and added, from another tensor and in place (x = epilogue_map(x), as the operator's
 // bias pass runs it), over channels-first tensors seen as (N, C, P) rows of whole images, over padded rows
@@ -157,12 +198,7 @@ template <typename Device, typename DType, int dim>
 void CheckEpilogueMap(const Shape<dim>& shape, bool channels_last, bool padded, Stream<Device>* stream) {
   const index_t K = channels_last ? shape[dim - 1] : shape[1];
   const double tol = std::is_same<DType, float>::value ? 1e-6 : te_test::Tol<DType>();
-  TensorContainer<cpu, dim, DType> sh(shape), rh(shape), oh(shape);
-  TensorContainer<cpu, 1, DType> bh(Shape1(K));
-  for (Tensor<cpu, dim, DType> t : {sh.view(), rh.view(), oh.view()}) FillRandom(t);
-  FillRandom(bh.view());
-  auto src = ToDevice<Device>(sh.view(), stream), res = ToDevice<Device>(rh.view(), stream);
-  auto bias = ToDevice<Device>(bh.view(), stream);
+  const EpilogueMapInputs<Device, DType, dim> in(shape, shape, K, stream);
   TensorContainer<Device, dim, DType> out(padded);
   out.set_stream(stream);
   out.Resize(shape);
@@ -176,28 +212,21 @@ void CheckEpilogueMap(const Shape<dim>& shape, bool channels_last, bool padded, 
                                          << (padded ? " padded" : "") << (in_place ? " in place" : "")
                                          << (relu ? ", relu" : "") << (with_bias ? ", bias" : "")
                                          << (with_residual ? ", residual" : "") << ", req " << int(req));
-            Copy(out.view(), oh.view(), stream);
-            ops::ConvEpilogue<DType> ep;
-            ep.active = true;
-            ep.activation = relu ? ops::ConvActivation::kRelu : ops::ConvActivation::kIdentity;
-            ep.bias = with_bias ? bias.dptr_ : nullptr;
-            ep.residual = with_residual ? res.dptr_ : nullptr;
+            Copy(out.view(), in.old_h.view(), stream);
+            const ops::ConvEpilogue<DType> ep = in.Epilogue(relu, with_bias, with_residual);
             if (in_place) {
               ops::WithEpilogueRows(channels_last, [&](auto o) { Assign(o, req, ops::epilogue_map(o, ep, channels_last)); },
                                     out.view());
             } else {
               ops::WithEpilogueRows(channels_last, [&](auto o, auto x) { Assign(o, req, ops::epilogue_map(x, ep, channels_last)); },
-                                    out.view(), src.view());
+                                    out.view(), in.src.view());
             }
             std::vector<double> want;
             index_t flat = 0;
             te_test::ForEachIndex(shape, [&](const Shape<dim>& i) {
-              const double old = double(static_cast<float>(oh.dptr_[flat]));
-              double v = (in_place ? old : double(static_cast<float>(sh.dptr_[flat]))) +
-                         (with_bias ? double(static_cast<float>(bh.dptr_[channels_last ? i[dim - 1] : i[1]])) : 0.0) +
-                         (with_residual ? double(static_cast<float>(rh.dptr_[flat])) : 0.0);
-              if (relu) v = v > 0 ? v : 0.0;
-              want.push_back(req == kAddTo ? old + v : v);
+              const double old = in.Value(in.old_h.dptr_[flat]);
+              const double x = in_place ? old : in.Value(in.src_h.dptr_[flat]);
+              want.push_back(in.Want(ep, req, x, channels_last ? i[dim - 1] : i[1], size_t(flat), old));
               ++flat;
             });
             auto got = ToHost(out.view());
@@ -228,13 +257,8 @@ void CheckTransposedEpilogueMap(const Shape<dim>& shape, bool channels_last, con
   const double tol = std::is_same<DType, float>::value ? 1e-6 : te_test::Tol<DType>();
   Shape<dim> out_shape;
   for (int i = 0; i < dim; ++i) out_shape[i] = shape[static_cast<int>(axes[i])];
-  TensorContainer<cpu, dim, DType> sh(shape), rh(shape), oh(out_shape);
-  TensorContainer<cpu, 1, DType> bh(Shape1(K));
-  for (Tensor<cpu, dim, DType> t : {sh.view(), rh.view(), oh.view()}) FillRandom(t);
-  FillRandom(bh.view());
-  auto src = ToDevice<Device>(sh.view(), stream), res = ToDevice<Device>(rh.view(), stream);
-  auto bias = ToDevice<Device>(bh.view(), stream);
-  auto out = ToDevice<Device>(oh.view(), stream);
+  const EpilogueMapInputs<Device, DType, dim> in(shape, out_shape, K, stream);
+  auto out = ToDevice<Device>(in.old_h.view(), stream);
   auto flat = [&shape](const Shape<dim>& i) {
     index_t f = 0;
     for (int d = 0; d < dim; ++d) f = f * shape[d] + i[d];
@@ -248,25 +272,17 @@ void CheckTransposedEpilogueMap(const Shape<dim>& shape, bool channels_last, con
                                        << (channels_last ? " channels last" : " channels first") << (relu ? ", relu" : "")
                                        << (with_bias ? ", bias" : "") << (with_residual ? ", residual" : "")
                                        << ", req " << int(req));
-          Copy(out.view(), oh.view(), stream);
-          ops::ConvEpilogue<DType> ep;
-          ep.active = true;
-          ep.activation = relu ? ops::ConvActivation::kRelu : ops::ConvActivation::kIdentity;
-          ep.bias = with_bias ? bias.dptr_ : nullptr;
-          ep.residual = with_residual ? res.dptr_ : nullptr;
-          Assign(out.view(), req, expr::transpose(ops::epilogue_map(src.view(), ep, channels_last), axes));
+          Copy(out.view(), in.old_h.view(), stream);
+          const ops::ConvEpilogue<DType> ep = in.Epilogue(relu, with_bias, with_residual);
+          Assign(out.view(), req, expr::transpose(ops::epilogue_map(in.src.view(), ep, channels_last), axes));
           std::vector<double> want;
           index_t o = 0;
           te_test::ForEachIndex(out_shape, [&](const Shape<dim>& i) {
             Shape<dim> from;
             for (int d = 0; d < dim; ++d) from[static_cast<int>(axes[d])] = i[d];
             const size_t f = flat(from);
-            const double old = double(static_cast<float>(oh.dptr_[o++]));
-            double v = double(static_cast<float>(sh.dptr_[f])) +
-                       (with_bias ? double(static_cast<float>(bh.dptr_[channels_last ? from[dim - 1] : from[1]])) : 0.0) +
-                       (with_residual ? double(static_cast<float>(rh.dptr_[f])) : 0.0);
-            if (relu) v = v > 0 ? v : 0.0;
-            want.push_back(req == kAddTo ? old + v : v);
+            const double old = in.Value(in.old_h.dptr_[o++]);
+            want.push_back(in.Want(ep, req, in.Value(in.src_h.dptr_[f]), channels_last ? from[dim - 1] : from[1], f, old));
           });
           auto got = ToHost(out.view());
           index_t k = 0;
