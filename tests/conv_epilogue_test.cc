@@ -274,7 +274,11 @@ void CheckTransposedEpilogueMap(const Shape<dim>& shape, bool channels_last, con
                                        << ", req " << int(req));
           Copy(out.view(), in.old_h.view(), stream);
           const ops::ConvEpilogue<DType> ep = in.Epilogue(relu, with_bias, with_residual);
-          Assign(out.view(), req, expr::transpose(ops::epilogue_map(in.src.view(), ep, channels_last), axes));
+          const auto moved = expr::transpose(ops::epilogue_map(in.src.view(), ep, channels_last), axes);
+          // The tiled transposes read the tensor under the map through a pointer; a plain plan does not.
+          static_assert(expr::TransposeTensorSource<decltype(moved.plan()), Device, dim, DType>::kMapped);
+          static_assert(!expr::TransposeTensorSource<decltype(in.src.view().plan()), Device, dim, DType>::kMapped);
+          Assign(out.view(), req, moved);
           std::vector<double> want;
           index_t o = 0;
           te_test::ForEachIndex(out_shape, [&](const Shape<dim>& i) {

@@ -170,21 +170,19 @@ inline TransposeAxesExp<SrcExp, DType, dim> transpose(const Exp<SrcExp, DType, e
 // A plan may map the elements of another plan one by one (conv_epilogue_map.h's, say), and say so for the
 // tiled transposes: `using MappedPlan` names the other plan, mapped() returns it, and ColumnMap(y, x, step)
 // returns f with f(v, i) its own element (y + i * step, x) from v, the mapped plan's element there.
-template <typename Plan, typename = void>
-struct MappedPlanOf {
+template <typename Plan>
+using MappedPlanOf = typename Plan::MappedPlan;
+// The plan a transpose's plan reads.
+template <typename Plan>
+using TransposedPlanOf = typename Plan::SrcPlan;
+// Member<Plan> (one of the two above) where Plan names it, else void.
+template <template <typename> class Member, typename Plan, typename = void>
+struct PlanMember {
   using type = void;
 };
-template <typename Plan>
-struct MappedPlanOf<Plan, std::void_t<typename Plan::MappedPlan>> {
-  using type = typename Plan::MappedPlan;
-};
-template <typename Plan, typename = void>
-struct TransposedPlanOf {
-  using type = void;
-};
-template <typename Plan>
-struct TransposedPlanOf<Plan, std::void_t<typename Plan::SrcPlan>> {
-  using type = typename Plan::SrcPlan;
+template <template <typename> class Member, typename Plan>
+struct PlanMember<Member, Plan, std::void_t<Member<Plan>>> {
+  using type = Member<Plan>;
 };
 
 // Where a transpose of a tensor reads, for the tiled transposes of both devices: the address of output
@@ -200,7 +198,8 @@ struct TransposeTensorSource {
   static constexpr bool k2D = dim == 2 && std::is_same<Plan, typename TransposeExp<Tensor<Device, 2, DType>>::Plan>::value;
   static constexpr bool kTensorSource = kAxes || k2D;
   static constexpr bool kMapped =
-      std::is_same<typename MappedPlanOf<typename TransposedPlanOf<Plan>::type>::type, TensorPlan>::value;
+      std::is_same<typename PlanMember<MappedPlanOf, typename PlanMember<TransposedPlanOf, Plan>::type>::type,
+                   TensorPlan>::value;
   static constexpr int kDim = dim;
   template <typename RowAt>
   TE_XINLINE static const TensorPlan& TensorOf(const RowAt& at) {
