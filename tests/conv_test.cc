@@ -459,6 +459,23 @@ TE_DEVICE_TEST_CASE("convolution im2col_gemm pads channels-last column rows to w
     RunCase<Device, float, 4, 4>(stream, c, Reqs{kWriteTo, kWriteTo, kWriteTo, kWriteTo});
     RunCase<Device, half_t, 4, 4>(stream, c, Reqs{kAddTo, kAddTo, kAddTo, kAddTo});
   }
+  // The GPU's rows kernel walks a row's taps: kernel rows of one tap, so that the zero tail past C kk
+  // spans seven of them (a 57 x 1 kernel on one channel, in rows of 64 halves or 60 floats); and a
+  // dilated kernel with unequal strides whose padding along W is wider than its reach (the border
+  // columns read no pixel), on 5 channels in rows of 48.
+  for (Case d : {MakeCase({2, 1, 60, 5}, {57, 1}, {1, 1}, {2, 0}, {1, 1}, 3, 1, true),
+                 MakeCase({2, 5, 11, 13}, {3, 3}, {1, 2}, {1, 5}, {2, 2}, 8, 1, true)}) {
+    ops::ConvGeometry dg = ops::MakeConvGeometry(d.param, d.data);  // (the case's data dims: N, C, H, W)
+    dg.channels_last = true;
+    d.param.layout = ops::Layout::kNHWC;
+    d.param.algorithm = "im2col_gemm";
+    INFO("kernel " << d.param.kernel[0] << "x" << d.param.kernel[1] << ", rows of " << ops::ColumnRowStride(dg, sizeof(half_t)));
+    REQUIRE(ops::ColumnRowStride(dg, sizeof(half_t)) % 8 == 0);
+    REQUIRE(ops::ColumnRowStride(dg, sizeof(half_t)) > dg.ColRows());
+    RunCase<Device, float, 4, 4>(stream, d, ReqPattern(0));
+    RunCase<Device, half_t, 4, 4>(stream, d, ReqPattern(1));
+    RunCase<Device, bf16_t, 4, 4>(stream, d, Reqs{kWriteTo, kWriteTo, kWriteTo, kWriteTo});
+  }
 }
 
 TE_DEVICE_TEST_CASE("convolution every req on one geometry", "[conv]") {

@@ -10,8 +10,8 @@
 //           each), since a hardware division per split cost more than the copy (the stem's 147-entry rows).
 //           A 2-D one in one group over whole images, its rows whole 16-byte vectors, runs a block per
 //           output row instead: the kernel's input rows go to shared memory once, and the column rows are
-//           written a vector per thread (ResNet-50's stem in fp16, N = 32, H200: 100 us where the
-//           entry-wise kernel took 239).
+//           written from there, a warp along each column row (ResNet-50's stem in fp16, N = 32, H200:
+//           82 us, where the entry-wise kernel took 239).
 //   col2im  one thread per input element, gathering the column entries that read it: no atomics, and the
 //           sum order is fixed, so results are deterministic. A 1x1 kernel without padding (channels
 //           first) reads each pixel at most once: one thread per column entry stores it into its pixel,
@@ -201,40 +201,61 @@ __global__ void __launch_bounds__(cuda::kMapBlock)
 }
 
 // Channels last, 2-D, one group, whole images, rows of whole 16-byte vectors: a block per output row
-// (image, oh). Its kh input rows (W C entries each, zeros where they fall in the padding) are read into
-// shared memory once; then each thread writes kVector consecutive entries of a column row, walking
-// (ky, kx, c) from its first, past C kk into the row's zero tail. Offsets fit an int (Fits32).
+// (image, oh). The kh input rows its windows read are copied into shared memory once, as the columns a
+// window reaches from the left padding's first (Reach(2) of them, zeros in the padding and in rows off the
+// image). Entry j of every column row of the output row then reads the same shared offset from its
+// window's first entry (ky shared rows on, kx dw C + c along), which the block tabulates once (-1 in the
+// row's zero tail past C kk). A warp writes pairs of consecutive entries of one column row, 64 at a
+// time, so that its lanes read neighbouring shared entries (few bank conflicts) and store whole lines;
+// a lane keeps its pair's offsets across the output positions it writes. Offsets fit an int (Fits32).
+//
+// The entries of a shared row: Reach(2) columns of C.
+inline index_t Im2ColSharedRow(const PatchGeometry& g) { return SaturatingMul(g.Reach(2), g.C); }
+struct Im2ColRowsDivs {
+  IndexDiv32 OH, taps, C;  // taps: kw C, the entries of one kernel row
+  explicit Im2ColRowsDivs(const PatchGeometry& g)
+      : OH(IndexDiv32::Make(g.out[1])), taps(IndexDiv32::Make(g.kernel[2] * g.C)), C(IndexDiv32::Make(g.C)) {}
+};
+template <typename DType>
+struct alignas(2 * sizeof(DType)) EntryPair {
+  DType first, second;
+};
 template <typename DType>
 __global__ void __launch_bounds__(cuda::kMapBlock)
-    Im2ColRowsKernel(Geom<int> g, int n0, int nb, const DType* __restrict__ data, int row_stride,
-                     DType* __restrict__ col) {
-  constexpr int kVector = 16 / sizeof(DType);
+    Im2ColRowsKernel(Geom<int> g, Im2ColRowsDivs div, int n0, int nb, int shared_row, const DType* __restrict__ data,
+                     int row_stride, DType* __restrict__ col) {
   extern __shared__ uint4 shared_rows[];
-  DType* rows = reinterpret_cast<DType*>(shared_rows);
-  const int row_len = g.W * g.C, taps = g.kw * g.C, vectors_per_row = row_stride / kVector;
+  int* offsets = reinterpret_cast<int*>(shared_rows);  // row_stride of them, then the rows
+  DType* rows = reinterpret_cast<DType*>(offsets + row_stride);
+  const int row_len = g.W * g.C, lead = g.pw * g.C, entries_per_row = g.kh * g.kw * g.C;
+  for (int j = threadIdx.x; j < row_stride; j += blockDim.x) {
+    int rem, c;
+    const int ky = div.taps.DivMod(j, &rem), kx = div.C.DivMod(rem, &c);
+    offsets[j] = j < entries_per_row ? ky * shared_row + kx * g.dw * g.C + c : -1;
+  }
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
   for (int b = blockIdx.x; b < nb * g.OH; b += gridDim.x) {
-    const int oh = b % g.OH, image = n0 + b / g.OH;
-    __syncthreads();  // the previous output row's reads are done
-    for (int e = threadIdx.x; e < g.kh * row_len; e += blockDim.x) {
-      const int ky = e / row_len, y = oh * g.sh - g.ph + ky * g.dh;
-      rows[e] = y >= 0 && y < g.H ? data[(image * g.H + y) * row_len + e - ky * row_len] : DType(0.0f);
+    int oh;
+    const int image = n0 + div.OH.DivMod(b, &oh);
+    __syncthreads();  // the table is written; the previous output row's reads are done
+    for (int ky = 0; ky < g.kh; ++ky) {
+      const int y = oh * g.sh - g.ph + ky * g.dh;
+      const bool on_image = y >= 0 && y < g.H;
+      const int from = on_image ? (image * g.H + y) * row_len - lead : 0;
+      for (int e = threadIdx.x; e < shared_row; e += blockDim.x)
+        rows[ky * shared_row + e] = on_image && e >= lead && e < lead + row_len ? data[from + e] : DType(0.0f);
     }
     __syncthreads();
     DType* out = col + b * g.OW * row_stride;
-    for (int v = threadIdx.x; v < g.OW * vectors_per_row; v += blockDim.x) {
-      const int ow = v / vectors_per_row, j = (v - ow * vectors_per_row) * kVector;
-      int c = j % g.C, kx = j % taps / g.C, ky = j / taps;
-      alignas(16) DType entries[kVector];
-#pragma unroll
-      for (int e = 0; e < kVector; ++e) {
-        const int x = ow * g.sw - g.pw + kx * g.dw;
-        entries[e] = ky < g.kh && x >= 0 && x < g.W ? rows[(ky * g.W + x) * g.C + c] : DType(0.0f);
-        if (++c == g.C) {
-          c = 0;
-          if (++kx == g.kw) kx = 0, ++ky;
-        }
+    for (int j = 2 * lane; j < row_stride; j += 64) {
+      const int first = offsets[j], second = offsets[j + 1];
+      for (int ow = warp; ow < g.OW; ow += warps) {
+        const DType* window = rows + ow * g.sw * g.C;
+        EntryPair<DType> pair;
+        pair.first = first >= 0 ? window[first] : DType(0.0f);
+        pair.second = second >= 0 ? window[second] : DType(0.0f);
+        *reinterpret_cast<EntryPair<DType>*>(out + ow * row_stride + j) = pair;
       }
-      *reinterpret_cast<uint4*>(out + ow * row_stride + j) = *reinterpret_cast<const uint4*>(entries);
     }
   }
 }
@@ -299,10 +320,12 @@ inline bool Fits32(const PatchGeometry& g, const PatchChunk& ch, const PatchColu
          Fits32(ch.nb * ch.pc * (g.channels_last ? layout.row_stride : g.ColRows()));
 }
 
-// Shared memory the rows kernel asks for: the kernel's input rows.
+// Shared memory the rows kernel asks for: its table of a column row's offsets, and the kernel's input
+// rows, Im2ColSharedRow entries each (saturated: Im2ColTakesRows bounds it).
 template <typename DType>
-inline size_t Im2ColRowsBytes(const PatchGeometry& g) {
-  return sizeof(DType) * static_cast<size_t>(g.kernel[1]) * static_cast<size_t>(g.in[2] * g.C);
+inline size_t Im2ColRowsBytes(const PatchGeometry& g, index_t row_stride) {
+  const index_t rows = SaturatingMul(SaturatingMul(Im2ColSharedRow(g), g.kernel[1]), index_t(sizeof(DType)));
+  return static_cast<size_t>(SaturatingAdd(SaturatingMul(row_stride, index_t(sizeof(int))), rows));
 }
 // Whether Im2ColRowsKernel takes the chunk (its 32-bit offsets checked by the caller: Fits32).
 template <typename DType>
@@ -311,7 +334,7 @@ inline bool Im2ColTakesRows(const PatchGeometry& g, const PatchChunk& ch, const 
   constexpr index_t kVector = 16 / sizeof(DType);
   return g.channels_last && g.G == 1 && g.in[0] == 1 && g.kernel[0] == 1 && data_stride == g.C && ch.p0 == 0 &&
          ch.pc == g.OutSize() && layout.row_stride % kVector == 0 && reinterpret_cast<uintptr_t>(col) % 16 == 0 &&
-         Im2ColRowsBytes<DType>(g) <= 48 * 1024 && Fits32(ch.nb * g.out[1]);
+         Im2ColRowsBytes<DType>(g, layout.row_stride) <= 48 * 1024 && Fits32(ch.nb * g.out[1]);
 }
 
 // A 1x1(x1) kernel without padding: each pixel is read by at most one output position.
@@ -328,8 +351,9 @@ void Im2Col(cudaStream_t st, const PatchGeometry& g, const PatchChunk& ch, const
     if constexpr (sizeof(I) == 4 && 16 % sizeof(DType) == 0) {
       if (Im2ColTakesRows(g, ch, layout, data_stride, col)) {
         const index_t blocks = std::min<index_t>(ch.nb * g.out[1], index_t(1) << 20);
-        Im2ColRowsKernel<DType><<<unsigned(blocks), cuda::kMapBlock, Im2ColRowsBytes<DType>(g), st>>>(
-            Geom<int>(g), int(ch.n0), int(ch.nb), data, int(layout.row_stride), col);
+        Im2ColRowsKernel<DType><<<unsigned(blocks), cuda::kMapBlock, Im2ColRowsBytes<DType>(g, layout.row_stride),
+                                  st>>>(Geom<int>(g), Im2ColRowsDivs(g), int(ch.n0), int(ch.nb),
+            int(Im2ColSharedRow(g)), data, int(layout.row_stride), col);
         TE_CUDA_CHECK_LAUNCH("channels-last im2col rows kernel");
         return;
       }
