@@ -25,7 +25,10 @@
 // Channels last in one group, a column row is padded with zeros to whole 16-byte vectors where that adds
 // at most an eighth (ColumnRowStride), and the forward's filters are copied into rows as long, after the
 // columns: the forward's gemm then reduces over aligned rows. (On ResNet-50's stem in fp16, N = 32, H200,
-// cuBLAS took 130 us over rows of 147 entries and 60 over rows of 152.)
+// cuBLAS took 130 us over rows of 147 entries and 60 over rows of 152.) There, in one group, a chunk's
+// forward product is one gemm whose rows are the output's (the chunk's images whole, or positions of
+// one image), and on the GPU its store applies the epilogue: bias, residual and relu in cuBLASLt's
+// kernel (gemm_epilogue.h), as pointwise_gemm's does.
 #pragma once
 #include <algorithm>
 #include <climits>
@@ -33,6 +36,7 @@
 #include <tensorexpr/expr/swapaxis.h>
 #include <tensorexpr/patch.h>
 #include <tensorexpr/ops/conv_algorithm.h>
+#include "gemm_epilogue.h"
 
 namespace tensorexpr {
 namespace ops {
@@ -109,6 +113,30 @@ class ConvIm2ColGemm : public ConvAlgorithm<Device, DType> {
  public:
   const char* Name() const override { return "im2col_gemm"; }
   ConvSupport CanImplement(const ConvProblem&, ConvPass) const override { return ConvSupport::Yes(); }
+  // Channels last in one group on the GPU, where cuBLASLt has a kernel for every chunk's product (the top
+  // of this file): written, or added without a residual or relu (C is the output then). The bias must
+  // start on a 16-byte boundary.
+  bool FusesEpilogue(const ConvProblem& pr, const ConvEpilogue<DType>& ep, ReqStore store) const override {
+    if constexpr (kGpuGemmEpilogue<Device, DType>) {
+      const ConvGeometry& g = pr.geom;
+      if (!g.channels_last || g.G != 1 || !detail::VectorAligned(ep.bias)) return false;
+      if (store.add && (ep.residual != nullptr || ep.activation != ConvActivation::kIdentity)) return false;
+      const Im2ColPlan plan = PlanOf(pr, ConvStores::Only(ConvPass::kForward, store));
+      const DType output{};  // (the query reads no pointer: any output stands for the one a run adds into)
+      const index_t P = g.OutSize();
+      // The chunks' rows: a whole chunk's, and the last one's where it is shorter.
+      const index_t whole = plan.images * plan.positions;
+      const index_t last = plan.positions == P ? g.N % plan.images * P : P % plan.positions;
+      for (index_t rows : {whole, last})
+        if (rows > 0 && !GpuGemmTakesEpilogue(ForwardCall(g, plan, nullptr, nullptr, nullptr, rows),
+                                               ConvStoreEpilogue(ep, store, &output), pr.math == ConvMath::kTF32,
+                                               FusedAlignment(pr, plan, ep), GemmWorkspaceLimit(pr, plan)))
+          return false;
+      return true;
+    } else {
+      return false;
+    }
+  }
   size_t WorkspaceBytes(const ConvProblem& pr, const ConvStores& st) const override {
     return static_cast<size_t>(PlanOf(pr, st).WorkspaceElems()) * sizeof(DType);
   }
@@ -120,7 +148,7 @@ class ConvIm2ColGemm : public ConvAlgorithm<Device, DType> {
     const Im2ColPlan plan = PlanOf(pr, st);
     DType* col = static_cast<DType*>(workspace);
     if (g.channels_last) {
-      RunChannelsLast(g, plan, t, st, col, s);
+      RunChannelsLast(pr, plan, t, st, col, s);
       return;
     }
     DType* joined_dy = plan.JoinsImages() ? col + plan.TailOffset() : nullptr;
@@ -172,6 +200,28 @@ class ConvIm2ColGemm : public ConvAlgorithm<Device, DType> {
     return PlanIm2Col(pr.geom, sizeof(DType), pr.workspace_limit, st.weight_grad.active);
   }
 
+  // Channels last in one group: the forward's product over `rows` output rows, y (rows, K) = col (rows,
+  // row_stride) . filters (K, row_stride)^T, the filters being W itself where the rows are not padded.
+  static expr::GemmCall<DType> ForwardCall(const ConvGeometry& g, const Im2ColPlan& plan, const DType* col,
+                                           const DType* filters, DType* out, index_t rows) {
+    const index_t ld = plan.row_stride;
+    return expr::RowMajorGemm(expr::RowMajorMatrix<DType>{const_cast<DType*>(col), rows, ld, ld}, false,
+                              expr::RowMajorMatrix<DType>{const_cast<DType*>(filters), g.K, ld, ld}, true,
+                              expr::RowMajorMatrix<DType>{out, rows, g.K, g.K});
+  }
+  // The alignment cuBLASLt's kernel is chosen for, the same at FusesEpilogue and at Run (so the same cached
+  // kernel runs wherever the allocator put the tensors): 16 bytes where the problem's tensors and the
+  // residual start on 16-byte boundaries and every chunk's rows do too, else the element's size.
+  static int FusedAlignment(const ConvProblem& pr, const Im2ColPlan& plan, const ConvEpilogue<DType>& ep) {
+    const bool rows = (plan.row_stride * sizeof(DType)) % 16 == 0 && (pr.geom.K * sizeof(DType)) % 16 == 0;
+    return pr.vector_aligned && rows && detail::VectorAligned(ep.residual) ? 16 : int(sizeof(DType));
+  }
+  // What the columns leave of the workspace limit, for cuBLASLt's own workspace.
+  static size_t GemmWorkspaceLimit(const ConvProblem& pr, const Im2ColPlan& plan) {
+    const size_t columns = sizeof(DType) * static_cast<size_t>(plan.WorkspaceElems());
+    return pr.workspace_limit > columns ? pr.workspace_limit - columns : 0;
+  }
+
   // Channels last, the images' products of the weight gradient adjoin: one product with the chunk's
   // positions as its reduction, but on the GPU a batch of per-image products summed through partials where
   // the filters are small (kSmallFilterValues). Float only (16-bit partials would round each image's
@@ -188,8 +238,9 @@ class ConvIm2ColGemm : public ConvAlgorithm<Device, DType> {
   //   forward      y_n[g][p0:p0+pc] = col_n[g] . W[g]^T  (padded rows: over the rows' zero tails too)
   //   weight grad  dW[g] (+)= sum over the chunk of dY_n[g][p0:p0+pc]^T . col_n[g]
   //   data grad    col_n[g] = dY_n[g][p0:p0+pc] . W[g];  dX = col2im(col)  (dense rows)
-  static void RunChannelsLast(const ConvGeometry& g, const Im2ColPlan& plan, const ConvTensors<DType>& t,
+  static void RunChannelsLast(const ConvProblem& pr, const Im2ColPlan& plan, const ConvTensors<DType>& t,
                               const ConvStores& st, DType* col, Stream<Device>* s) {
+    const ConvGeometry& g = pr.geom;
     const index_t P = g.OutSize(), K = g.K, Kg = g.Kg(), CKg = g.Cg() * g.KernelSize(), rows = g.ColRows();
     const index_t ld = plan.row_stride;
     // The forward's filters (Kg, reduction): W itself, or W copied into rows of ld with zero tails.
@@ -215,9 +266,18 @@ class ConvIm2ColGemm : public ConvAlgorithm<Device, DType> {
         const GemmOperand<const DType> out_grad{dy, K, P * K, Kg};
         if (st.out.active || st.weight_grad.active)
           Im2Col(s, g, ch, PatchColumns::PixelRows(ch, ld), t.data, t.data_stride, col);
-        if (st.out.active)
+        if (st.out.active && t.epilogue.active) {
+          // (FusesEpilogue: one group on the GPU) the chunk's rows of y, from row n0 P + p0
+          if constexpr (kGpuGemmEpilogue<Device, DType>) {
+            const index_t offset = (n0 * P + p0) * K;
+            GpuGemmWithEpilogue(s, ForwardCall(g, plan, col, filters.ptr, t.out + offset, nb * pc),
+                                ConvStoreEpilogue(t.epilogue, st.out, t.out, offset), pr.math == ConvMath::kTF32,
+                                FusedAlignment(pr, plan, t.epilogue), GemmWorkspaceLimit(pr, plan));
+          }
+        } else if (st.out.active) {
           GroupedGemm(s, pc, Kg, reduction, 1.0f, columns, Transposed(filters), st.out.beta(),
                       GemmOperand<DType>{t.out + (n0 * P + p0) * K, K, P * K, Kg}, nb, g.G);
+        }
         if (st.weight_grad.active) {
           const bool first = n0 == 0 && p0 == 0;
           GroupedGemm(s, Kg, CKg, pc, 1.0f, Transposed(out_grad), columns, first ? st.weight_grad.beta() : 1.0f,

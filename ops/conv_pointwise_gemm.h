@@ -222,12 +222,8 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
       // The problem the product runs on: a strided kernel's on its gathered pixels (Run's recursion).
       const ConvProblem run = pointwise::IsStrided(g) ? GatheredProblem(pr) : pr;
       const DType output{};  // (the query reads no pointer: any output stands for the one a run adds into)
-      try {
-        return GpuGemmEpilogueSupported(FusedForwardCall(run.geom, {}), StoreEpilogue(ep, store, &output),
-                                        run.math == ConvMath::kTF32, FusedAlignment(run, ep), run.workspace_limit);
-      } catch (const Error&) {
-        return false;  // cuBLASLt could not be set up: the plain gemm and a pass still can run
-      }
+      return GpuGemmTakesEpilogue(FusedForwardCall(run.geom, {}), ConvStoreEpilogue(ep, store, &output),
+                                  run.math == ConvMath::kTF32, FusedAlignment(run, ep), run.workspace_limit);
     } else {
       return false;
     }
@@ -268,7 +264,7 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
       if constexpr (kGpuEpilogue) {
         if (t.epilogue.active && st.out.active) {
           TE_CHECK(g.G == 1, "pointwise_gemm: an epilogue fuses into one group's product only, not ", g.G);
-          GpuGemmWithEpilogue(s, FusedForwardCall(g, t), StoreEpilogue(t.epilogue, st.out, t.out),
+          GpuGemmWithEpilogue(s, FusedForwardCall(g, t), ConvStoreEpilogue(t.epilogue, st.out, t.out),
                               pr.math == ConvMath::kTF32, FusedAlignment(pr, t.epilogue), pr.workspace_limit);
           rest.out = ReqStore{};
         }
@@ -297,10 +293,7 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
   }
 
  private:
-  // The dtypes ops/cuda/gemm_epilogue.cu is compiled for.
-  static constexpr bool kGpuEpilogue =
-      std::is_same<Device, gpu>::value && (std::is_same<DType, float>::value || std::is_same<DType, half_t>::value ||
-                                           std::is_same<DType, bf16_t>::value);
+  static constexpr bool kGpuEpilogue = kGpuGemmEpilogue<Device, DType>;
 
 
   // The channels-last forward of one group as one product: y (N P, K) = x (N P, C) . W (K, C)^T, the
@@ -316,14 +309,6 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
   // the residual are 16-byte aligned, else the element's size.
   static int FusedAlignment(const ConvProblem& pr, const ConvEpilogue<DType>& ep) {
     return pr.vector_aligned && detail::VectorAligned(ep.residual) ? 16 : int(sizeof(DType));
-  }
-  // The epilogue as the gemm's store applies it: the residual as its C, or the output itself when adding.
-  static GemmEpilogue<DType> StoreEpilogue(const ConvEpilogue<DType>& ep, ReqStore store, const DType* out) {
-    GemmEpilogue<DType> e;
-    e.relu = ep.activation == ConvActivation::kRelu;
-    e.bias = ep.bias;
-    e.c = store.add ? out : ep.residual;
-    return e;
   }
 
   // pointwise::StagedElems on the GPU; the CPU runs per image (OpenBLAS's per-image products measured
@@ -398,16 +383,12 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
       if (pr.geom.G != 1 || ep.residual != nullptr || !detail::VectorAligned(ep.bias)) return false;
       ConvGeometry last = pr.geom;
       last.channels_last = true;
-      const GemmEpilogue<DType> store = StoreEpilogue(ep, ReqStore{true, false}, staged.out);
+      const GemmEpilogue<DType> store = ConvStoreEpilogue(ep, ReqStore{true, false}, staged.out);
       const int alignment = detail::VectorAligned(staged.data, staged.weight, staged.out) ? 16 : int(sizeof(DType));
       const bool tf32 = pr.math == ConvMath::kTF32;
       const size_t staged_bytes = sizeof(DType) * static_cast<size_t>(StagedElems(pr));
       const size_t limit = pr.workspace_limit > staged_bytes ? pr.workspace_limit - staged_bytes : 0;
-      try {
-        if (!GpuGemmEpilogueSupported(FusedForwardCall(last, staged), store, tf32, alignment, limit)) return false;
-      } catch (const Error&) {
-        return false;  // cuBLASLt could not be set up: the plain gemm and the mapped transpose still can run
-      }
+      if (!GpuGemmTakesEpilogue(FusedForwardCall(last, staged), store, tf32, alignment, limit)) return false;
       GpuGemmWithEpilogue(s, FusedForwardCall(last, staged), store, tf32, alignment, limit);
       return true;
     } else {

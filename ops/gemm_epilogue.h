@@ -1,9 +1,12 @@
 // ops/gemm_epilogue.h — a gemm whose store applies the epilogue itself: bias per row of the column-major
 // result, an added matrix C, and a relu. On the GPU it is cuBLASLt's epilogue (ops/cuda/gemm_epilogue.cu);
 // pointwise_gemm fuses a channels-last convolution's epilogue (conv_algorithm.h's ConvEpilogue) into it,
-// where the output would otherwise take one more pass.
+// where the output would otherwise take one more pass, and so does im2col_gemm's channels-last forward
+// in one group, its column rows times the filters.
 #pragma once
+#include <type_traits>
 #include <tensorexpr/tensorexpr.h>
+#include <tensorexpr/ops/conv_algorithm.h>
 
 namespace tensorexpr {
 namespace ops {
@@ -29,6 +32,38 @@ bool GpuGemmEpilogueSupported(const expr::GemmCall<DType>& g, const GemmEpilogue
 template <typename DType>
 void GpuGemmWithEpilogue(Stream<gpu>* s, const expr::GemmCall<DType>& g, const GemmEpilogue<DType>& e, bool tf32,
                          int alignment, size_t workspace_limit);
+
+// The devices and dtypes ops/cuda/gemm_epilogue.cu is compiled for.
+template <typename Device, typename DType>
+constexpr bool kGpuGemmEpilogue =
+    std::is_same<Device, gpu>::value && (std::is_same<DType, float>::value || std::is_same<DType, half_t>::value ||
+                                         std::is_same<DType, bf16_t>::value);
+
+// GpuGemmEpilogueSupported, false where cuBLASLt could not be set up (the plain gemm and a pass still can
+// run).
+template <typename DType>
+bool GpuGemmTakesEpilogue(const expr::GemmCall<DType>& g, const GemmEpilogue<DType>& e, bool tf32, int alignment,
+                          size_t workspace_limit) {
+  try {
+    return GpuGemmEpilogueSupported(g, e, tf32, alignment, workspace_limit);
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+// A channels-last convolution's epilogue as the store of its product y (rows, K) = x (rows, .) . W^T
+// applies it: the column-major result is K x rows, so the bias runs along its rows; the residual is its
+// C, or the output itself where the store adds. The product's rows start `offset` elements into the
+// output `out` (a chunk of the images), and so into the residual.
+template <typename DType>
+GemmEpilogue<DType> ConvStoreEpilogue(const ConvEpilogue<DType>& ep, ReqStore store, const DType* out,
+                                      index_t offset = 0) {
+  GemmEpilogue<DType> e;
+  e.relu = ep.activation == ConvActivation::kRelu;
+  e.bias = ep.bias;
+  e.c = store.add ? out + offset : ep.residual != nullptr ? ep.residual + offset : nullptr;
+  return e;
+}
 
 }  // namespace ops
 }  // namespace tensorexpr

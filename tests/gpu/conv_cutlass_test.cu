@@ -48,6 +48,7 @@ struct Conv2d {
   index_t N, H, W, C, K, R, S;
   index_t stride = 1, dilate = 1, pad = 0, pad_end = 0;
   ops::Layout layout = ops::Layout::kNHWC;
+  double workspace_mb = 1024.0;
   index_t P() const { return (H + pad + pad_end - dilate * (R - 1) - 1) / stride + 1; }
   index_t Q() const { return (W + pad + pad_end - dilate * (S - 1) - 1) / stride + 1; }
   ops::ConvolutionParam Param(const std::string& algorithm) const {
@@ -61,6 +62,7 @@ struct Conv2d {
     p.no_bias = true;
     p.layout = layout;
     p.algorithm = algorithm;
+    p.workspace = workspace_mb;
     return p;
   }
 };
@@ -300,7 +302,7 @@ void CheckFusedEpilogue(const Conv2d& c, Stream<gpu>* stream, double tol, const 
   bias.set_stream(stream);
   Copy(bias.view(), bh.view(), stream);
   const ops::ConvolutionParam param = c.Param(algorithm);
-  const bool cutlass = std::string(algorithm) == kCutlass;
+  const bool cutlass = std::string(algorithm) == kCutlass, im2col = std::string(algorithm) == "im2col_gemm";
   INFO(algorithm << ": N " << c.N << " H " << c.H << " W " << c.W << " C " << c.C << " K " << c.K << " kernel " << c.R
                  << "x" << c.S << " stride " << c.stride << " " << ops::LayoutName(c.layout) << " dtype "
                  << DataType<DType>::name() << MathLabel(stream));
@@ -318,15 +320,21 @@ void CheckFusedEpilogue(const Conv2d& c, Stream<gpu>* stream, double tol, const 
   // residual. So does the RGB stem, folded to 6 of 8 channels: in half it must fuse bias and relu.)
   // (pointwise_gemm's channels-first forward of a batch of narrow images runs staged, and applies bias and
   // relu as it moves its channels-last result back: every req, no residual.)
-  const bool staged_first = !cutlass && first && c.N > 1 && c.P() * c.Q() < 256;
+  const bool staged_first = !cutlass && !im2col && first && c.N > 1 && c.P() * c.Q() < 256;
   // (Image by image, a 16-bit or TF32 channels-first forward on 8-aligned channels and pixels runs the
   // row-bias gemm where this build has one for this GPU: the whole form. Strict float and 3xTF32 do not.)
   const bool row_bias_math = !std::is_same<DType, float>::value || UsesTF32(stream);
-  const bool row_bias = !cutlass && first && !staged_first && row_bias_math && c.C % 8 == 0 && c.K % 8 == 0 &&
+  const bool row_bias = !cutlass && !im2col && first && !staged_first && row_bias_math && c.C % 8 == 0 && c.K % 8 == 0 &&
                         (c.P() * c.Q()) % 8 == 0 && RowBiasGemmsHere();
+  // (im2col_gemm fuses channels last where its column rows and the output's are whole 16-byte vectors:
+  // C R S entries, or padded to them where that adds at most an eighth, ops::ColumnRowStride.)
+  const index_t vector = 16 / sizeof(DType), taps = c.C * c.R * c.S, padded = (taps + vector - 1) / vector * vector;
+  const bool im2col_rows = !first && c.K % vector == 0 && (padded - taps) * 8 <= taps;
   const bool whole_form = cutlass ? std::is_same<DType, half_t>::value && !first && c.C % 8 == 0 && c.C != 8 &&
                                         c.K % 8 == 0
-                                  : first ? staged_first || row_bias : c.C % 8 == 0 && c.K % 8 == 0;
+                          : im2col ? im2col_rows
+                          : first  ? staged_first || row_bias
+                                   : c.C % 8 == 0 && c.K % 8 == 0;
   const bool stem = cutlass && std::is_same<DType, half_t>::value && !first && c.C == 3 && c.R == 7 && c.K % 8 == 0;
   for (const bool relu : {false, true})
     for (const bool with_bias : {true, false})
@@ -953,5 +961,38 @@ TEST_CASE("CUTLASS implicit GEMM on an input with padded rows: the input staged,
   CHECK(DifferingElements(y.view(), y_padded.view()) == 0);
   CHECK(DifferingElements(dx.view(), dx_padded) == 0);
   CHECK(DifferingElements(dw.view(), dw_padded.view()) == 0);
+  DeleteStream(s);
+}
+
+// im2col_gemm's fused epilogue (cuBLASLt), channels last in one group, forced by name: an RGB stem (its
+// rows padded from 147 entries to 152 halves or 148 floats), a 3x3 layer on 16 channels, odd channels
+// (13: rows of 117 padded to 120 halves or floats), odd filters (13: output rows off 16 bytes), and the
+// stem under workspaces that chunk the images, then one image's positions (each chunk's product
+// offsets the residual and the output); in half, bf16, TF32 and strict fp32. Channels first, it does not
+// fuse (the output is checked untouched).
+TEST_CASE("im2col_gemm fused epilogue: bias, residual and relu in the cuBLASLt gemm's store, every req",
+          "[gpu][conv][epilogue]") {
+  if (!te_test::HaveGPU()) {
+    WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");
+    return;
+  }
+  Stream<gpu>* s = NewStream<gpu>(false);
+  std::vector<Conv2d> shapes = {{2, 12, 11, 3, 16, 7, 7, 2, 1, 3, 3}, {2, 9, 9, 16, 24, 3, 3, 1, 1, 1, 1},
+                                {2, 9, 9, 13, 16, 3, 3, 1, 1, 1, 1},  {2, 9, 9, 16, 13, 3, 3, 1, 1, 1, 1}};
+  for (double workspace_mb : {16e-3, 8e-3}) {
+    shapes.push_back(shapes[0]);
+    shapes.back().workspace_mb = workspace_mb;
+  }
+  shapes.push_back(shapes[0]);
+  shapes.back().layout = ops::Layout::kNCHW;
+  for (const Conv2d& c : shapes) {
+    INFO("workspace " << c.workspace_mb << " MB");
+    CheckFusedEpilogue<half_t>(c, s, 1e-2, "im2col_gemm");
+    CheckFusedEpilogue<bf16_t>(c, s, 2e-2, "im2col_gemm");
+    s->set_tf32(true);
+    CheckFusedEpilogue<float>(c, s, 2e-3, "im2col_gemm");
+    s->set_tf32(false);
+    CheckFusedEpilogue<float>(c, s, 1e-5, "im2col_gemm");
+  }
   DeleteStream(s);
 }
