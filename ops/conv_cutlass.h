@@ -33,6 +33,7 @@
 #include <type_traits>
 #include <tensorexpr/cuda/tensorexpr_cuda.cuh>
 #include <tensorexpr/ops/conv_algorithm.h>
+#include "conv_im2col_gemm.h"
 #include "conv_recent.h"
 #include "cuda/cutlass/conv_kernels.h"
 
@@ -56,10 +57,10 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
   // Tensor cores beat im2col + cuBLAS while padding at most quadruples the products (PaddedProducts: the
   // channels staged up to the kernel's vectors, the output up to whole tiles, the forward's and data
   // gradient's reductions up to tile_k). On ResNet-50's stem (3 channels; fp16, N = 32, H200,
-  // bench/conv_bench) the forward (folded: 1.7 times) and the weight gradient beat im2col_gemm by far.
-  // With im2col_gemm's column rows padded to whole vectors, its channels-last stem forward came close in
-  // 16-bit (fp16 0.175 ms against 0.183, bf16 0.176 against 0.186) but lost in TF32 (0.240 against 0.213)
-  // and once fused (fp16 conv + bias + relu 0.220 with a pass; the fixed-channels kernel fuses both).
+  // bench/conv_bench) the weight gradient beats im2col_gemm by far. Its 16-bit channels-last forward is
+  // im2col_gemm's (StemRowsOnIm2Col): column rows padded to whole vectors, written by the rows kernel,
+  // then cuBLAS, with the epilogue in cuBLASLt's store, took 0.159 ms in fp16 (fused 0.154) against the
+  // folded fixed-channels kernel's 0.183; in TF32 it lost (0.240 against 0.213: twice the column bytes).
   // Its folded data gradient padded 6.3 times in tiles 64 wide and still beat im2col_gemm (0.48 against
   // 0.66 ms; unfolded, 21 times, it lost: 0.76); the slim tile pads it 3.1 times.
   // Strict fp32's SIMT kernels, channels last: the weight gradient of kernels other than an unpadded 1x1
@@ -80,6 +81,7 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
       if (pass == ConvPass::kBackwardWeight) return !g.IsOneByOne() && g.FilterValuesPerGroup() < kSmallFilterValues;
       return pass == ConvPass::kBackwardData && g.IsOneByOne() && !g.IsPointwise();
     }
+    if (pass == ConvPass::kForward && p.kernel->fixed_channels && StemRowsOnIm2Col(pr.geom)) return false;
     long long mnk[3];
     p.kernel->gemm_size(KernelShape(pr, *p.kernel, pr.geom.C, pr.geom.K, 1), mnk);
     // 3xTF32 runs three times TF32's products: it is taken with less padding (a guess, not yet timed).
@@ -203,6 +205,11 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
   }
 
  private:
+  // A 16-bit channels-last stem in one group whose column rows im2col_gemm pads to whole vectors (an RGB
+  // stem's 147 entries to 152): its forward goes there (Recommended).
+  static bool StemRowsOnIm2Col(const ConvGeometry& g) {
+    return sizeof(DType) == 2 && g.channels_last && g.G == 1 && ColumnRowStride(g, sizeof(DType)) != g.ColRows();
+  }
   static constexpr ConvPass kPasses[3] = {ConvPass::kForward, ConvPass::kBackwardData, ConvPass::kBackwardWeight};
   static constexpr cutlass_conv::Element kElement =
       std::is_same<DType, float>::value    ? cutlass_conv::Element::kF32

@@ -1380,6 +1380,48 @@ TEST_CASE("convolution: the GPU heuristic takes CUTLASS's SIMT weight gradient f
   ops::ReleaseConvCaches<gpu>();
   DeleteStream(stream);
 }
+
+// An RGB stem, channels last: the forward in half and bf16 goes to im2col_gemm (column rows padded to
+// whole vectors, the rows kernel, cuBLAS), whose store fuses the epilogue; the weight gradient stays
+// CUTLASS's. Both are checked against float64.
+template <typename DType>
+void CheckStemForwardOnIm2Col(Stream<gpu>* stream) {
+  const auto* cutlass = ops::ConvRegistry<gpu, DType>::Get().Find("cutlass_implicit_gemm");
+  Case stem = MakeCase({2, 3, 15, 14}, {7, 7}, {2, 2}, {3, 3}, {1, 1}, 64, 1, true);
+  stem.param.layout = ops::Layout::kNHWC;
+  const ops::ConvProblem pr = ops::MakeConvProblem<gpu, DType>(
+      ops::MakeConvGeometry(stem.param, ChannelsLastShape(stem.data, stem.batched)), stream, true, stem.param.workspace);
+  if (!cutlass->CanImplement(pr, ops::ConvPass::kForward).ok) {
+    WARN("skipped: no " << DataType<DType>::name() << " stem kernel in this build");
+    return;
+  }
+  CHECK_FALSE(cutlass->Recommended(pr, ops::ConvPass::kForward));
+  CHECK(cutlass->Recommended(pr, ops::ConvPass::kBackwardWeight));
+  std::vector<std::string> log;
+  ops::SetConvLog([&](const std::string& line) { log.push_back(line); });
+  ops::ReleaseConvCaches<gpu>();
+  RunCase<gpu, DType, 4, 4>(stream, stem, Reqs{kWriteTo, kNullOp, kWriteTo, kNullOp});
+  ops::SetConvLog(nullptr);
+  const std::string forward = std::string("forward ") + DataType<DType>::name();
+  const auto line = std::find_if(log.begin(), log.end(), [&](const std::string& l) { return l.find(forward) != std::string::npos; });
+  REQUIRE(line != log.end());
+  CHECK(line->find("-> im2col_gemm (heuristic)") != std::string::npos);
+  ops::ReleaseConvCaches<gpu>();
+}
+TEST_CASE("convolution: the GPU heuristic takes im2col_gemm for a channels-last stem's 16-bit forward", "[gpu][conv]") {
+  if (!HaveGPU()) {
+    WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");
+    return;
+  }
+  if (ops::ConvRegistry<gpu, half_t>::Get().Find("cutlass_implicit_gemm") == nullptr) {
+    WARN("skipped: this build has no CUTLASS kernels");
+    return;
+  }
+  Stream<gpu>* stream = NewStream<gpu>();
+  CheckStemForwardOnIm2Col<half_t>(stream);
+  CheckStemForwardOnIm2Col<bf16_t>(stream);
+  DeleteStream(stream);
+}
 #endif
 
 // Winograd, forced (forward and data gradient; the weight's req kNullOp): outputs that are not a whole
