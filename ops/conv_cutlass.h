@@ -81,7 +81,7 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
       if (pass == ConvPass::kBackwardWeight) return !g.IsOneByOne() && g.FilterValuesPerGroup() < kSmallFilterValues;
       return pass == ConvPass::kBackwardData && g.IsOneByOne() && !g.IsPointwise();
     }
-    if (pass == ConvPass::kForward && p.kernel->fixed_channels && StemRowsOnIm2Col(pr.geom)) return false;
+    if (pass == ConvPass::kForward && p.kernel->fixed_channels && StemRowsOnIm2Col(pr)) return false;
     long long mnk[3];
     p.kernel->gemm_size(KernelShape(pr, *p.kernel, pr.geom.C, pr.geom.K, 1), mnk);
     // 3xTF32 runs three times TF32's products: it is taken with less padding (a guess, not yet timed).
@@ -206,9 +206,14 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
 
  private:
   // A 16-bit channels-last stem in one group whose column rows im2col_gemm pads to whole vectors (an RGB
-  // stem's 147 entries to 152): its forward goes there (Recommended).
-  static bool StemRowsOnIm2Col(const ConvGeometry& g) {
-    return sizeof(DType) == 2 && g.channels_last && g.G == 1 && ColumnRowStride(g, sizeof(DType)) != g.ColRows();
+  // stem's 147 entries to 152), of a dense input that its workspace takes whole images of, and that the
+  // rows kernel takes (cuda/patch.cuh): its forward goes there (Recommended).
+  static bool StemRowsOnIm2Col(const ConvProblem& pr) {
+    const ConvGeometry& g = pr.geom;
+    if (sizeof(DType) != 2 || !g.channels_last || g.G != 1 || !pr.data_contiguous) return false;
+    const Im2ColPlan plan = PlanIm2Col(g, sizeof(DType), pr.workspace_limit);
+    return plan.row_stride != g.ColRows() && plan.positions == g.OutSize() &&
+           patch_cuda::Im2ColRowsFit<DType>(g, plan.row_stride);
   }
   static constexpr ConvPass kPasses[3] = {ConvPass::kForward, ConvPass::kBackwardData, ConvPass::kBackwardWeight};
   static constexpr cutlass_conv::Element kElement =

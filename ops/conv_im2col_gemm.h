@@ -269,10 +269,13 @@ class ConvIm2ColGemm : public ConvAlgorithm<Device, DType> {
         if (st.out.active && t.epilogue.active) {
           // (FusesEpilogue: one group on the GPU) the chunk's rows of y, from row n0 P + p0
           if constexpr (kGpuGemmEpilogue<Device, DType>) {
+            TE_CHECK(g.G == 1, "im2col_gemm: an epilogue fuses into one group's product only, not ", g.G);
             const index_t offset = (n0 * P + p0) * K;
             GpuGemmWithEpilogue(s, ForwardCall(g, plan, col, filters.ptr, t.out + offset, nb * pc),
                                 ConvStoreEpilogue(t.epilogue, st.out, t.out, offset), pr.math == ConvMath::kTF32,
                                 FusedAlignment(pr, plan, t.epilogue), GemmWorkspaceLimit(pr, plan));
+          } else {
+            TE_CHECK(false, "im2col_gemm: an epilogue fuses on the GPU in float, half and bf16 only");
           }
         } else if (st.out.active) {
           GroupedGemm(s, pc, Kg, reduction, 1.0f, columns, Transposed(filters), st.out.beta(),

@@ -460,11 +460,13 @@ TE_DEVICE_TEST_CASE("convolution im2col_gemm pads channels-last column rows to w
     RunCase<Device, half_t, 4, 4>(stream, c, Reqs{kAddTo, kAddTo, kAddTo, kAddTo});
   }
   // The GPU's rows kernel walks a row's taps: kernel rows of one tap, so that the zero tail past C kk
-  // spans seven of them (a 57 x 1 kernel on one channel, in rows of 64 halves or 60 floats); and a
-  // dilated kernel with unequal strides whose padding along W is wider than its reach (the border
-  // columns read no pixel), on 5 channels in rows of 48.
+  // spans seven of them (a 57 x 1 kernel on one channel, in rows of 64 halves or 60 floats); a dilated
+  // kernel with unequal strides whose padding along W reaches as far as its windows (the first column's
+  // window reads no pixel), on 5 channels in rows of 48; and one column whose padding before it is wider
+  // than the shared row the windows reach (stride 8: the one window lies in the padding).
   for (Case d : {MakeCase({2, 1, 60, 5}, {57, 1}, {1, 1}, {2, 0}, {1, 1}, 3, 1, true),
-                 MakeCase({2, 5, 11, 13}, {3, 3}, {1, 2}, {1, 5}, {2, 2}, 8, 1, true)}) {
+                 MakeCase({2, 5, 11, 13}, {3, 3}, {1, 2}, {1, 5}, {2, 2}, 8, 1, true),
+                 MakeCase({2, 5, 6, 1}, {3, 1}, {1, 8}, {1, 3}, {1, 1}, 8, 1, true)}) {
     ops::ConvGeometry dg = ops::MakeConvGeometry(d.param, d.data);  // (the case's data dims: N, C, H, W)
     dg.channels_last = true;
     d.param.layout = ops::Layout::kNHWC;
@@ -472,10 +474,29 @@ TE_DEVICE_TEST_CASE("convolution im2col_gemm pads channels-last column rows to w
     INFO("kernel " << d.param.kernel[0] << "x" << d.param.kernel[1] << ", rows of " << ops::ColumnRowStride(dg, sizeof(half_t)));
     REQUIRE(ops::ColumnRowStride(dg, sizeof(half_t)) % 8 == 0);
     REQUIRE(ops::ColumnRowStride(dg, sizeof(half_t)) > dg.ColRows());
+#if defined(__CUDACC__)
+    // (the rows kernel takes these whole-batch runs: the cases check it, not the entry-wise kernel)
+    CHECK(patch_cuda::Im2ColRowsFit<half_t>(dg, ops::ColumnRowStride(dg, sizeof(half_t))));
+    CHECK(patch_cuda::Im2ColRowsFit<float>(dg, ops::ColumnRowStride(dg, sizeof(float))));
+#endif
     RunCase<Device, float, 4, 4>(stream, d, ReqPattern(0));
     RunCase<Device, half_t, 4, 4>(stream, d, ReqPattern(1));
     RunCase<Device, bf16_t, 4, 4>(stream, d, Reqs{kWriteTo, kWriteTo, kWriteTo, kWriteTo});
   }
+  // 3-D, one input depth padded: three output depths, which a kernel of one output depth per image must not
+  // write as one.
+  Case deep = MakeCase({2, 5, 1, 7, 6}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 8, 1, true);
+  ops::ConvGeometry deep_g = ops::MakeConvGeometry(deep.param, deep.data);
+  deep_g.channels_last = true;
+  REQUIRE(deep_g.out[0] == 3);
+  REQUIRE(ops::ColumnRowStride(deep_g, sizeof(half_t)) == 48);
+#if defined(__CUDACC__)
+  CHECK_FALSE(patch_cuda::Im2ColRowsFit<half_t>(deep_g, 48));
+#endif
+  deep.param.layout = ops::Layout::kNHWC;
+  deep.param.algorithm = "im2col_gemm";
+  RunCase<Device, float, 5, 5>(stream, deep, ReqPattern(0));
+  RunCase<Device, half_t, 5, 5>(stream, deep, ReqPattern(1));
 }
 
 TE_DEVICE_TEST_CASE("convolution every req on one geometry", "[conv]") {

@@ -209,8 +209,12 @@ __global__ void __launch_bounds__(cuda::kMapBlock)
 // time, so that its lanes read neighbouring shared entries (few bank conflicts) and store whole lines;
 // a lane keeps its pair's offsets across the output positions it writes. Offsets fit an int (Fits32).
 //
-// The entries of a shared row: Reach(2) columns of C.
+// The entries of a shared row: Reach(2) columns of C; and those of the left padding in it, pw C (at most
+// the row: a stride may carry every window past the padding).
 inline index_t Im2ColSharedRow(const PatchGeometry& g) { return SaturatingMul(g.Reach(2), g.C); }
+inline index_t Im2ColSharedLead(const PatchGeometry& g) {
+  return std::min(SaturatingMul(g.pad[2], g.C), Im2ColSharedRow(g));
+}
 struct Im2ColRowsDivs {
   IndexDiv32 OH, taps, C;  // taps: kw C, the entries of one kernel row
   explicit Im2ColRowsDivs(const PatchGeometry& g)
@@ -222,12 +226,13 @@ struct alignas(2 * sizeof(DType)) EntryPair {
 };
 template <typename DType>
 __global__ void __launch_bounds__(cuda::kMapBlock)
-    Im2ColRowsKernel(Geom<int> g, Im2ColRowsDivs div, int n0, int nb, int shared_row, const DType* __restrict__ data,
-                     int row_stride, DType* __restrict__ col) {
+    Im2ColRowsKernel(Geom<int> g, Im2ColRowsDivs div, int n0, int nb, int shared_row, int lead,
+                     const DType* __restrict__ data, int row_stride, DType* __restrict__ col) {
+  static_assert(sizeof(DType) <= 8, "pairs of entries are at most 16 bytes");
   extern __shared__ uint4 shared_rows[];
   int* offsets = reinterpret_cast<int*>(shared_rows);  // row_stride of them, then the rows
   DType* rows = reinterpret_cast<DType*>(offsets + row_stride);
-  const int row_len = g.W * g.C, lead = g.pw * g.C, entries_per_row = g.kh * g.kw * g.C;
+  const int row_len = g.W * g.C, entries_per_row = g.kh * g.kw * g.C;
   for (int j = threadIdx.x; j < row_stride; j += blockDim.x) {
     int rem, c;
     const int ky = div.taps.DivMod(j, &rem), kx = div.C.DivMod(rem, &c);
@@ -243,7 +248,7 @@ __global__ void __launch_bounds__(cuda::kMapBlock)
       const bool on_image = y >= 0 && y < g.H;
       const int from = on_image ? (image * g.H + y) * row_len - lead : 0;
       for (int e = threadIdx.x; e < shared_row; e += blockDim.x)
-        rows[ky * shared_row + e] = on_image && e >= lead && e < lead + row_len ? data[from + e] : DType(0.0f);
+        rows[ky * shared_row + e] = on_image && e >= lead && e - lead < row_len ? data[from + e] : DType(0.0f);
     }
     __syncthreads();
     DType* out = col + b * g.OW * row_stride;
@@ -327,14 +332,25 @@ inline size_t Im2ColRowsBytes(const PatchGeometry& g, index_t row_stride) {
   const index_t rows = SaturatingMul(SaturatingMul(Im2ColSharedRow(g), g.kernel[1]), index_t(sizeof(DType)));
   return static_cast<size_t>(SaturatingAdd(SaturatingMul(row_stride, index_t(sizeof(int))), rows));
 }
-// Whether Im2ColRowsKernel takes the chunk (its 32-bit offsets checked by the caller: Fits32).
+// The shared memory the rows kernel may ask for: its rows and table for ResNet-50's 3x3 layers at 7x7 in
+// float with 512 channels (73 KB), two blocks to an SM of the GPUs it is built for.
+constexpr size_t kIm2ColRowsMaxBytes = 96 * 1024;
+// Whether the rows kernel takes a geometry whose column rows are row_stride entries long: 2-D (one depth
+// in and out), one group, rows of whole 16-byte vectors (pairs of entries), within its shared memory.
+template <typename DType>
+inline bool Im2ColRowsFit(const PatchGeometry& g, index_t row_stride) {
+  constexpr index_t kVector = 16 / sizeof(DType);
+  return g.channels_last && g.G == 1 && g.in[0] == 1 && g.kernel[0] == 1 && g.out[0] == 1 &&
+         row_stride % kVector == 0 && row_stride % 2 == 0 &&
+         Im2ColRowsBytes<DType>(g, row_stride) <= kIm2ColRowsMaxBytes;
+}
+// Whether Im2ColRowsKernel takes the chunk: whole images of a dense input, 16-byte aligned columns (its
+// 32-bit offsets checked by the caller: Fits32).
 template <typename DType>
 inline bool Im2ColTakesRows(const PatchGeometry& g, const PatchChunk& ch, const PatchColumns& layout,
                             index_t data_stride, const DType* col) {
-  constexpr index_t kVector = 16 / sizeof(DType);
-  return g.channels_last && g.G == 1 && g.in[0] == 1 && g.kernel[0] == 1 && data_stride == g.C && ch.p0 == 0 &&
-         ch.pc == g.OutSize() && layout.row_stride % kVector == 0 && reinterpret_cast<uintptr_t>(col) % 16 == 0 &&
-         Im2ColRowsBytes<DType>(g, layout.row_stride) <= 48 * 1024 && Fits32(ch.nb * g.out[1]);
+  return Im2ColRowsFit<DType>(g, layout.row_stride) && data_stride == g.C && ch.p0 == 0 && ch.pc == g.OutSize() &&
+         reinterpret_cast<uintptr_t>(col) % 16 == 0 && Fits32(ch.nb * g.out[1]);
 }
 
 // A 1x1(x1) kernel without padding: each pixel is read by at most one output position.
@@ -351,9 +367,13 @@ void Im2Col(cudaStream_t st, const PatchGeometry& g, const PatchChunk& ch, const
     if constexpr (sizeof(I) == 4 && 16 % sizeof(DType) == 0) {
       if (Im2ColTakesRows(g, ch, layout, data_stride, col)) {
         const index_t blocks = std::min<index_t>(ch.nb * g.out[1], index_t(1) << 20);
-        Im2ColRowsKernel<DType><<<unsigned(blocks), cuda::kMapBlock, Im2ColRowsBytes<DType>(g, layout.row_stride),
-                                  st>>>(Geom<int>(g), Im2ColRowsDivs(g), int(ch.n0), int(ch.nb),
-            int(Im2ColSharedRow(g)), data, int(layout.row_stride), col);
+        const size_t bytes = Im2ColRowsBytes<DType>(g, layout.row_stride);
+        if (bytes > 48 * 1024)
+          TE_CUDA_CHECK(cudaFuncSetAttribute(Im2ColRowsKernel<DType>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             int(kIm2ColRowsMaxBytes)));
+        Im2ColRowsKernel<DType><<<unsigned(blocks), cuda::kMapBlock, bytes, st>>>(
+            Geom<int>(g), Im2ColRowsDivs(g), int(ch.n0), int(ch.nb), int(Im2ColSharedRow(g)),
+            int(Im2ColSharedLead(g)), data, int(layout.row_stride), col);
         TE_CUDA_CHECK_LAUNCH("channels-last im2col rows kernel");
         return;
       }
