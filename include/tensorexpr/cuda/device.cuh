@@ -18,6 +18,7 @@ struct DeviceInfo {
   int sm_count = 0;             // streaming multiprocessors
   int max_threads_per_sm = 0;   // resident threads per multiprocessor
   size_t mem_pitch = 0;         // largest row pitch cudaMemcpy2D accepts, in bytes
+  size_t shared_per_block = 0;  // shared memory a block may opt in to, in bytes
   int major = 0, minor = 0;     // compute capability
   std::string name;             // "NVIDIA H100 80GB HBM3", say
 };
@@ -41,6 +42,7 @@ inline const DeviceInfo& GetDeviceInfo(int dev) {
     info.sm_count = p.multiProcessorCount;
     info.max_threads_per_sm = p.maxThreadsPerMultiProcessor;
     info.mem_pitch = p.memPitch;
+    info.shared_per_block = p.sharedMemPerBlockOptin;
     info.major = p.major;
     info.minor = p.minor;
     info.name = p.name;

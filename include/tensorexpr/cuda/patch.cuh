@@ -27,6 +27,7 @@
 #include "../expr/patch2col.h"
 #include "../expr/col2patch.h"
 #include "check.cuh"
+#include "device.cuh"
 #include "map.cuh"
 #include "stream.cuh"
 
@@ -333,8 +334,10 @@ inline size_t Im2ColRowsBytes(const PatchGeometry& g, index_t row_stride) {
   return static_cast<size_t>(SaturatingAdd(SaturatingMul(row_stride, index_t(sizeof(int))), rows));
 }
 // The shared memory the rows kernel may ask for: its rows and table for ResNet-50's 3x3 layers at 7x7 in
-// float with 512 channels (73 KB), two blocks to an SM of the GPUs it is built for.
+// float with 512 channels (73 KB), two blocks to an SM of the GPUs it is built for; less where the device
+// lets a block have less.
 constexpr size_t kIm2ColRowsMaxBytes = 96 * 1024;
+inline size_t Im2ColRowsLimit() { return std::min(kIm2ColRowsMaxBytes, cuda::CurrentDeviceInfo().shared_per_block); }
 // Whether the rows kernel takes a geometry whose column rows are row_stride entries long: 2-D (one depth
 // in and out), one group, rows of whole 16-byte vectors (pairs of entries), within its shared memory.
 template <typename DType>
@@ -342,7 +345,7 @@ inline bool Im2ColRowsFit(const PatchGeometry& g, index_t row_stride) {
   constexpr index_t kVector = 16 / sizeof(DType);
   return g.channels_last && g.G == 1 && g.in[0] == 1 && g.kernel[0] == 1 && g.out[0] == 1 &&
          row_stride % kVector == 0 && row_stride % 2 == 0 &&
-         Im2ColRowsBytes<DType>(g, row_stride) <= kIm2ColRowsMaxBytes;
+         Im2ColRowsBytes<DType>(g, row_stride) <= Im2ColRowsLimit();
 }
 // Whether Im2ColRowsKernel takes the chunk: whole images of a dense input, 16-byte aligned columns (its
 // 32-bit offsets checked by the caller: Fits32).
@@ -370,7 +373,7 @@ void Im2Col(cudaStream_t st, const PatchGeometry& g, const PatchChunk& ch, const
         const size_t bytes = Im2ColRowsBytes<DType>(g, layout.row_stride);
         if (bytes > 48 * 1024)
           TE_CUDA_CHECK(cudaFuncSetAttribute(Im2ColRowsKernel<DType>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             int(kIm2ColRowsMaxBytes)));
+                                             int(Im2ColRowsLimit())));
         Im2ColRowsKernel<DType><<<unsigned(blocks), cuda::kMapBlock, bytes, st>>>(
             Geom<int>(g), Im2ColRowsDivs(g), int(ch.n0), int(ch.nb), int(Im2ColSharedRow(g)),
             int(Im2ColSharedLead(g)), data, int(layout.row_stride), col);
