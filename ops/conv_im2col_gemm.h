@@ -204,10 +204,7 @@ class ConvIm2ColGemm : public ConvAlgorithm<Device, DType> {
   // row_stride) . filters (K, row_stride)^T, the filters being W itself where the rows are not padded.
   static expr::GemmCall<DType> ForwardCall(const ConvGeometry& g, const Im2ColPlan& plan, const DType* col,
                                            const DType* filters, DType* out, index_t rows) {
-    const index_t ld = plan.row_stride;
-    return expr::RowMajorGemm(expr::RowMajorMatrix<DType>{const_cast<DType*>(col), rows, ld, ld}, false,
-                              expr::RowMajorMatrix<DType>{const_cast<DType*>(filters), g.K, ld, ld}, true,
-                              expr::RowMajorMatrix<DType>{out, rows, g.K, g.K});
+    return ChannelsLastProduct(col, rows, plan.row_stride, plan.row_stride, filters, g.K, out);
   }
   // The alignment cuBLASLt's kernel is chosen for, the same at FusesEpilogue and at Run (so the same cached
   // kernel runs wherever the allocator put the tensors): 16 bytes where the problem's tensors and the

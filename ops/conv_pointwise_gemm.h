@@ -215,7 +215,7 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
       return run.vector_aligned && detail::VectorAligned(ep.bias, ep.residual) &&
              pointwise::RowBias<Device, DType>::Takes(run.geom, run.math, ep);
     }
-    if constexpr (kGpuEpilogue) {
+    if constexpr (kGpuGemmEpilogue<Device, DType>) {
       if (g.G != 1 || !CanImplement(pr, ConvPass::kForward).ok) return false;
       if (store.add && (ep.residual != nullptr || ep.activation != ConvActivation::kIdentity)) return false;
       if (!detail::VectorAligned(ep.bias)) return false;
@@ -261,7 +261,7 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
     const index_t P = g.OutSize(), Kg = g.Kg(), Cg = g.Cg();
     if (g.channels_last) {
       ConvStores rest = st;
-      if constexpr (kGpuEpilogue) {
+      if constexpr (kGpuGemmEpilogue<Device, DType>) {
         if (t.epilogue.active && st.out.active) {
           TE_CHECK(g.G == 1, "pointwise_gemm: an epilogue fuses into one group's product only, not ", g.G);
           GpuGemmWithEpilogue(s, FusedForwardCall(g, t), ConvStoreEpilogue(t.epilogue, st.out, t.out),
@@ -293,16 +293,10 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
   }
 
  private:
-  static constexpr bool kGpuEpilogue = kGpuGemmEpilogue<Device, DType>;
-
-
   // The channels-last forward of one group as one product: y (N P, K) = x (N P, C) . W (K, C)^T, the
   // bias along y's rows, i.e. along the rows of the column-major result (K x N P) that the call computes.
   static expr::GemmCall<DType> FusedForwardCall(const ConvGeometry& g, const ConvTensors<DType>& t) {
-    const index_t rows = g.N * g.OutSize();
-    return expr::RowMajorGemm(expr::RowMajorMatrix<DType>{const_cast<DType*>(t.data), rows, g.C, g.C}, false,
-                              expr::RowMajorMatrix<DType>{const_cast<DType*>(t.weight), g.K, g.C, g.C}, true,
-                              expr::RowMajorMatrix<DType>{t.out, rows, g.K, g.K});
+    return ChannelsLastProduct(t.data, g.N * g.OutSize(), g.C, g.C, t.weight, g.K, t.out);
   }
   // The alignment cuBLASLt's kernel is chosen for, the same at FusesEpilogue and at Run (so the same
   // cached kernel runs, wherever the allocator put the tensors): 16 bytes where the problem's tensors and
@@ -376,7 +370,7 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
   // boundary, or where cuBLASLt has no kernel for it. Its alignment is the staged copies' and the filters'.
   static bool StagedGemmFuses(const ConvProblem& pr, const ConvTensors<DType>& staged, const ConvEpilogue<DType>& ep,
                               Stream<Device>* s) {
-    if constexpr (kGpuEpilogue) {
+    if constexpr (kGpuGemmEpilogue<Device, DType>) {
       // (One product, FusedForwardCall's; cuBLASLt's bias on a 16-byte boundary, as FusesEpilogue asks
       // of a channels-last one.)
       // (A residual, laid out channels first, is never the staged product's: FusesEpilogue.)

@@ -51,6 +51,17 @@ bool GpuGemmTakesEpilogue(const expr::GemmCall<DType>& g, const GemmEpilogue<DTy
   }
 }
 
+// A channels-last convolution's forward product in one group, y (rows, K) = x (rows, reduction, rows ld
+// entries apart) . W (K, reduction, the same ld)^T: the input itself for a 1x1 kernel, its column rows
+// for im2col.
+template <typename DType>
+expr::GemmCall<DType> ChannelsLastProduct(const DType* x, index_t rows, index_t reduction, index_t ld,
+                                          const DType* w, index_t K, DType* y) {
+  return expr::RowMajorGemm(expr::RowMajorMatrix<DType>{const_cast<DType*>(x), rows, reduction, ld}, false,
+                            expr::RowMajorMatrix<DType>{const_cast<DType*>(w), K, reduction, ld}, true,
+                            expr::RowMajorMatrix<DType>{y, rows, K, K});
+}
+
 // A channels-last convolution's epilogue as the store of its product y (rows, K) = x (rows, .) . W^T
 // applies it: the column-major result is K x rows, so the bias runs along its rows; the residual is its
 // C, or the output itself where the store adds. The product's rows start `offset` elements into the

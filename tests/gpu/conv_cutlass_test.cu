@@ -14,6 +14,7 @@
 #include <tensorexpr/cuda/sum_slices.cuh>
 #include <tensorexpr/ops/conv_epilogue.h>
 #include <tensorexpr/ops/convolution.h>
+#include "../../ops/conv_im2col_gemm.h"  // ColumnRowStride, the rows im2col_gemm fuses over
 #include "../../ops/cuda/cutlass/conv_kernels.h"
 #include "../../ops/conv_pointwise_gemm.h"
 #include "../../ops/cuda/cutlass/row_bias_gemm.h"
@@ -326,10 +327,12 @@ void CheckFusedEpilogue(const Conv2d& c, Stream<gpu>* stream, double tol, const 
   const bool row_bias_math = !std::is_same<DType, float>::value || UsesTF32(stream);
   const bool row_bias = !cutlass && !im2col && first && !staged_first && row_bias_math && c.C % 8 == 0 && c.K % 8 == 0 &&
                         (c.P() * c.Q()) % 8 == 0 && RowBiasGemmsHere();
-  // (im2col_gemm fuses channels last where its column rows and the output's are whole 16-byte vectors:
-  // C R S entries, or padded to them where that adds at most an eighth, ops::ColumnRowStride.)
-  const index_t vector = 16 / sizeof(DType), taps = c.C * c.R * c.S, padded = (taps + vector - 1) / vector * vector;
-  const bool im2col_rows = !first && c.K % vector == 0 && (padded - taps) * 8 <= taps;
+  // (im2col_gemm fuses channels last where its column rows (ops::ColumnRowStride: C R S entries, padded
+  // where that adds at most an eighth) and the output's are whole 16-byte vectors.)
+  const index_t vector = 16 / sizeof(DType);
+  const bool im2col_rows = !first && c.K % vector == 0 &&
+                           ops::ColumnRowStride(ops::MakeConvGeometry(param, {c.N, c.H, c.W, c.C}), sizeof(DType)) %
+                                   vector == 0;
   const bool whole_form = cutlass ? std::is_same<DType, half_t>::value && !first && c.C % 8 == 0 && c.C != 8 &&
                                         c.K % 8 == 0
                           : im2col ? im2col_rows
