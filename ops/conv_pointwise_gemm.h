@@ -177,10 +177,12 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
   // A strided kernel on the GPU: the forward and the data gradient of channels-first data, where the
   // implicit GEMM stages the whole input (ResNet-50's 1x1 stride-2 layers' data gradients took 1.0 to 1.9
   // times cuDNN's time that way, 0.78 to 0.96 times here: NCHW fp16, H200, N = 32); the weight gradient
-  // where those layers measured it ahead of
-  // cutlass_implicit_gemm (fp16): channels last, filters of 512 x 1024 values or more
-  // (smaller ones spend longer gathering than the implicit GEMM takes in all, 1.2 to 1.8 times as long);
-  // channels first below 2048 x 1024, where per-image products' partial sums cost more, or where the
+  // where those layers measured it ahead of cutlass_implicit_gemm: channels last in 16 bits, large filters
+  // over a short reduction (WeightGradIsShortAndWide: 7 x 7 outputs, 0.027 and 0.033 ms against 0.028 and 0.050;
+  // 14 x 14 outputs of 512 x 1024 values lost, 0.050 against 0.038, fp16); in TF32, filters of 512 x 1024
+  // values or more (0.079 and 0.061 ms against 0.086 and 0.097 at 1024 and 2048 filters, 0.043 against
+  // 0.041 at 512; smaller ones spend longer gathering than the implicit GEMM takes in all); channels first
+  // below 2048 x 1024, where per-image products' partial sums cost more, or where the
   // gathered images are staged into one product. Every pass of float's channels-last layers under 3xTF32
   // and the forward and weight gradient under strict fp32, which have no tensor-core kernel to prefer:
   // ResNet-50's six took 0.70-0.94 of im2col_gemm's forward time and 0.93-0.97 of its backward (fp32 NHWC,
@@ -194,7 +196,7 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
       return pass != ConvPass::kBackwardData || pr.math != ConvMath::kStrict || pr.geom.G != 1;
     if (pass != ConvPass::kBackwardWeight) return !pr.geom.channels_last;
     const double filter = double(pr.geom.Kg()) * double(pr.geom.Cg());
-    if (pr.geom.channels_last) return filter >= double(1 << 19);
+    if (pr.geom.channels_last) return sizeof(DType) == 2 ? WeightGradIsShortAndWide(pr.geom) : filter >= double(1 << 19);
     return filter < double(1 << 21) || StagedElems(GatheredProblem(pr)) != 0;
   }
   // The whole form on the GPU for channels-last data in one group (a strided kernel's on its gathered

@@ -1443,6 +1443,81 @@ TEST_CASE("convolution: the GPU heuristic takes im2col_gemm for a channels-last 
   CheckStemForwardOnIm2Col<bf16_t>(stream);
   DeleteStream(stream);
 }
+
+// A weight gradient of large filters over a short reduction (ops::WeightGradIsShortAndWide) is not the
+// tensor-core implicit GEMM's: a 3x3 kernel's goes to im2col_gemm (half, bf16 and TF32), a strided 1x1
+// kernel's to pointwise_gemm (half and bf16). Over a long reduction both stay CUTLASS's. The short ones
+// run against float64.
+template <typename DType>
+void CheckShortWideWeightGradient(Stream<gpu>* stream, bool tf32) {
+  const auto& registry = ops::ConvRegistry<gpu, DType>::Get();
+  const auto* cutlass = registry.Find("cutlass_implicit_gemm");
+  const auto* pointwise = registry.Find("pointwise_gemm");
+  INFO(DataType<DType>::name() << (tf32 ? " TF32" : ""));
+  stream->set_tf32(tf32);
+  auto channels_last = [&](Case k) {
+    k.param.layout = ops::Layout::kNHWC;
+    if (tf32) k.tol_scale = kTF32TolScale;
+    return k;
+  };
+  auto problem = [&](const Case& k) {
+    return ops::MakeConvProblem<gpu, DType>(ops::MakeConvGeometry(k.param, ChannelsLastShape(k.data, k.batched)),
+                                            stream, true, k.param.workspace);
+  };
+  const ops::ConvPass weight = ops::ConvPass::kBackwardWeight;
+  // 176 x 176 x 3 x 3 = 278,784 filter values; 2 x 7 x 7 = 98 positions, against 2 x 48 x 48 = 4608.
+  const Case wide = channels_last(MakeCase({2, 176, 7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 176, 1, true));
+  const Case wide_long = channels_last(MakeCase({2, 176, 48, 48}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 176, 1, true));
+  // 512 x 512 filter values, strided: 98 positions against 4608.
+  const Case strided = channels_last(MakeCase({2, 512, 14, 14}, {1, 1}, {2, 2}, {}, {}, 512, 1, true));
+  const Case strided_long = channels_last(MakeCase({2, 512, 96, 96}, {1, 1}, {2, 2}, {}, {}, 512, 1, true));
+  CHECK(ops::WeightGradIsShortAndWide(problem(wide).geom));
+  CHECK(ops::WeightGradIsShortAndWide(problem(strided).geom));
+  CHECK_FALSE(ops::WeightGradIsShortAndWide(problem(wide_long).geom));
+  CHECK_FALSE(ops::WeightGradIsShortAndWide(problem(strided_long).geom));
+  const bool sixteen_bit = sizeof(DType) == 2;
+  std::vector<std::pair<const Case*, const char*>> runs = {{&wide, "-> im2col_gemm (heuristic)"}};
+  if (sixteen_bit) runs.push_back({&strided, "-> pointwise_gemm (heuristic)"});
+  if (cutlass != nullptr && cutlass->CanImplement(problem(wide), weight).ok) {
+    CHECK_FALSE(cutlass->Recommended(problem(wide), weight));
+    CHECK(cutlass->Recommended(problem(wide_long), weight));
+    if (sixteen_bit) {
+      CHECK_FALSE(cutlass->Recommended(problem(strided), weight));
+      CHECK(cutlass->Recommended(problem(strided_long), weight));
+    }
+  } else {
+    WARN("no CUTLASS weight-gradient kernel here: im2col_gemm and pointwise_gemm take them anyway");
+  }
+  if (sixteen_bit) {
+    CHECK(pointwise->Recommended(problem(strided), weight));
+    CHECK_FALSE(pointwise->Recommended(problem(strided_long), weight));
+  }
+  for (const auto& [k, choice] : runs) {
+    std::vector<std::string> log;
+    ops::SetConvLog([&](const std::string& line) { log.push_back(line); });
+    ops::ReleaseConvCaches<gpu>();
+    RunCase<gpu, DType, 4, 4>(stream, *k, Reqs{kWriteTo, kWriteTo, kAddTo, kWriteTo});
+    ops::SetConvLog(nullptr);
+    const auto line = std::find_if(log.begin(), log.end(),
+                                   [](const std::string& l) { return l.find("weight-grad") != std::string::npos; });
+    REQUIRE(line != log.end());
+    INFO(*line);
+    CHECK(line->find(choice) != std::string::npos);
+  }
+  stream->set_tf32(false);
+  ops::ReleaseConvCaches<gpu>();
+}
+TEST_CASE("convolution: the GPU heuristic leaves large filters over a short reduction to cuBLAS products", "[gpu][conv]") {
+  if (!HaveGPU()) {
+    WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");
+    return;
+  }
+  Stream<gpu>* stream = NewStream<gpu>();
+  CheckShortWideWeightGradient<half_t>(stream, false);
+  CheckShortWideWeightGradient<bf16_t>(stream, false);
+  CheckShortWideWeightGradient<float>(stream, true);
+  DeleteStream(stream);
+}
 #endif
 
 // Winograd, forced (forward and data gradient; the weight's req kNullOp): outputs that are not a whole

@@ -35,5 +35,13 @@ struct ConvGeometry : PatchGeometry {
 // of a GPU idle, so the GPU's algorithms split that reduction (per-image products, or CUTLASS's slices).
 constexpr index_t kSmallFilterValues = index_t(1) << 18;
 
+// The weight gradient sums over every output position of the batch. Large filters over fewer positions
+// than this (ResNet-50's layers at 7 x 7 with N = 32: 1568) make it a short reduction onto a large result,
+// which one cuBLAS product over the columns or gathered pixels runs faster than CUTLASS's implicit GEMM.
+constexpr index_t kShortWeightReduction = 4096;
+TE_XINLINE bool WeightGradIsShortAndWide(const ConvGeometry& g) {
+  return g.FilterValuesPerGroup() >= kSmallFilterValues && g.N * g.OutSize() < kShortWeightReduction;
+}
+
 }  // namespace ops
 }  // namespace tensorexpr
