@@ -1801,6 +1801,37 @@ void RunJoinedWgrad(Stream<Device>* stream, Case c, index_t images, const Reqs& 
 // stores, float, double and half; in each, caps that join all the images, two per chunk with one left
 // over, and none (the cap fits one joined image, which runs the per-image form); alone and with the data
 // gradient in the same call (which overwrites the joined columns image-major).
+// A 1x1 unpadded kernel's data gradient, channels last, through im2col_gemm and pointwise_gemm: col2im stores
+// each column entry into the one pixel that reads it (the GPU's once-per-entry kernel) after zeroing the
+// rest. Strides that skip pixels, groups, end padding past the last pixel, padded rows, chunks of a few
+// positions, and every req.
+TE_DEVICE_TEST_CASE("convolution scatters a channels-last 1x1 data gradient once per entry", "[conv][layout]") {
+  std::vector<Case> cases = {
+      MakeCase({2, 6, 9, 11}, {1, 1}, {2, 3}, {}, {}, 5, 1, true),
+      MakeCase({3, 6, 7, 5}, {1, 1}, {2, 2}, {}, {}, 4, 2, false),
+      MakeCase({2, 4, 8, 9}, {1, 1}, {2, 3}, {}, {}, 3, 1, true),  // end padding: positions past the input
+      MakeCase({2, 6, 9, 11}, {1, 1}, {3, 2}, {}, {}, 5, 1, true),
+      MakeCase({2, 8, 6, 6}, {1, 1}, {1, 1}, {}, {}, 3, 1, false),  // stride 1: every pixel read
+  };
+  cases[2].param.pad_end = {1, 2};
+  cases[2].ref_pe = {1, 2};
+  cases[3].padded_rows = true;
+  cases[3].param.workspace = 0.0005;  // 500 bytes: columns of a few positions at a time
+  for (const char* name : {"im2col_gemm", "pointwise_gemm"}) {
+    for (size_t i = 0; i < cases.size(); ++i) {
+      if (i == 2 && std::string(name) == "pointwise_gemm") continue;  // padding is not a 1x1 kernel's there
+      Case c = cases[i];
+      c.param.layout = ops::Layout::kNHWC;
+      c.param.algorithm = name;
+      INFO("algorithm " << name << " case " << i);
+      for (size_t r = 0; r < 4; ++r) {
+        RunCase<Device, float, 4, 4>(stream, c, ReqPattern(i + r));
+        RunCase<Device, double, 4, 4>(stream, c, ReqPattern(i + r));
+      }
+    }
+  }
+}
+
 TE_DEVICE_TEST_CASE("convolution im2col_gemm joins a chunk's images for the weight gradient", "[conv][workspace]") {
   const std::vector<Case> cases = {
       MakeCase({5, 8, 6, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 6, 1, true),   // 72 filter entries, 30 positions

@@ -13,9 +13,9 @@
 //           written from there, a warp along each column row (ResNet-50's stem in fp16, N = 32, H200:
 //           82 us, where the entry-wise kernel took 239).
 //   col2im  one thread per input element, gathering the column entries that read it: no atomics, and the
-//           sum order is fixed, so results are deterministic. A 1x1 kernel without padding (channels
-//           first) reads each pixel at most once: one thread per column entry stores it into its pixel,
-//           after the images are zeroed where some pixel is read by no entry (ScattersOnce).
+//           sum order is fixed, so results are deterministic. A 1x1 kernel without padding reads each
+//           pixel at most once: one thread per column entry stores it into its pixel, after the images
+//           are zeroed where some pixel is read by no entry (ScattersOnce; either layout).
 // Every kernel takes a 32-bit index type when the offsets it touches fit, 64-bit otherwise.
 #pragma once
 #include <algorithm>
@@ -307,6 +307,44 @@ __global__ void __launch_bounds__(cuda::kMapBlock)
   }
 }
 
+// The divisors and bounds of the channels-last 1x1 col2im (Col2ImOncePixelsKernel), fixed at launch.
+template <typename I>
+struct Col2ImOnceDivs {
+  DividerFor<I> C, positions, OW, OH;
+  I last[3];  // the last output position that lies on the input (past it, end padding), per axis
+  Col2ImOnceDivs(const PatchGeometry& g, const PatchChunk& ch)
+      : C(Make(g.C)), positions(Make(ch.pc)), OW(Make(g.out[2])), OH(Make(g.out[1])) {
+    for (int a = 0; a < 3; ++a) last[a] = I(std::min((g.in[a] - 1) / g.stride[a], g.out[a] - 1));
+  }
+  static DividerFor<I> Make(index_t d) { return DividerFor<I>::Make(d); }
+};
+
+// The 1x1 unpadded kernel's channels-last col2im (ScattersOnce): entry c of column row (image i, position
+// q) of the chunk is the only one that reads channel c of pixel (od sd, oh sh, ow sw). One thread per
+// column entry, consecutive threads consecutive channels, after the images are zeroed. pointwise_gemm's
+// data gradient of ResNet-50's 1x1 stride-2 layer at 14 x 14 with 2048 filters (channels last, N = 32,
+// H200) took 0.038 ms in fp16 and 0.063 in TF32 with it (bench/conv_bench --split --algorithm
+// pointwise_gemm), 0.079 and 0.100 with Col2ImPixelsKernel, which finds each pixel's reader by division
+// (the tuner's times, TE_CONV_TUNE=1).
+template <typename DType, typename I>
+__global__ void __launch_bounds__(cuda::kMapBlock)
+    Col2ImOncePixelsKernel(Geom<I> g, Chunk<I> ch, Col2ImOnceDivs<I> div, const DType* __restrict__ col, DType* grad,
+                           I grad_stride, bool accumulate) {
+  using AccT = accum_t<DType>;
+  const I total = ch.nb * ch.pc * g.C;
+  for (I t = I(blockIdx.x) * I(blockDim.x) + I(threadIdx.x); t < total; t += I(blockDim.x) * I(gridDim.x)) {
+    I c, q, ow, oh;
+    const I i = DivMod(div.positions, DivMod(div.C, t, &c), &q);
+    const I od = DivMod(div.OH, DivMod(div.OW, ch.p0 + q, &ow), &oh);
+    if (od > div.last[0] || oh > div.last[1] || ow > div.last[2]) continue;
+    // Summed from zero as Col2ImPixelsKernel sums (so -0 becomes +0 there too).
+    const AccT v = AccT(0) + static_cast<AccT>(col[(i * ch.pc + q) * ch.row_stride + c]);
+    DType* out = grad + (((ch.n0 + i) * g.D + od * g.sd) * g.H + oh * g.sh) * g.W * grad_stride +
+                 ow * g.sw * grad_stride + c;
+    *out = static_cast<DType>(accumulate ? static_cast<AccT>(*out) + v : v);
+  }
+}
+
 inline bool Fits32(index_t n) { return n >= 0 && n < index_t(INT_MAX); }
 
 // Whether every offset a launch touches fits 32 bits: the threads, the image rows (data_stride apart)
@@ -394,13 +432,23 @@ template <typename I, typename DType>
 void Col2Im(cudaStream_t st, const PatchGeometry& g, const PatchChunk& ch, const PatchColumns& layout,
             const DType* col, DType* grad, index_t grad_stride, bool accumulate) {
   const index_t elements = ch.nb * g.C * g.InSize();
-  if (g.channels_last) {
+  // (ScattersOnce) Whether the chunk's entries write every pixel of its images, or the rest must be zeroed.
+  const bool every_pixel_read = g.stride[0] == 1 && g.stride[1] == 1 && g.stride[2] == 1 && ch.pc == g.OutSize() &&
+                                g.out[0] >= g.in[0] && g.out[1] >= g.in[1] && g.out[2] >= g.in[2];
+  if (g.channels_last && ScattersOnce(g)) {
+    if (!accumulate && !every_pixel_read)
+      TE_CUDA_CHECK(cudaMemset2DAsync(grad + ch.n0 * g.InSize() * grad_stride,
+                                      sizeof(DType) * static_cast<size_t>(grad_stride), 0,
+                                      sizeof(DType) * static_cast<size_t>(g.C),
+                                      static_cast<size_t>(ch.nb * g.InSize()), st));
+    cuda::LaunchMap<&Col2ImOncePixelsKernel<DType, I>>(ch.nb * ch.pc * g.C, st, "channels-last 1x1 col2im kernel",
+                                                       Geom<I>(g), Chunk<I>(ch, layout), Col2ImOnceDivs<I>(g, ch), col,
+                                                       grad, I(grad_stride), accumulate);
+  } else if (g.channels_last) {
     cuda::LaunchMap<&Col2ImPixelsKernel<DType, I>>(elements, st, "channels-last col2im kernel", Geom<I>(g),
                                                    Chunk<I>(ch, layout), Col2ImDivs<I>(g), col, grad, I(grad_stride),
                                                    accumulate);
   } else if (ScattersOnce(g)) {
-    const bool every_pixel_read = g.stride[0] == 1 && g.stride[1] == 1 && g.stride[2] == 1 && ch.pc == g.OutSize() &&
-                                  g.out[0] >= g.in[0] && g.out[1] >= g.in[1] && g.out[2] >= g.in[2];
     if (!accumulate && !every_pixel_read) {
       const index_t rows = ch.nb * g.C * g.in[0] * g.in[1];
       TE_CUDA_CHECK(cudaMemset2DAsync(grad + ch.n0 * g.C * g.in[0] * g.in[1] * grad_stride,
