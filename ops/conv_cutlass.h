@@ -72,8 +72,9 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
   // 0.15-0.49 (which spreads its product onto the input's grid), their weight gradients 0.11-0.23 against
   // pointwise_gemm's 0.07-0.19; the unstrided 1x1 layers' passes lost to pointwise_gemm's everywhere.
   // The other SIMT passes are left to the tuner.
-  // A tensor-core weight gradient of large filters over a short reduction (WeightGradIsShortAndWide) is
-  // left to pointwise_gemm (1x1) or im2col_gemm: ResNet-50's 3x3 layer at 7 x 7 took 0.060 ms here against
+  // A channels-last tensor-core weight gradient of large filters over a short reduction
+  // (WeightGradIsShortAndWide) is left to im2col_gemm (a strided 1x1 kernel's to pointwise_gemm's own
+  // rules, registered first): ResNet-50's 3x3 layer at 7 x 7 took 0.060 ms here against
   // im2col_gemm's 0.045 in fp16, 0.122 against 0.090 in TF32; at 14 x 14 (6272 positions) this one won,
   // 0.039 against 0.050 and 0.091 against 0.110 (TE_CONV_TUNE=1 TE_LOG=conv bench/conv_bench --layout nhwc
   // --no-peer, H200, N = 32).
@@ -86,7 +87,8 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
       if (pass == ConvPass::kBackwardWeight) return !g.IsOneByOne() && g.FilterValuesPerGroup() < kSmallFilterValues;
       return pass == ConvPass::kBackwardData && g.IsOneByOne() && !g.IsPointwise();
     }
-    if (pass == ConvPass::kBackwardWeight && WeightGradIsShortAndWide(g)) return false;
+    if (pass == ConvPass::kBackwardWeight && g.channels_last && !g.IsOneByOne() && WeightGradIsShortAndWide(g))
+      return false;
     if (pass == ConvPass::kForward && p.kernel->fixed_channels && StemRowsOnIm2Col(pr)) return false;
     long long mnk[3];
     p.kernel->gemm_size(KernelShape(pr, *p.kernel, pr.geom.C, pr.geom.K, 1), mnk);

@@ -324,8 +324,8 @@ struct Col2ImOnceDivs {
 // column entry, consecutive threads consecutive channels, after the images are zeroed. pointwise_gemm's
 // data gradient of ResNet-50's 1x1 stride-2 layer at 14 x 14 with 2048 filters (channels last, N = 32,
 // H200) took 0.038 ms in fp16 and 0.063 in TF32 with it (bench/conv_bench --split --algorithm
-// pointwise_gemm), 0.079 and 0.100 with Col2ImPixelsKernel, which finds each pixel's reader by division
-// (the tuner's times, TE_CONV_TUNE=1).
+// pointwise_gemm); with Col2ImPixelsKernel, which finds each pixel's reader by division, the tuner
+// (TE_CONV_TUNE=1) had timed it at 0.079 and 0.100.
 template <typename DType, typename I>
 __global__ void __launch_bounds__(cuda::kMapBlock)
     Col2ImOncePixelsKernel(Geom<I> g, Chunk<I> ch, Col2ImOnceDivs<I> div, const DType* __restrict__ col, DType* grad,
