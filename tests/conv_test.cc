@@ -305,16 +305,19 @@ std::vector<Case> Grid3D() {
   return v;
 }
 
+// The problem the algorithms see for case c in its layout, on `stream`.
+template <typename Device, typename DType>
+ops::ConvProblem ProblemOf(const Case& c, Stream<Device>* stream) {
+  const bool last = c.param.layout == ops::Layout::kNHWC;
+  const ops::ConvGeometry g = ops::MakeConvGeometry(c.param, last ? ChannelsLastShape(c.data, c.batched) : c.data);
+  return ops::MakeConvProblem<Device, DType>(g, stream, !c.padded_rows, c.param.workspace);
+}
 // Whether the algorithm called `name` is registered for DType and can implement `pass` of case c (forcing
 // it is an Error otherwise, which tests/conv_select_test.cc checks).
 template <typename Device, typename DType>
 bool ImplementsPass(const std::string& name, const Case& c, Stream<Device>* stream, ops::ConvPass pass) {
   const auto* a = ops::ConvRegistry<Device, DType>::Get().Find(name);
-  if (a == nullptr) return false;
-  const bool last = c.param.layout == ops::Layout::kNHWC;
-  const ops::ConvGeometry g = ops::MakeConvGeometry(c.param, last ? ChannelsLastShape(c.data, c.batched) : c.data);
-  const ops::ConvProblem pr = ops::MakeConvProblem<Device, DType>(g, stream, !c.padded_rows, c.param.workspace);
-  return a->CanImplement(pr, pass).ok;
+  return a != nullptr && a->CanImplement(ProblemOf<Device, DType>(c, stream), pass).ok;
 }
 // The passes algorithm `name` does not implement for case c (Winograd's weight gradient, all but
 // shifted_gemm's, the tuner's gpu_direct tiles' weight gradient) get the req kNullOp in *reqs; false when
@@ -1230,7 +1233,7 @@ TEST_CASE("convolution: the GPU heuristic takes winograd_2x2 for strict float 3x
   Stream<gpu>* stream = NewStream<gpu>();
   const Case c = WinogradOutgrowsColumnsCase();
   const size_t bound = ops::ConvolutionWorkspaceBytes(c.param, c.data, sizeof(float));
-  const ops::ConvProblem pr = ops::MakeConvProblem<gpu, float>(ops::MakeConvGeometry(c.param, c.data), stream, true, c.param.workspace);
+  const ops::ConvProblem pr = ProblemOf<gpu, float>(c, stream);
   const auto& registry = ops::ConvRegistry<gpu, float>::Get();
   const ops::ConvStores weight_grad = ops::ConvStores::Only(ops::ConvPass::kBackwardWeight, ReqStore{true, false});
   CHECK(registry.Find("im2col_gemm")->WorkspaceBytes(pr, weight_grad) < bound);
@@ -1361,10 +1364,7 @@ TEST_CASE("convolution: the GPU heuristic takes CUTLASS's SIMT weight gradient f
     return;
   }
   Stream<gpu>* stream = NewStream<gpu>();
-  auto problem = [&](const Case& k) {
-    const Dims shape = k.param.layout == ops::Layout::kNHWC ? ChannelsLastShape(k.data, k.batched) : k.data;
-    return ops::MakeConvProblem<gpu, float>(ops::MakeConvGeometry(k.param, shape), stream, true, k.param.workspace);
-  };
+  auto problem = [&](const Case& k) { return ProblemOf<gpu, float>(k, stream); };
   const ops::ConvPass weight = ops::ConvPass::kBackwardWeight;
   Case small = MakeCase({2, 128, 6, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 128, 1, true);  // 147,456 values
   small.param.layout = ops::Layout::kNHWC;
@@ -1410,8 +1410,7 @@ void CheckStemForwardOnIm2Col(Stream<gpu>* stream) {
   const auto* cutlass = ops::ConvRegistry<gpu, DType>::Get().Find("cutlass_implicit_gemm");
   Case stem = MakeCase({2, 3, 15, 14}, {7, 7}, {2, 2}, {3, 3}, {1, 1}, 64, 1, true);
   stem.param.layout = ops::Layout::kNHWC;
-  const ops::ConvProblem pr = ops::MakeConvProblem<gpu, DType>(
-      ops::MakeConvGeometry(stem.param, ChannelsLastShape(stem.data, stem.batched)), stream, true, stem.param.workspace);
+  const ops::ConvProblem pr = ProblemOf<gpu, DType>(stem, stream);
   if (!cutlass->CanImplement(pr, ops::ConvPass::kForward).ok) {
     WARN("skipped: no " << DataType<DType>::name() << " stem kernel in this build");
     return;
@@ -1460,10 +1459,7 @@ void CheckShortWideWeightGradient(Stream<gpu>* stream, bool tf32) {
     if (tf32) k.tol_scale = kTF32TolScale;
     return k;
   };
-  auto problem = [&](const Case& k) {
-    return ops::MakeConvProblem<gpu, DType>(ops::MakeConvGeometry(k.param, ChannelsLastShape(k.data, k.batched)),
-                                            stream, true, k.param.workspace);
-  };
+  auto problem = [&](const Case& k) { return ProblemOf<gpu, DType>(k, stream); };
   const ops::ConvPass weight = ops::ConvPass::kBackwardWeight;
   // 176 x 176 x 3 x 3 = 278,784 filter values; 2 x 7 x 7 = 98 positions, against 2 x 48 x 48 = 4608.
   const Case wide = channels_last(MakeCase({2, 176, 7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 176, 1, true));
