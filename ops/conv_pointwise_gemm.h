@@ -189,11 +189,22 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
   // H200, N = 32). Strict fp32's data gradient of one group there goes to cutlass_implicit_gemm's SIMT
   // kernels (its Recommended: 0.09-0.25 ms against 0.15-0.49 here) or, in a build without them, to
   // im2col_gemm (0.14-0.49 ms, as fast as this one). On the CPU it is left to the tuner.
+  // Channels last in 16 bits and TF32, the data gradient of kManyFilters filters per group or more: one
+  // product onto the gathered pixels, each entry then stored into its pixel once (cuda/patch.cuh). The
+  // scatter's cost is the input gradient's size, the product's the filters' too, so it pays over long
+  // reductions: ResNet-50's 1x1 stride-2 layer at 14 x 14 with 2048 filters took 0.038 ms in fp16 and
+  // 0.063 in TF32 (bench/conv_bench --split --algorithm pointwise_gemm, H200, N = 32) where the tuner timed
+  // cutlass_implicit_gemm at 0.060 and 0.110; with 1024 filters they tied (0.048 and 0.075 against 0.049
+  // and 0.078), and with 128 to 512 it lost (0.033-0.067 against 0.033-0.054 in fp16, 0.053-0.107
+  // against 0.045-0.079 in TF32).
+  static constexpr index_t kManyFilters = 2048;
   bool Recommended(const ConvProblem& pr, ConvPass pass) const override {
     if (!pointwise::IsStrided(pr.geom)) return true;
     if (!std::is_same<Device, gpu>::value) return false;
     if (pr.geom.channels_last && std::is_same<DType, float>::value && pr.math != ConvMath::kTF32)
       return pass != ConvPass::kBackwardData || pr.math != ConvMath::kStrict || pr.geom.G != 1;
+    if (pass == ConvPass::kBackwardData && pr.geom.channels_last)
+      return (sizeof(DType) == 2 || pr.math == ConvMath::kTF32) && pr.geom.Kg() >= kManyFilters;
     if (pass != ConvPass::kBackwardWeight) return !pr.geom.channels_last;
     const double filter = double(pr.geom.Kg()) * double(pr.geom.Cg());
     if (pr.geom.channels_last) return sizeof(DType) == 2 ? WeightGradIsShortAndWide(pr.geom) : filter >= double(1 << 19);

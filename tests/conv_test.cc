@@ -1511,6 +1511,51 @@ TEST_CASE("convolution: the GPU heuristic leaves large filters over a short redu
   CheckShortWideWeightGradient<float>(stream, true);
   DeleteStream(stream);
 }
+
+// A channels-last strided 1x1 data gradient of 2048 filters or more goes to pointwise_gemm (its product,
+// then each entry stored once), in half, bf16 and TF32; with 1024 filters it does not. The chosen one runs
+// against float64, written and added.
+template <typename DType>
+void CheckStridedDataGradientOnPointwise(Stream<gpu>* stream, bool tf32) {
+  const auto* pointwise = ops::ConvRegistry<gpu, DType>::Get().Find("pointwise_gemm");
+  INFO(DataType<DType>::name() << (tf32 ? " TF32" : ""));
+  stream->set_tf32(tf32);
+  Case many = MakeCase({2, 8, 6, 7}, {1, 1}, {2, 2}, {}, {}, 2048, 1, true);
+  many.param.layout = ops::Layout::kNHWC;
+  if (tf32) many.tol_scale = kTF32TolScale;
+  Case fewer = many;
+  fewer.param.num_filter = 1024;
+  auto problem = [&](const Case& k) {
+    return ops::MakeConvProblem<gpu, DType>(ops::MakeConvGeometry(k.param, ChannelsLastShape(k.data, k.batched)),
+                                            stream, true, k.param.workspace);
+  };
+  CHECK(pointwise->Recommended(problem(many), ops::ConvPass::kBackwardData));
+  CHECK_FALSE(pointwise->Recommended(problem(fewer), ops::ConvPass::kBackwardData));
+  CHECK_FALSE(pointwise->Recommended(problem(many), ops::ConvPass::kForward));
+  std::vector<std::string> log;
+  ops::SetConvLog([&](const std::string& line) { log.push_back(line); });
+  ops::ReleaseConvCaches<gpu>();
+  for (OpReqType data : {kWriteTo, kAddTo}) RunCase<gpu, DType, 4, 4>(stream, many, Reqs{kWriteTo, data, kWriteTo, kWriteTo});
+  ops::SetConvLog(nullptr);
+  const auto line = std::find_if(log.begin(), log.end(),
+                                 [](const std::string& l) { return l.find("data-grad") != std::string::npos; });
+  REQUIRE(line != log.end());
+  INFO(*line);
+  CHECK(line->find("-> pointwise_gemm (heuristic)") != std::string::npos);
+  stream->set_tf32(false);
+  ops::ReleaseConvCaches<gpu>();
+}
+TEST_CASE("convolution: the GPU heuristic takes pointwise_gemm for a channels-last strided data gradient of many filters", "[gpu][conv]") {
+  if (!HaveGPU()) {
+    WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");
+    return;
+  }
+  Stream<gpu>* stream = NewStream<gpu>();
+  CheckStridedDataGradientOnPointwise<half_t>(stream, false);
+  CheckStridedDataGradientOnPointwise<bf16_t>(stream, false);
+  CheckStridedDataGradientOnPointwise<float>(stream, true);
+  DeleteStream(stream);
+}
 #endif
 
 // Winograd, forced (forward and data gradient; the weight's req kNullOp): outputs that are not a whole
