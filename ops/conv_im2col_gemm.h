@@ -272,7 +272,7 @@ class ConvIm2ColGemm : public ConvAlgorithm<Device, DType> {
                                 ConvStoreEpilogue(t.epilogue, st.out, t.out, offset), pr.math == ConvMath::kTF32,
                                 FusedAlignment(pr, plan, t.epilogue), GemmWorkspaceLimit(pr, plan));
           } else {
-            TE_CHECK(false, "im2col_gemm: an epilogue fuses on the GPU in float, half and bf16 only");
+            Fail("im2col_gemm: an epilogue fuses on the GPU in float, half and bf16 only");
           }
         } else if (st.out.active) {
           GroupedGemm(s, pc, Kg, reduction, 1.0f, columns, Transposed(filters), st.out.beta(),

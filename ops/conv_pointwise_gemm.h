@@ -395,8 +395,9 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
       const bool tf32 = pr.math == ConvMath::kTF32;
       const size_t staged_bytes = sizeof(DType) * static_cast<size_t>(StagedElems(pr));
       const size_t limit = pr.workspace_limit > staged_bytes ? pr.workspace_limit - staged_bytes : 0;
-      if (!GpuGemmTakesEpilogue(FusedForwardCall(last, staged), store, tf32, alignment, limit)) return false;
-      GpuGemmWithEpilogue(s, FusedForwardCall(last, staged), store, tf32, alignment, limit);
+      const expr::GemmCall<DType> product = FusedForwardCall(last, staged);
+      if (!GpuGemmTakesEpilogue(product, store, tf32, alignment, limit)) return false;
+      GpuGemmWithEpilogue(s, product, store, tf32, alignment, limit);
       return true;
     } else {
       return false;

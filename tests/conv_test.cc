@@ -1525,10 +1525,7 @@ void CheckStridedDataGradientOnPointwise(Stream<gpu>* stream, bool tf32) {
   if (tf32) many.tol_scale = kTF32TolScale;
   Case fewer = many;
   fewer.param.num_filter = 1024;
-  auto problem = [&](const Case& k) {
-    return ops::MakeConvProblem<gpu, DType>(ops::MakeConvGeometry(k.param, ChannelsLastShape(k.data, k.batched)),
-                                            stream, true, k.param.workspace);
-  };
+  auto problem = [&](const Case& k) { return ProblemOf<gpu, DType>(k, stream); };
   CHECK(pointwise->Recommended(problem(many), ops::ConvPass::kBackwardData));
   CHECK_FALSE(pointwise->Recommended(problem(fewer), ops::ConvPass::kBackwardData));
   CHECK_FALSE(pointwise->Recommended(problem(many), ops::ConvPass::kForward));

@@ -377,12 +377,13 @@ inline size_t Im2ColRowsBytes(const PatchGeometry& g, index_t row_stride) {
 constexpr size_t kIm2ColRowsMaxBytes = 96 * 1024;
 inline size_t Im2ColRowsLimit() { return std::min(kIm2ColRowsMaxBytes, cuda::CurrentDeviceInfo().shared_per_block); }
 // Whether the rows kernel takes a geometry whose column rows are row_stride entries long: 2-D (one depth
-// in and out), one group, rows of whole 16-byte vectors (pairs of entries), within its shared memory.
+// in and out), one group, rows of whole 16-byte vectors (so of pairs of entries: sizeof(DType) <= 8),
+// within its shared memory.
 template <typename DType>
 inline bool Im2ColRowsFit(const PatchGeometry& g, index_t row_stride) {
   constexpr index_t kVector = 16 / sizeof(DType);
   return g.channels_last && g.G == 1 && g.in[0] == 1 && g.kernel[0] == 1 && g.out[0] == 1 &&
-         row_stride % kVector == 0 && row_stride % 2 == 0 &&
+         row_stride % kVector == 0 &&
          Im2ColRowsBytes<DType>(g, row_stride) <= Im2ColRowsLimit();
 }
 // Whether Im2ColRowsKernel takes the chunk: whole images of a dense input, 16-byte aligned columns (its
@@ -428,35 +429,38 @@ void Im2Col(cudaStream_t st, const PatchGeometry& g, const PatchChunk& ch, const
   }
 }
 
+// Before a ScattersOnce col2im stores its entries: zeroes the chunk's images of grad (rows grad_stride
+// apart: pixels of C channels, or channels first image rows of W), unless the entries write every pixel.
+template <typename DType>
+void ZeroUnreadPixels(const PatchGeometry& g, const PatchChunk& ch, DType* grad, index_t grad_stride, cudaStream_t st) {
+  const bool every_pixel_read = g.stride[0] == 1 && g.stride[1] == 1 && g.stride[2] == 1 && ch.pc == g.OutSize() &&
+                                g.out[0] >= g.in[0] && g.out[1] >= g.in[1] && g.out[2] >= g.in[2];
+  if (every_pixel_read) return;
+  const index_t rows_per_image = g.channels_last ? g.InSize() : g.C * g.in[0] * g.in[1];
+  const index_t row_len = g.channels_last ? g.C : g.in[2];
+  TE_CUDA_CHECK(cudaMemset2DAsync(grad + ch.n0 * rows_per_image * grad_stride,
+                                  sizeof(DType) * static_cast<size_t>(grad_stride), 0,
+                                  sizeof(DType) * static_cast<size_t>(row_len),
+                                  static_cast<size_t>(ch.nb * rows_per_image), st));
+}
+
 template <typename I, typename DType>
 void Col2Im(cudaStream_t st, const PatchGeometry& g, const PatchChunk& ch, const PatchColumns& layout,
             const DType* col, DType* grad, index_t grad_stride, bool accumulate) {
   const index_t elements = ch.nb * g.C * g.InSize();
-  // (ScattersOnce) Whether the chunk's entries write every pixel of its images, or the rest must be zeroed.
-  const bool every_pixel_read = g.stride[0] == 1 && g.stride[1] == 1 && g.stride[2] == 1 && ch.pc == g.OutSize() &&
-                                g.out[0] >= g.in[0] && g.out[1] >= g.in[1] && g.out[2] >= g.in[2];
-  if (g.channels_last && ScattersOnce(g)) {
-    if (!accumulate && !every_pixel_read)
-      TE_CUDA_CHECK(cudaMemset2DAsync(grad + ch.n0 * g.InSize() * grad_stride,
-                                      sizeof(DType) * static_cast<size_t>(grad_stride), 0,
-                                      sizeof(DType) * static_cast<size_t>(g.C),
-                                      static_cast<size_t>(ch.nb * g.InSize()), st));
-    cuda::LaunchMap<&Col2ImOncePixelsKernel<DType, I>>(ch.nb * ch.pc * g.C, st, "channels-last 1x1 col2im kernel",
-                                                       Geom<I>(g), Chunk<I>(ch, layout), Col2ImOnceDivs<I>(g, ch), col,
-                                                       grad, I(grad_stride), accumulate);
+  if (ScattersOnce(g)) {
+    if (!accumulate) ZeroUnreadPixels(g, ch, grad, grad_stride, st);
+    if (g.channels_last)
+      cuda::LaunchMap<&Col2ImOncePixelsKernel<DType, I>>(ch.nb * ch.pc * g.C, st, "channels-last 1x1 col2im kernel",
+                                                         Geom<I>(g), Chunk<I>(ch, layout), Col2ImOnceDivs<I>(g, ch),
+                                                         col, grad, I(grad_stride), accumulate);
+    else
+      cuda::LaunchMap<&Col2ImOnceKernel<DType, I>>(ch.nb * g.C * ch.pc, st, "1x1 col2im kernel", Geom<I>(g),
+                                                   Chunk<I>(ch, layout), col, grad, I(grad_stride), accumulate);
   } else if (g.channels_last) {
     cuda::LaunchMap<&Col2ImPixelsKernel<DType, I>>(elements, st, "channels-last col2im kernel", Geom<I>(g),
                                                    Chunk<I>(ch, layout), Col2ImDivs<I>(g), col, grad, I(grad_stride),
                                                    accumulate);
-  } else if (ScattersOnce(g)) {
-    if (!accumulate && !every_pixel_read) {
-      const index_t rows = ch.nb * g.C * g.in[0] * g.in[1];
-      TE_CUDA_CHECK(cudaMemset2DAsync(grad + ch.n0 * g.C * g.in[0] * g.in[1] * grad_stride,
-                                      sizeof(DType) * static_cast<size_t>(grad_stride), 0,
-                                      sizeof(DType) * static_cast<size_t>(g.in[2]), static_cast<size_t>(rows), st));
-    }
-    cuda::LaunchMap<&Col2ImOnceKernel<DType, I>>(ch.nb * g.C * ch.pc, st, "1x1 col2im kernel", Geom<I>(g),
-                                                 Chunk<I>(ch, layout), col, grad, I(grad_stride), accumulate);
   } else {
     cuda::LaunchMap<&Col2ImKernel<DType, I>>(elements, st, "col2im kernel", Geom<I>(g), Chunk<I>(ch, layout), col,
                                              grad, I(grad_stride), accumulate);
