@@ -362,7 +362,11 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
   // slices of 128 rows were 4.8% over it (the 3x3 layer at 56 x 56: 0.140 ms against 0.172). Strict
   // fp32's SIMT kernels (Recommended's passes), timed at the power of two at or below each rule's split: 8%
   // over their fastest sum, where two waves of slices of 32 rows were 13% over.
-  // Hopper's do not split.
+  // Hopper's do not split. Nor do the data gradient's kernels: TF32's (Ampere's only), made to split by
+  // this rule in an experiment's build (H200, N = 32), took 0.069 ms at their best split on the 3x3 layer
+  // at 7 x 7 against 0.074 unsplit on the 128 x 64 tile, and lost at every split at 14 x 14; CUTLASS's
+  // strided-support data-gradient kernels also accept a split at unit strides yet leave parts of its
+  // slices unwritten.
   static cutlass_conv::Conv2dShape KernelShape(const ConvProblem& pr, const Kernel& k, index_t C, index_t K, int fold) {
     const ConvGeometry& g = pr.geom;
     cutlass_conv::Conv2dShape s;
