@@ -1349,6 +1349,20 @@ TEST_CASE("convolution: the GPU heuristic takes pointwise_gemm for strict float 
   DeleteStream(stream);
 }
 
+// The selection log's line for the pass it names (e.g. "weight-grad float32"), from a fresh selection
+// (the caches released) while run() runs; required to be there.
+template <typename Run>
+std::string SelectionLine(const std::string& pass, Run&& run) {
+  std::vector<std::string> log;
+  ops::SetConvLog([&](const std::string& line) { log.push_back(line); });
+  ops::ReleaseConvCaches<gpu>();
+  run();
+  ops::SetConvLog(nullptr);
+  const auto line = std::find_if(log.begin(), log.end(), [&](const std::string& l) { return l.find(pass) != std::string::npos; });
+  REQUIRE(line != log.end());
+  return *line;
+}
+
 // Strict float's channels-last weight gradients of kernels other than an unpadded 1x1 with small filters (under
 // kSmallFilterValues per group: a stem's, a 3x3 layer's with 128 channels) go to CUTLASS's SIMT kernels
 // where the build has them; larger filters, 1x1 kernels and channels-first data stay with the other
@@ -1387,15 +1401,8 @@ TEST_CASE("convolution: the GPU heuristic takes CUTLASS's SIMT weight gradient f
   first.param.layout = ops::Layout::kNCHW;
   CHECK_FALSE(cutlass->Recommended(problem(first), weight));
   for (const Case* k : {&small, &stem}) {
-    std::vector<std::string> log;
-    ops::SetConvLog([&](const std::string& line) { log.push_back(line); });
-    ops::ReleaseConvCaches<gpu>();
-    RunCase<gpu, float, 4, 4>(stream, *k, Reqs{});
-    ops::SetConvLog(nullptr);
-    const auto line = std::find_if(log.begin(), log.end(),
-                                   [](const std::string& l) { return l.find("weight-grad float32") != std::string::npos; });
-    REQUIRE(line != log.end());
-    CHECK(line->find("-> cutlass_implicit_gemm (heuristic)") != std::string::npos);
+    const std::string line = SelectionLine("weight-grad float32", [&] { RunCase<gpu, float, 4, 4>(stream, *k, Reqs{}); });
+    CHECK(line.find("-> cutlass_implicit_gemm (heuristic)") != std::string::npos);
     for (size_t r = 0; r < 4; ++r) RunCase<gpu, float, 4, 4>(stream, *k, ReqPattern(r));
   }
   ops::ReleaseConvCaches<gpu>();
@@ -1417,15 +1424,10 @@ void CheckStemForwardOnIm2Col(Stream<gpu>* stream) {
   }
   CHECK_FALSE(cutlass->Recommended(pr, ops::ConvPass::kForward));
   CHECK(cutlass->Recommended(pr, ops::ConvPass::kBackwardWeight));
-  std::vector<std::string> log;
-  ops::SetConvLog([&](const std::string& line) { log.push_back(line); });
-  ops::ReleaseConvCaches<gpu>();
-  RunCase<gpu, DType, 4, 4>(stream, stem, Reqs{kWriteTo, kNullOp, kWriteTo, kNullOp});
-  ops::SetConvLog(nullptr);
-  const std::string forward = std::string("forward ") + DataType<DType>::name();
-  const auto line = std::find_if(log.begin(), log.end(), [&](const std::string& l) { return l.find(forward) != std::string::npos; });
-  REQUIRE(line != log.end());
-  CHECK(line->find("-> im2col_gemm (heuristic)") != std::string::npos);
+  const std::string line = SelectionLine(std::string("forward ") + DataType<DType>::name(), [&] {
+    RunCase<gpu, DType, 4, 4>(stream, stem, Reqs{kWriteTo, kNullOp, kWriteTo, kNullOp});
+  });
+  CHECK(line.find("-> im2col_gemm (heuristic)") != std::string::npos);
   ops::ReleaseConvCaches<gpu>();
 }
 TEST_CASE("convolution: the GPU heuristic takes im2col_gemm for a channels-last stem's 16-bit forward", "[gpu][conv]") {
@@ -1485,17 +1487,12 @@ void CheckShortWideWeightGradient(Stream<gpu>* stream, bool tf32) {
     CHECK(pointwise->Recommended(problem(strided), weight));
     CHECK_FALSE(pointwise->Recommended(problem(strided_long), weight));
   }
-  for (const auto& [k, choice] : runs) {
-    std::vector<std::string> log;
-    ops::SetConvLog([&](const std::string& line) { log.push_back(line); });
-    ops::ReleaseConvCaches<gpu>();
-    RunCase<gpu, DType, 4, 4>(stream, *k, Reqs{kWriteTo, kWriteTo, kAddTo, kWriteTo});
-    ops::SetConvLog(nullptr);
-    const auto line = std::find_if(log.begin(), log.end(),
-                                   [](const std::string& l) { return l.find("weight-grad") != std::string::npos; });
-    REQUIRE(line != log.end());
-    INFO(*line);
-    CHECK(line->find(choice) != std::string::npos);
+  for (const auto& run : runs) {
+    const Case& k = *run.first;
+    const std::string line =
+        SelectionLine("weight-grad", [&] { RunCase<gpu, DType, 4, 4>(stream, k, Reqs{kWriteTo, kWriteTo, kAddTo, kWriteTo}); });
+    INFO(line);
+    CHECK(line.find(run.second) != std::string::npos);
   }
   stream->set_tf32(false);
   ops::ReleaseConvCaches<gpu>();
@@ -1529,16 +1526,11 @@ void CheckStridedDataGradientOnPointwise(Stream<gpu>* stream, bool tf32) {
   CHECK(pointwise->Recommended(problem(many), ops::ConvPass::kBackwardData));
   CHECK_FALSE(pointwise->Recommended(problem(fewer), ops::ConvPass::kBackwardData));
   CHECK_FALSE(pointwise->Recommended(problem(many), ops::ConvPass::kForward));
-  std::vector<std::string> log;
-  ops::SetConvLog([&](const std::string& line) { log.push_back(line); });
-  ops::ReleaseConvCaches<gpu>();
-  for (OpReqType data : {kWriteTo, kAddTo}) RunCase<gpu, DType, 4, 4>(stream, many, Reqs{kWriteTo, data, kWriteTo, kWriteTo});
-  ops::SetConvLog(nullptr);
-  const auto line = std::find_if(log.begin(), log.end(),
-                                 [](const std::string& l) { return l.find("data-grad") != std::string::npos; });
-  REQUIRE(line != log.end());
-  INFO(*line);
-  CHECK(line->find("-> pointwise_gemm (heuristic)") != std::string::npos);
+  const std::string line = SelectionLine("data-grad", [&] {
+    for (OpReqType data : {kWriteTo, kAddTo}) RunCase<gpu, DType, 4, 4>(stream, many, Reqs{kWriteTo, data, kWriteTo, kWriteTo});
+  });
+  INFO(line);
+  CHECK(line.find("-> pointwise_gemm (heuristic)") != std::string::npos);
   stream->set_tf32(false);
   ops::ReleaseConvCaches<gpu>();
 }
