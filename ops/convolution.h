@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 #include <tensorexpr/tensorexpr.h>
@@ -107,28 +108,82 @@ double TimeConvTrial(const ConvAlgorithm<Device, DType>& a, const ConvProblem& p
   return ms[1];
 }
 
-// Picks an algorithm for each pass `stores` asks for and runs them; passes that went to the same
-// algorithm run in one call.
+// The bytes a tensor's elements span, padded rows included.
+struct ByteRange {
+  uintptr_t begin = 0, end = 0;
+  bool Overlaps(ByteRange o) const { return begin < o.end && o.begin < end; }
+};
+template <typename Device, int dim, typename DType>
+ByteRange RangeOf(const Tensor<Device, dim, DType>& t) {
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(t.dptr_);
+  return {begin, begin + uintptr_t(SpanOf(t)) * sizeof(DType)};
+}
+// Whether a backward's weight gradient may run at the same time as its other pass: neither writes what
+// the other reads or writes. (In turn, the weight gradient runs first, so a data gradient written over
+// the data it reads is still right.)
+inline bool PassesApart(ByteRange weight_grad, std::initializer_list<ByteRange> weight_grad_reads, ByteRange other_out,
+                        std::initializer_list<ByteRange> other_reads) {
+  if (weight_grad.Overlaps(other_out)) return false;
+  for (ByteRange r : other_reads)
+    if (weight_grad.Overlaps(r)) return false;
+  for (ByteRange r : weight_grad_reads)
+    if (other_out.Overlaps(r)) return false;
+  return true;
+}
+
+// Picks an algorithm for each pass `stores` asks for and runs them. A weight gradient and one other pass
+// whose outputs and inputs are apart (passes_apart: PassesApart) run at the same time, the weight
+// gradient on the stream's side stream, when one of them takes no workspace and the other no more than
+// the passes take in turn: the call holds no more workspace than in turn (the side's run gets the
+// stream's buffer, taken before the fork orders the side after it). In turn, passes that went to the same
+// algorithm run in one call (it may share staged copies between them).
 template <typename Device, typename DType>
 void RunConvPasses(const std::string& forced, const ConvProblem& problem, const ConvTensors<DType>& t,
-                   const ConvStores& stores, ConvSpans spans, Stream<Device>* s) {
+                   const ConvStores& stores, ConvSpans spans, bool passes_apart, Stream<Device>* s) {
   using Algorithm = ConvAlgorithm<Device, DType>;
-  std::vector<std::pair<const Algorithm*, ConvStores>> runs;
-  for (ConvPass pass : {ConvPass::kForward, ConvPass::kBackwardWeight, ConvPass::kBackwardData}) {
+  struct Run {
+    const Algorithm* algorithm;
+    ConvStores stores;
+    size_t Bytes(const ConvProblem& pr) const { return algorithm->WorkspaceBytes(pr, stores); }
+  };
+  std::vector<Run> in_turn;
+  std::vector<Run> passes;  // one per pass, weight gradient first
+  for (ConvPass pass : {ConvPass::kBackwardWeight, ConvPass::kForward, ConvPass::kBackwardData}) {
     if (!stores.Wants(pass)) continue;
     const Algorithm* a = SelectConvAlgorithm<Device, DType>(
         problem, pass, forced, [&](const Algorithm& trial) { return TimeConvTrial(trial, problem, pass, t, spans, s); });
-    auto same = std::find_if(runs.begin(), runs.end(), [&](const auto& r) { return r.first == a; });
-    if (same == runs.end()) same = runs.insert(runs.end(), {a, ConvStores()});
-    ConvStores& mine = same->second;
-    if (pass == ConvPass::kForward) mine.out = stores.out;
-    if (pass == ConvPass::kBackwardData) mine.data_grad = stores.data_grad;
-    if (pass == ConvPass::kBackwardWeight) mine.weight_grad = stores.weight_grad;
+    const ReqStore& store = pass == ConvPass::kForward        ? stores.out
+                            : pass == ConvPass::kBackwardData ? stores.data_grad
+                                                              : stores.weight_grad;
+    passes.push_back({a, ConvStores::Only(pass, store)});
+    auto same = std::find_if(in_turn.begin(), in_turn.end(), [&](const Run& r) { return r.algorithm == a; });
+    if (same == in_turn.end()) same = in_turn.insert(in_turn.end(), {a, ConvStores()});
+    ConvStores& mine = same->stores;
+    (pass == ConvPass::kForward ? mine.out : pass == ConvPass::kBackwardData ? mine.data_grad : mine.weight_grad) = store;
   }
-  for (const auto& run : runs) {
-    const size_t bytes = run.first->WorkspaceBytes(problem, run.second);
-    void* workspace = bytes > 0 ? GetWorkspaceBytes<Device>(bytes, s) : nullptr;
-    run.first->Run(problem, t, run.second, workspace, s);
+  size_t in_turn_bytes = 0;
+  for (const Run& r : in_turn) in_turn_bytes = std::max(in_turn_bytes, r.Bytes(problem));
+  if (passes_apart && passes.size() == 2 && stores.weight_grad.active) {
+    const size_t weight_bytes = passes[0].Bytes(problem), other_bytes = passes[1].Bytes(problem);
+    const size_t bytes = std::max(weight_bytes, other_bytes);
+    if (std::min(weight_bytes, other_bytes) == 0 && bytes <= in_turn_bytes) {
+      void* workspace = bytes > 0 ? GetWorkspaceBytes<Device>(bytes, s) : nullptr;
+      if (Stream<Device>* side = ForkSideStream(s)) {
+        try {
+          passes[0].algorithm->Run(problem, t, passes[0].stores, weight_bytes > 0 ? workspace : nullptr, side);
+          passes[1].algorithm->Run(problem, t, passes[1].stores, other_bytes > 0 ? workspace : nullptr, s);
+        } catch (...) {
+          JoinSideStream(s);  // what the side queued stays ordered before the stream's next work
+          throw;
+        }
+        JoinSideStream(s);
+        return;
+      }
+    }
+  }
+  for (const Run& r : in_turn) {
+    const size_t bytes = r.Bytes(problem);
+    r.algorithm->Run(problem, t, r.stores, bytes > 0 ? GetWorkspaceBytes<Device>(bytes, s) : nullptr, s);
   }
 }
 
@@ -288,7 +343,10 @@ void ConvolutionBackward(const ConvolutionParam& p, const Tensor<Device, ddim, D
     const bool contiguous = data.CheckContiguous() && (!stores.data_grad.active || data_grad.CheckContiguous());
     const ConvProblem problem = MakeConvProblem<Device, DType>(
         g, s, contiguous, p.workspace, detail::VectorAligned(t.data, t.weight, t.out_grad, t.data_grad, t.weight_grad));
-    detail::RunConvPasses(p.algorithm, problem, t, stores, detail::ConvSpans{0, detail::SpanOf(data_grad)}, s);
+    using detail::RangeOf;
+    const bool apart = detail::PassesApart(RangeOf(weight_grad), {RangeOf(data), RangeOf(out_grad)}, RangeOf(data_grad),
+                                           {RangeOf(out_grad), RangeOf(weight)});
+    detail::RunConvPasses(p.algorithm, problem, t, stores, detail::ConvSpans{0, detail::SpanOf(data_grad)}, apart, s);
   }
 }
 

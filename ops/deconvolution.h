@@ -54,7 +54,7 @@ void DeconvolutionForward(const DeconvolutionParam& p, const Tensor<Device, ddim
     const ConvProblem problem = MakeConvProblem<Device, DType>(
         g, s, out.CheckContiguous(), p.workspace, detail::VectorAligned(data.dptr_, weight.dptr_, out.dptr_));
     detail::RunConvPasses(p.algorithm, problem, t, ConvStores::Only(ConvPass::kBackwardData, store),
-                          detail::ConvSpans{0, detail::SpanOf(out)}, s);
+                          detail::ConvSpans{0, detail::SpanOf(out)}, false, s);
     if (!p.no_bias) ApplyEpilogueInPlace(out, ConvEpilogue<DType>::Bias(bias.dptr_), g.channels_last);
   }
 }
@@ -105,7 +105,10 @@ void DeconvolutionBackward(const DeconvolutionParam& p, const Tensor<Device, ddi
     const ConvProblem problem = MakeConvProblem<Device, DType>(
         g, s, out_grad.CheckContiguous(), p.workspace,
         detail::VectorAligned(t.data, t.weight, t.out, t.out_grad, t.weight_grad));
-    detail::RunConvPasses(p.algorithm, problem, t, stores, detail::ConvSpans{detail::SpanOf(data_grad), 0}, s);
+    using detail::RangeOf;
+    const bool apart = detail::PassesApart(RangeOf(weight_grad), {RangeOf(out_grad), RangeOf(data)}, RangeOf(data_grad),
+                                           {RangeOf(out_grad), RangeOf(weight)});
+    detail::RunConvPasses(p.algorithm, problem, t, stores, detail::ConvSpans{detail::SpanOf(data_grad), 0}, apart, s);
   }
 }
 

@@ -18,6 +18,8 @@ struct Stream<cpu> {
   void Wait() {}
   bool CheckIdle() { return true; }
   Workspace<cpu>& workspace() { return workspace_; }
+  // The GPU stream's side stream (cuda/stream.cuh) for work that may overlap; the CPU runs it here.
+  Stream<cpu>* side() const { return nullptr; }
   // Threads evaluation for this stream may use; 0 (the default): the process's (GetNumThreads).
   int num_threads() const { return num_threads_; }
   void set_num_threads(int n) {

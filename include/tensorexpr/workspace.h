@@ -125,15 +125,18 @@ inline Tensor<Device, dim, DType> get_space_typed(const Shape<dim>& shape, Strea
   return Tensor<Device, dim, DType>(static_cast<DType*>(GetWorkspaceBytes<Device>(bytes, stream)), shape, stream);
 }
 
-// Bytes of workspace `stream` holds (0 when none).
+// Bytes of workspace `stream` holds (0 when none), its side stream's (cuda/stream.cuh) included.
 template <typename Device>
 inline size_t WorkspaceBytesHeld(Stream<Device>* stream = nullptr) {
-  return StreamOrDefault(stream)->workspace().Held();
+  Stream<Device>* s = StreamOrDefault(stream);
+  return s->workspace().Held() + (s->side() != nullptr ? s->side()->workspace().Held() : 0);
 }
-// Frees the workspace of one stream (it is freed with the stream anyway).
+// Frees the workspace of one stream and of its side stream (they are freed with the stream anyway).
 template <typename Device>
 inline void ReleaseWorkspace(Stream<Device>* stream = nullptr) {
-  StreamOrDefault(stream)->workspace().Release();
+  Stream<Device>* s = StreamOrDefault(stream);
+  s->workspace().Release();
+  if (s->side() != nullptr) s->side()->workspace().Release();
 }
 // Frees the workspace of every stream of the device.
 template <typename Device>

@@ -1,4 +1,4 @@
-// GPU-only cases for the CUDA core backend: streams, memory, Copy between host and device (strided
+// GPU-only cases for the CUDA core backend: streams (side streams included), memory, Copy between host and device (strided
 // views included), out-of-memory errors, the three map routes (vector / flat / rows2d) with both index
 // widths, half and bf16 maps, a tensor of more than 2^31 elements, and the engine calls.
 #include <unistd.h>
@@ -527,6 +527,84 @@ TEST_CASE("Work on two streams runs in order on each and independently of the ot
   CheckAll(hz.view(), [](const Shape<1>&) { return 2.0; });
   CHECK(Stream<gpu>::GetStream(nullptr) == cudaStreamPerThread);
   CHECK(DefaultStream()->blas_handle() != nullptr);
+}
+
+// A stream's side stream (Stream<gpu>::ForkSide): its work runs after what the stream queued before the
+// fork and before what the stream queues after the join (64 MB maps, long enough that a missing order
+// would show), with the stream's math modes as they are at each fork, a cuBLAS handle of its own, and its
+// kernels' failed checks reported by the stream's Wait().
+TEST_CASE("A stream's side stream runs between ForkSide and JoinSide, with the stream's modes and fault record",
+          "[gpu][cuda_core]") {
+  TE_REQUIRE_GPU();
+  OwnedStream owner;
+  Stream<gpu>* s = owner.s;
+  CHECK(s->side() == nullptr);
+  const index_t n = index_t(1) << 24;
+  TensorContainer<gpu, 1, float> a, b;
+  a.set_stream(s);
+  b.set_stream(s);
+  a.Resize(Shape1(n), 0.0f);
+  b.Resize(Shape1(n), 0.0f);
+  double want = 0;
+  for (int round = 0; round < 3; ++round) {
+    for (int k = 0; k < 10; ++k) a += 1.0f;
+    Stream<gpu>* side = s->ForkSide();
+    REQUIRE(side != nullptr);
+    CHECK(side == s->side());
+    CHECK(side->stream() != s->stream());
+    Tensor<gpu, 1, float> a_side(a.dptr_, a.shape_, side), b_side(b.dptr_, b.shape_, side);
+    b_side = a_side * 2.0f;  // reads a after the ten additions
+    for (int k = 0; k < 10; ++k) b_side += 1.0f;
+    s->JoinSide();
+    a = b * 1.0f;  // on the stream: after the side's last addition
+    want = 2 * (want + 10) + 10;
+  }
+  s->Wait();
+  auto ha = ToHost(a.view());
+  CheckAll(ha.view(), [&](const Shape<1>&) { return want; });
+
+  // Math modes follow the stream at each fork; the cuBLAS handles are two.
+  s->set_tf32(true);
+  Stream<gpu>* side = s->ForkSide();
+  CHECK(side->tf32());
+  CHECK(!side->tf32x3());
+  CHECK(side->blas_handle() != s->blas_handle());
+  s->JoinSide();
+  s->set_tf32(false);
+  s->set_tf32x3(true);
+  CHECK(s->ForkSide() == side);
+  CHECK(!side->tf32());
+  CHECK(side->tf32x3());
+  s->JoinSide();
+  s->set_tf32x3(false);
+
+  // A label out of range, checked by a kernel on the side, is reported once by the stream's Wait().
+  TensorContainer<cpu, 1, float> labels_host(Shape1(3));
+  labels_host[0] = 1, labels_host[1] = 7, labels_host[2] = 0;
+  TensorContainer<gpu, 1, float> labels = Upload(labels_host.view(), false, s);
+  TensorContainer<gpu, 2, float> hot;
+  hot.set_stream(s);
+  hot.Resize(Shape2(3, 4));
+  Stream<gpu>* forked = s->ForkSide();
+  const Tensor<gpu, 1, float> labels_side(labels.dptr_, labels.shape_, forked);
+  Tensor<gpu, 2, float> hot_side(hot.dptr_, hot.shape_, hot.stride_, forked);
+  hot_side = OneHotEncodeExp<float, Tensor<gpu, 1, float>>(labels_side, 4, FaultRecord(forked));
+  s->JoinSide();
+  const std::string msg = ErrorMessage([&] { s->Wait(); });
+  INFO(msg);
+  CHECK(msg.find("label[1] = 7 is not a class index in [0, 4)") != std::string::npos);
+  CHECK(ErrorMessage([&] { s->Wait(); }).empty());
+
+  // Released, the side goes with its workspace; the next fork makes another.
+  get_space_typed<gpu, 1, float>(Shape1(1000), forked);
+  CHECK(WorkspaceBytesHeld(s) >= 4000);
+  ReleaseWorkspace(s);
+  CHECK(WorkspaceBytesHeld(s) == 0);
+  s->ReleaseSide();
+  CHECK(s->side() == nullptr);
+  REQUIRE(s->ForkSide() != nullptr);
+  s->JoinSide();
+  s->Wait();
 }
 
 // Chunked reductions finish in whichever block arrives last, counted in the stream's arrival counters

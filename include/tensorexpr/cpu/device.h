@@ -1,6 +1,7 @@
 // cpu/device.h — what device-neutral code may ask of the CPU through its stream (the twin of the GPU's
 // functions in cuda/stream.cuh): its name, how many threads a run may use, whether float products may
-// be rounded to TF32 (never here), and waiting for queued work (nothing is queued on the CPU).
+// be rounded to TF32 (never here), waiting for queued work (nothing is queued on the CPU), and a side
+// stream (none).
 #pragma once
 #include <fstream>
 #include <string>
@@ -41,6 +42,9 @@ class StreamThreadScope {
 inline bool UsesTF32(Stream<cpu>*) { return false; }
 inline bool UsesTF32x3(Stream<cpu>*) { return false; }
 inline void WaitStream(Stream<cpu>*) {}
+// Work that could overlap the stream's runs on the stream itself: its threads are already the budget's.
+inline Stream<cpu>* ForkSideStream(Stream<cpu>*) { return nullptr; }
+inline void JoinSideStream(Stream<cpu>*) {}
 // The CPU checks operator inputs before the work starts: its kernels have no fault record (fault.h).
 inline KernelFault* FaultRecord(Stream<cpu>*) { return nullptr; }
 

@@ -47,13 +47,14 @@ inline void SetDevice<gpu>(int dev_id) {
 }
 
 // On the current device: waits for pending work (frees queued with cudaFreeAsync must have run), drops
-// the calling thread's default-stream cuBLAS handle, and trims the stream-ordered memory pool so that
+// the calling thread's default-stream cuBLAS handle and side stream, and trims the stream-ordered memory pool so that
 // its unused memory goes back to the driver. Streams made with NewStream keep their own handles
-// (Stream<gpu>::ReleaseBlasHandle() drops one).
+// and side streams (Stream<gpu>::ReleaseBlasHandle() and ReleaseSide() drop them).
 template <>
 inline void ReleaseCachedResources<gpu>() {
   TE_CUDA_CHECK(cudaDeviceSynchronize());
   DefaultStream()->ReleaseBlasHandle();
+  DefaultStream()->ReleaseSide();
   cudaMemPool_t pool;
   TE_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, cuda::CurrentDevice()));
   TE_CUDA_CHECK(cudaMemPoolTrimTo(pool, 0));

@@ -70,6 +70,7 @@ struct Stream<gpu> {
     workspace_.set_queue(stream_);
   }
   ~Stream() {
+    ReleaseSide();
     workspace_.Release();  // stream-ordered: before the stream goes
     if (blas_ != nullptr) cublasDestroy(blas_);
     if (fault_ != nullptr && cudaFreeHost(fault_) != cudaSuccess) cudaGetLastError();
@@ -118,6 +119,46 @@ struct Stream<gpu> {
     }
   }
 
+  // A second stream beside this one, for work that may overlap this stream's (an operator's two independent
+  // passes). ForkSide() orders the side after everything queued here so far and returns it; JoinSide()
+  // orders what is queued here next after everything queued on the side. The side is made on first use,
+  // on the current device, with a cuBLAS handle, workspace and arrival counters of its own; it takes this
+  // stream's math modes at each fork, and its kernels record a failed check in this stream's record, so
+  // that Wait() here reports it. Returns null (run the work here) when the current device is not the one
+  // the side was made on.
+  Stream<gpu>* ForkSide() {
+    const int device = cuda::CurrentDevice();
+    if (side_ == nullptr) {
+      side_.reset(new Stream<gpu>(nullptr, true, -1, cudaStreamNonBlocking));
+      side_->owner_ = this;
+      side_device_ = device;
+      TE_CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
+      TE_CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
+    }
+    if (device != side_device_) return nullptr;
+    side_->tf32_ = tf32_;
+    side_->tf32x3_ = tf32x3_;
+    if (side_->blas_ != nullptr) side_->ApplyMathMode();
+    TE_CUDA_CHECK(cudaEventRecord(fork_, stream_));
+    TE_CUDA_CHECK(cudaStreamWaitEvent(side_->stream_, fork_, 0));
+    return side_.get();
+  }
+  void JoinSide() {
+    if (side_ == nullptr) return;
+    TE_CUDA_CHECK(cudaEventRecord(join_, side_->stream_));
+    TE_CUDA_CHECK(cudaStreamWaitEvent(stream_, join_, 0));
+  }
+  // The side stream ForkSide made (null before the first fork, or after ReleaseSide).
+  Stream<gpu>* side() const { return side_.get(); }
+  // Lets the side stream go (its work still runs), with its handle and workspace; the next fork makes one
+  // afresh.
+  void ReleaseSide() {
+    if (side_ == nullptr) return;
+    side_.reset();
+    if (cudaEventDestroy(fork_) != cudaSuccess || cudaEventDestroy(join_) != cudaSuccess) cudaGetLastError();
+    fork_ = join_ = nullptr;
+  }
+
   // Waits for the queued work; then a check that failed inside one of its kernels is thrown as an Error
   // (once: the record is cleared).
   void Wait() {
@@ -127,6 +168,7 @@ struct Stream<gpu> {
   // Where kernels on this stream record a failed check (fault.h): host memory mapped into the device's
   // address space, allocated on first use, read by Wait().
   KernelFault* fault_record() {
+    if (owner_ != nullptr) return owner_->fault_record();
     if (fault_ == nullptr) {
       void* p = nullptr;
       TE_CUDA_CHECK(cudaHostAlloc(&p, sizeof(KernelFault), cudaHostAllocMapped));
@@ -184,6 +226,10 @@ struct Stream<gpu> {
   KernelFault* fault_device_ = nullptr;  // the same record, as kernels write it
   unsigned* arrivals_ = nullptr;         // arrival_counters()
   Workspace<gpu> workspace_;
+  std::unique_ptr<Stream<gpu>> side_;    // ForkSide()
+  Stream<gpu>* owner_ = nullptr;         // for a side stream: the stream that forked it
+  int side_device_ = -1;
+  cudaEvent_t fork_ = nullptr, join_ = nullptr;
 };
 
 namespace cuda {
@@ -210,13 +256,15 @@ inline Stream<gpu>* StreamOrDefault(Stream<gpu>* s) { return s == nullptr ? Defa
 
 // What device-neutral code may ask of the GPU through a stream (the twins of cpu/device.h's): the
 // current device's name, threads per run (the GPU's own parallelism is not budgeted: 1), whether float
-// gemms on this stream may use TF32, where its kernels record a failed check, and waiting until the
-// stream's work is done (which reports such a failure).
+// gemms on this stream may use TF32, where its kernels record a failed check, waiting until the
+// stream's work is done (which reports such a failure), and forking / joining its side stream.
 inline const std::string& DeviceName(Stream<gpu>*) { return cuda::CurrentDeviceInfo().name; }
 inline int ThreadBudget(Stream<gpu>*) { return 1; }
 inline bool UsesTF32(Stream<gpu>* s) { return StreamOrDefault(s)->tf32() && !StreamOrDefault(s)->tf32x3(); }
 inline bool UsesTF32x3(Stream<gpu>* s) { return StreamOrDefault(s)->tf32x3(); }
 inline KernelFault* FaultRecord(Stream<gpu>* s) { return StreamOrDefault(s)->fault_record(); }
 inline void WaitStream(Stream<gpu>* s) { StreamOrDefault(s)->Wait(); }
+inline Stream<gpu>* ForkSideStream(Stream<gpu>* s) { return StreamOrDefault(s)->ForkSide(); }
+inline void JoinSideStream(Stream<gpu>* s) { StreamOrDefault(s)->JoinSide(); }
 
 }  // namespace tensorexpr
