@@ -135,8 +135,10 @@ inline bool PassesApart(ByteRange weight_grad, std::initializer_list<ByteRange> 
 // whose outputs and inputs are apart (passes_apart: PassesApart) run at the same time, the weight
 // gradient on the stream's side stream, when one of them takes no workspace and the other no more than
 // the passes take in turn: the call holds no more workspace than in turn (the side's run gets the
-// stream's buffer, taken before the fork orders the side after it). In turn, passes that went to the same
-// algorithm run in one call (it may share staged copies between them).
+// stream's buffer, taken before the fork orders the side after it). The other pass is queued first: a
+// network's earlier layers wait for the data gradient, and the GPU hands out the blocks of the kernel
+// queued first first. In turn, passes that went to the same algorithm run in one call (it may share
+// staged copies between them).
 template <typename Device, typename DType>
 void RunConvPasses(const std::string& forced, const ConvProblem& problem, const ConvTensors<DType>& t,
                    const ConvStores& stores, ConvSpans spans, bool passes_apart, Stream<Device>* s) {
@@ -170,8 +172,8 @@ void RunConvPasses(const std::string& forced, const ConvProblem& problem, const 
       void* workspace = bytes > 0 ? GetWorkspaceBytes<Device>(bytes, s) : nullptr;
       if (Stream<Device>* side = ForkSideStream(s)) {
         try {
-          passes[0].algorithm->Run(problem, t, passes[0].stores, weight_bytes > 0 ? workspace : nullptr, side);
           passes[1].algorithm->Run(problem, t, passes[1].stores, other_bytes > 0 ? workspace : nullptr, s);
+          passes[0].algorithm->Run(problem, t, passes[0].stores, weight_bytes > 0 ? workspace : nullptr, side);
         } catch (...) {
           JoinSideStream(s);  // what the side queued stays ordered before the stream's next work
           throw;
