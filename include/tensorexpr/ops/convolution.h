@@ -60,7 +60,9 @@ bool ConvolutionForwardFused(const ConvolutionParam& p, const Tensor<Device, ddi
 
 // Gradients of y = conv(x, W) + b given dY (out_grad). Each of data_grad, weight_grad, bias_grad is
 // stored as its req says; kNullOp skips its work. data and data_grad may have padded rows; out_grad,
-// weight and the weight / bias gradients are contiguous.
+// weight and the weight / bias gradients are contiguous. On the GPU the weight gradient may run on the
+// stream's side stream beside the data gradient (Stream<gpu>::ForkSide); everything is ordered before the
+// stream's next work as usual, and the two run in turn where one writes what the other reads.
 template <typename Device, int ddim, int wdim, typename DType>
 void ConvolutionBackward(const ConvolutionParam& p, const Tensor<Device, ddim, DType>& out_grad,
                          const Tensor<Device, ddim, DType>& data, const Tensor<Device, wdim, DType>& weight,
