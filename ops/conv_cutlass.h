@@ -365,7 +365,7 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
   // Hopper's do not split. Nor do the data gradient's kernels: TF32's (Ampere's only), made to split by
   // this rule in an experiment's build (H200, N = 32), took 0.069 ms at their best split on the 3x3 layer
   // at 7 x 7 against 0.074 unsplit on the 128 x 64 tile, and lost at every split at 14 x 14; CUTLASS's
-  // strided-support data-gradient kernels also accept a split at unit strides yet leave parts of its
+  // strided-support data-gradient kernels also accept a split at unit strides yet leave parts of their
   // slices unwritten.
   static cutlass_conv::Conv2dShape KernelShape(const ConvProblem& pr, const Kernel& k, index_t C, index_t K, int fold) {
     const ConvGeometry& g = pr.geom;

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <initializer_list>
 #include <string>
 #include <vector>
 #include <tensorexpr/tensorexpr.h>
@@ -108,27 +107,16 @@ double TimeConvTrial(const ConvAlgorithm<Device, DType>& a, const ConvProblem& p
   return ms[1];
 }
 
-// The bytes a tensor's elements span, padded rows included.
-struct ByteRange {
-  uintptr_t begin = 0, end = 0;
-  bool Overlaps(ByteRange o) const { return begin < o.end && o.begin < end; }
-};
-template <typename Device, int dim, typename DType>
-ByteRange RangeOf(const Tensor<Device, dim, DType>& t) {
-  const uintptr_t begin = reinterpret_cast<uintptr_t>(t.dptr_);
-  return {begin, begin + uintptr_t(SpanOf(t)) * sizeof(DType)};
-}
-// Whether a backward's weight gradient may run at the same time as its other pass: neither writes what
-// the other reads or writes. (In turn, the weight gradient runs first, so a data gradient written over
-// the data it reads is still right.)
-inline bool PassesApart(ByteRange weight_grad, std::initializer_list<ByteRange> weight_grad_reads, ByteRange other_out,
-                        std::initializer_list<ByteRange> other_reads) {
-  if (weight_grad.Overlaps(other_out)) return false;
-  for (ByteRange r : other_reads)
-    if (weight_grad.Overlaps(r)) return false;
-  for (ByteRange r : weight_grad_reads)
-    if (other_out.Overlaps(r)) return false;
-  return true;
+// Whether a backward's weight gradient may run at the same time as its other pass (the data gradient, or
+// the deconvolution's forward): neither writes what the other reads or writes. The weight gradient reads
+// `data` and `out_grad`, the other pass `out_grad` and `weight`. (In turn, the weight gradient runs first,
+// so a data gradient written over the data it reads is still right.)
+template <typename WeightGrad, typename OtherOut, typename Data, typename OutGrad, typename Weight>
+bool PassesApart(const WeightGrad& weight_grad, const OtherOut& other_out, const Data& data, const OutGrad& out_grad,
+                 const Weight& weight) {
+  using expr::MemoryOverlaps;
+  return !MemoryOverlaps(weight_grad, other_out) && !MemoryOverlaps(weight_grad, out_grad) &&
+         !MemoryOverlaps(weight_grad, weight) && !MemoryOverlaps(other_out, data) && !MemoryOverlaps(other_out, out_grad);
 }
 
 // Picks an algorithm for each pass `stores` asks for and runs them. A weight gradient and one other pass
@@ -146,7 +134,7 @@ void RunConvPasses(const std::string& forced, const ConvProblem& problem, const 
   struct Run {
     const Algorithm* algorithm;
     ConvStores stores;
-    size_t Bytes(const ConvProblem& pr) const { return algorithm->WorkspaceBytes(pr, stores); }
+    size_t bytes = 0;  // its workspace
   };
   std::vector<Run> in_turn;
   std::vector<Run> passes;  // one per pass, weight gradient first
@@ -154,26 +142,25 @@ void RunConvPasses(const std::string& forced, const ConvProblem& problem, const 
     if (!stores.Wants(pass)) continue;
     const Algorithm* a = SelectConvAlgorithm<Device, DType>(
         problem, pass, forced, [&](const Algorithm& trial) { return TimeConvTrial(trial, problem, pass, t, spans, s); });
-    const ReqStore& store = pass == ConvPass::kForward        ? stores.out
-                            : pass == ConvPass::kBackwardData ? stores.data_grad
-                                                              : stores.weight_grad;
-    passes.push_back({a, ConvStores::Only(pass, store)});
+    passes.push_back({a, ConvStores::Only(pass, stores.Of(pass))});
     auto same = std::find_if(in_turn.begin(), in_turn.end(), [&](const Run& r) { return r.algorithm == a; });
     if (same == in_turn.end()) same = in_turn.insert(in_turn.end(), {a, ConvStores()});
-    ConvStores& mine = same->stores;
-    (pass == ConvPass::kForward ? mine.out : pass == ConvPass::kBackwardData ? mine.data_grad : mine.weight_grad) = store;
+    same->stores.Of(pass) = stores.Of(pass);
   }
   size_t in_turn_bytes = 0;
-  for (const Run& r : in_turn) in_turn_bytes = std::max(in_turn_bytes, r.Bytes(problem));
+  for (Run& r : in_turn) {
+    r.bytes = r.algorithm->WorkspaceBytes(problem, r.stores);
+    in_turn_bytes = std::max(in_turn_bytes, r.bytes);
+  }
   if (passes_apart && passes.size() == 2 && stores.weight_grad.active) {
-    const size_t weight_bytes = passes[0].Bytes(problem), other_bytes = passes[1].Bytes(problem);
-    const size_t bytes = std::max(weight_bytes, other_bytes);
-    if (std::min(weight_bytes, other_bytes) == 0 && bytes <= in_turn_bytes) {
+    for (Run& r : passes) r.bytes = r.algorithm->WorkspaceBytes(problem, r.stores);
+    const size_t bytes = std::max(passes[0].bytes, passes[1].bytes);
+    if (std::min(passes[0].bytes, passes[1].bytes) == 0 && bytes <= in_turn_bytes) {
       void* workspace = bytes > 0 ? GetWorkspaceBytes<Device>(bytes, s) : nullptr;
       if (Stream<Device>* side = ForkSideStream(s)) {
         try {
-          passes[1].algorithm->Run(problem, t, passes[1].stores, other_bytes > 0 ? workspace : nullptr, s);
-          passes[0].algorithm->Run(problem, t, passes[0].stores, weight_bytes > 0 ? workspace : nullptr, side);
+          passes[1].algorithm->Run(problem, t, passes[1].stores, passes[1].bytes > 0 ? workspace : nullptr, s);
+          passes[0].algorithm->Run(problem, t, passes[0].stores, passes[0].bytes > 0 ? workspace : nullptr, side);
         } catch (...) {
           JoinSideStream(s);  // what the side queued stays ordered before the stream's next work
           throw;
@@ -183,10 +170,8 @@ void RunConvPasses(const std::string& forced, const ConvProblem& problem, const 
       }
     }
   }
-  for (const Run& r : in_turn) {
-    const size_t bytes = r.Bytes(problem);
-    r.algorithm->Run(problem, t, r.stores, bytes > 0 ? GetWorkspaceBytes<Device>(bytes, s) : nullptr, s);
-  }
+  for (const Run& r : in_turn)
+    r.algorithm->Run(problem, t, r.stores, r.bytes > 0 ? GetWorkspaceBytes<Device>(r.bytes, s) : nullptr, s);
 }
 
 // A border that is data (ConvBorderIsData): the padding of the batched data's spatial dimensions.
@@ -345,9 +330,7 @@ void ConvolutionBackward(const ConvolutionParam& p, const Tensor<Device, ddim, D
     const bool contiguous = data.CheckContiguous() && (!stores.data_grad.active || data_grad.CheckContiguous());
     const ConvProblem problem = MakeConvProblem<Device, DType>(
         g, s, contiguous, p.workspace, detail::VectorAligned(t.data, t.weight, t.out_grad, t.data_grad, t.weight_grad));
-    using detail::RangeOf;
-    const bool apart = detail::PassesApart(RangeOf(weight_grad), {RangeOf(data), RangeOf(out_grad)}, RangeOf(data_grad),
-                                           {RangeOf(out_grad), RangeOf(weight)});
+    const bool apart = detail::PassesApart(weight_grad, data_grad, data, out_grad, weight);
     detail::RunConvPasses(p.algorithm, problem, t, stores, detail::ConvSpans{0, detail::SpanOf(data_grad)}, apart, s);
   }
 }

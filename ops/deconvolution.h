@@ -105,9 +105,7 @@ void DeconvolutionBackward(const DeconvolutionParam& p, const Tensor<Device, ddi
     const ConvProblem problem = MakeConvProblem<Device, DType>(
         g, s, out_grad.CheckContiguous(), p.workspace,
         detail::VectorAligned(t.data, t.weight, t.out, t.out_grad, t.weight_grad));
-    using detail::RangeOf;
-    const bool apart = detail::PassesApart(RangeOf(weight_grad), {RangeOf(out_grad), RangeOf(data)}, RangeOf(data_grad),
-                                           {RangeOf(out_grad), RangeOf(weight)});
+    const bool apart = detail::PassesApart(weight_grad, data_grad, data, out_grad, weight);
     detail::RunConvPasses(p.algorithm, problem, t, stores, detail::ConvSpans{detail::SpanOf(data_grad), 0}, apart, s);
   }
 }

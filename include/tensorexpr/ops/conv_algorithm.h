@@ -54,18 +54,16 @@ struct ConvTensors {
 struct ConvStores {
   ReqStore out, data_grad, weight_grad;
 
-  bool Wants(ConvPass pass) const {
-    switch (pass) {
-      case ConvPass::kForward: return out.active;
-      case ConvPass::kBackwardData: return data_grad.active;
-      case ConvPass::kBackwardWeight: return weight_grad.active;
-    }
-    return false;
+  // The store of `pass`'s output.
+  ReqStore& Of(ConvPass pass) {
+    return pass == ConvPass::kForward ? out : pass == ConvPass::kBackwardData ? data_grad : weight_grad;
   }
+  const ReqStore& Of(ConvPass pass) const { return const_cast<ConvStores*>(this)->Of(pass); }
+  bool Wants(ConvPass pass) const { return Of(pass).active; }
   // Only `pass`, with `store`.
   static ConvStores Only(ConvPass pass, ReqStore store) {
     ConvStores s;
-    (pass == ConvPass::kForward ? s.out : pass == ConvPass::kBackwardData ? s.data_grad : s.weight_grad) = store;
+    s.Of(pass) = store;
     return s;
   }
 };
