@@ -249,7 +249,6 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     size_t x = 0, x_bytes = 0, w = 0, w_bytes = 0, dy = 0, dy_bytes = 0, out = 0, kernel = 0, total = 0;
   };
 
-  static size_t Round256(size_t b) { return (b + 255) / 256 * 256; }
   static long long RoundUp(long long v, long long to) { return (v + to - 1) / to * to; }
   // The output (and its gradient) is dense: rows of K channels, or of the output's width.
   static index_t OutRowStride(const ConvGeometry& g) { return g.channels_last ? g.K : g.out[2]; }
@@ -281,7 +280,7 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     size_t offset = 0;
     auto take = [&offset](size_t bytes, size_t* at) {
       *at = offset;
-      offset += Round256(bytes);
+      offset += InWorkspaceGranules(bytes);
     };
     const cutlass_conv::Conv2dShape& s = st.any.shape;
     if (reads_x && Staged(pr, st.any, Role::kData)) st.x_bytes = sizeof(DType) * size_t(s.N) * s.H * s.W * s.C;

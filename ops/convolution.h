@@ -119,14 +119,20 @@ bool PassesApart(const WeightGrad& weight_grad, const OtherOut& other_out, const
          !MemoryOverlaps(weight_grad, weight) && !MemoryOverlaps(other_out, data) && !MemoryOverlaps(other_out, out_grad);
 }
 
+// Bytes of workspace the heuristic's algorithms take on geometry g under `limit`, all passes of a call
+// together: what ConvolutionWorkspaceBytes reports (ops/conv_workspace.cc).
+size_t ConvHeuristicWorkspaceBytes(const ConvGeometry& g, size_t limit, size_t dtype_bytes, bool input_contiguous);
+
 // Picks an algorithm for each pass `stores` asks for and runs them. A weight gradient and one other pass
 // whose outputs and inputs are apart (passes_apart: PassesApart) run at the same time, the weight
-// gradient on the stream's side stream, when one of them takes no workspace and the other no more than
-// the passes take in turn: the call holds no more workspace than in turn (the side's run gets the
-// stream's buffer, taken before the fork orders the side after it). The other pass is queued first: a
-// network's earlier layers wait for the data gradient, and the GPU hands out the blocks of the kernel
-// queued first first. In turn, passes that went to the same algorithm run in one call (it may share
-// staged copies between them).
+// gradient on the stream's side stream with the side's workspace, the other pass with the stream's, when
+// one of them takes no workspace and the other no more than the passes take in turn, or when both take
+// some, on two algorithms, and together no more than ConvolutionWorkspaceBytes reports (strict float's
+// 3x3 layers on the GPU: winograd_2x2's data gradient beside im2col_gemm's weight gradient; one algorithm
+// that takes workspace for both runs them in turn). The other pass is queued first: a network's earlier
+// layers wait for the data gradient, and the GPU hands out the blocks of the kernel queued first first.
+// In turn, passes that went to the same algorithm run in one call (it may share staged copies between
+// them).
 template <typename Device, typename DType>
 void RunConvPasses(const std::string& forced, const ConvProblem& problem, const ConvTensors<DType>& t,
                    const ConvStores& stores, ConvSpans spans, bool passes_apart, Stream<Device>* s) {
@@ -135,6 +141,9 @@ void RunConvPasses(const std::string& forced, const ConvProblem& problem, const 
     const Algorithm* algorithm;
     ConvStores stores;
     size_t bytes = 0;  // its workspace
+    void Go(const ConvProblem& pr, const ConvTensors<DType>& t, Stream<Device>* on) const {
+      algorithm->Run(pr, t, stores, bytes > 0 ? GetWorkspaceBytes<Device>(bytes, on) : nullptr, on);
+    }
   };
   std::vector<Run> in_turn;
   std::vector<Run> passes;  // one per pass, weight gradient first
@@ -154,24 +163,26 @@ void RunConvPasses(const std::string& forced, const ConvProblem& problem, const 
   }
   if (passes_apart && passes.size() == 2 && stores.weight_grad.active) {
     for (Run& r : passes) r.bytes = r.algorithm->WorkspaceBytes(problem, r.stores);
-    const size_t bytes = std::max(passes[0].bytes, passes[1].bytes);
-    if (std::min(passes[0].bytes, passes[1].bytes) == 0 && bytes <= in_turn_bytes) {
-      void* workspace = bytes > 0 ? GetWorkspaceBytes<Device>(bytes, s) : nullptr;
-      if (Stream<Device>* side = ForkSideStream(s)) {
-        try {
-          passes[1].algorithm->Run(problem, t, passes[1].stores, passes[1].bytes > 0 ? workspace : nullptr, s);
-          passes[0].algorithm->Run(problem, t, passes[0].stores, passes[0].bytes > 0 ? workspace : nullptr, side);
-        } catch (...) {
-          JoinSideStream(s);  // what the side queued stays ordered before the stream's next work
-          throw;
-        }
-        JoinSideStream(s);
-        return;
+    const size_t other = passes[1].bytes, weight = passes[0].bytes;
+    const bool fits = other == 0 || weight == 0
+                          ? std::max(other, weight) <= in_turn_bytes
+                          : passes[0].algorithm != passes[1].algorithm &&
+                                InWorkspaceGranules(other) + weight <=
+                                    ConvHeuristicWorkspaceBytes(problem.geom, problem.workspace_limit, sizeof(DType),
+                                                                problem.data_contiguous);
+    if (Stream<Device>* side = fits ? ForkSideStream(s) : nullptr) {
+      try {
+        passes[1].Go(problem, t, s);
+        passes[0].Go(problem, t, side);
+      } catch (...) {
+        JoinSideStream(s);  // what the side queued stays ordered before the stream's next work
+        throw;
       }
+      JoinSideStream(s);
+      return;
     }
   }
-  for (const Run& r : in_turn)
-    r.algorithm->Run(problem, t, r.stores, r.bytes > 0 ? GetWorkspaceBytes<Device>(r.bytes, s) : nullptr, s);
+  for (const Run& r : in_turn) r.Go(problem, t, s);
 }
 
 // A border that is data (ConvBorderIsData): the padding of the batched data's spatial dimensions.

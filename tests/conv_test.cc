@@ -739,11 +739,13 @@ Case WinogradOutgrowsColumnsCase() {
 #if !defined(__CUDACC__)
 // winograd_2x2's transforms (the GPU's choice for strict float 3x3 stride-1 layers) are in the bound, dense
 // input or not (a forward on dense data beside a padded data gradient still takes them), where they fit
-// the cap; where they do not, selection refuses it and the bound is the columns'. The plans are the same
-// arithmetic on either device, so the CPU registry's algorithm tells what the GPU's asks.
+// the cap, with the weight gradient's columns beside them in a granule of their own (a GPU backward runs
+// the two at once); where they do not fit, selection refuses it and the bound is the columns'. The plans
+// are the same arithmetic on either device, so the CPU registry's algorithms tell what the GPU's ask.
 TEST_CASE("ConvolutionWorkspaceBytes counts winograd_2x2's transforms where they fit the cap", "[cpu][conv]") {
   const Case c = WinogradOutgrowsColumnsCase();
-  const auto* winograd = ops::ConvRegistry<cpu, float>::Get().Find("winograd_2x2");
+  const auto& registry = ops::ConvRegistry<cpu, float>::Get();
+  const auto* winograd = registry.Find("winograd_2x2");
   for (double cap_mb : {c.param.workspace, 0.05}) {
     ConvolutionParam p = c.param;
     p.workspace = cap_mb;
@@ -751,13 +753,16 @@ TEST_CASE("ConvolutionWorkspaceBytes counts winograd_2x2's transforms where they
     const ops::ConvProblem pr = ops::MakeConvProblem<cpu, float>(g, nullptr, true, cap_mb);
     const size_t limit = ops::WorkspaceLimitBytes(cap_mb);
     const size_t column = sizeof(float) * size_t(ops::PlanIm2Col(g, sizeof(float), limit).col_elems);
+    const size_t weight_columns = registry.Find("im2col_gemm")->WorkspaceBytes(
+        pr, ops::ConvStores::Only(ops::ConvPass::kBackwardWeight, ReqStore{true, false}));
+    REQUIRE(weight_columns > 0);
     for (bool dense : {true, false}) {
       INFO("cap " << cap_mb << " MB, dense input " << dense);
       const size_t bound = ops::ConvolutionWorkspaceBytes(p, c.data, sizeof(float), dense);
       for (ops::ConvPass pass : {ops::ConvPass::kForward, ops::ConvPass::kBackwardData}) {
         const size_t bytes = winograd->WorkspaceBytes(pr, ops::ConvStores::Only(pass, ReqStore{true, false}));
         REQUIRE(bytes > column);  // the transforms outgrow the columns: the bound has to count them
-        if (bytes <= limit) CHECK(bound == bytes);
+        if (bytes <= limit) CHECK(bound == InWorkspaceGranules(bytes) + weight_columns);  // both passes' the same
         else CHECK(bound == column);  // 0.05 MB: one image's transforms, 54,272 bytes, do not fit
       }
     }
@@ -1223,8 +1228,9 @@ TEST_CASE("convolution gpu_direct: the heuristic's choice, a deterministic weigh
 #if defined(__CUDACC__)
 // Strict float's 3x3 stride-1 layers on the GPU, either layout: the heuristic takes winograd_2x2 for the
 // forward and the data gradient (not the weight gradient, nor under TF32, nor for 4 channels: gpu_direct's
-// channels first, im2col_gemm's channels last); ConvolutionWorkspaceBytes counts its transforms; its
-// results match the float64 reference for every req.
+// channels first, im2col_gemm's channels last); ConvolutionWorkspaceBytes counts its transforms. Channels
+// first, the weight gradient goes to im2col_gemm and runs on the side stream beside the data gradient,
+// the two workspaces together within the bound. The results match the float64 reference for every req.
 TEST_CASE("convolution: the GPU heuristic takes winograd_2x2 for strict float 3x3 stride-1 layers", "[gpu][conv][winograd]") {
   if (!HaveGPU()) {
     WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");
@@ -1236,14 +1242,18 @@ TEST_CASE("convolution: the GPU heuristic takes winograd_2x2 for strict float 3x
   const ops::ConvProblem pr = ProblemOf<gpu, float>(c, stream);
   const auto& registry = ops::ConvRegistry<gpu, float>::Get();
   const ops::ConvStores weight_grad = ops::ConvStores::Only(ops::ConvPass::kBackwardWeight, ReqStore{true, false});
-  CHECK(registry.Find("im2col_gemm")->WorkspaceBytes(pr, weight_grad) < bound);
-  for (ops::ConvPass pass : {ops::ConvPass::kForward, ops::ConvPass::kBackwardData})
-    CHECK(registry.Find("winograd_2x2")->WorkspaceBytes(pr, ops::ConvStores::Only(pass, ReqStore{true, false})) == bound);
+  const size_t columns = registry.Find("im2col_gemm")->WorkspaceBytes(pr, weight_grad);
+  for (ops::ConvPass pass : {ops::ConvPass::kForward, ops::ConvPass::kBackwardData}) {
+    const size_t transforms = registry.Find("winograd_2x2")->WorkspaceBytes(pr, ops::ConvStores::Only(pass, ReqStore{true, false}));
+    CHECK(transforms > columns);
+    CHECK(bound == InWorkspaceGranules(transforms) + columns);
+  }
   auto chosen = [&](const Case& k, bool tf32) {
     std::vector<std::string> log;
     ops::SetConvLog([&](const std::string& line) { log.push_back(line); });
     ops::ReleaseConvCaches<gpu>();
     ReleaseWorkspace(stream);
+    stream->ReleaseSide();
     stream->set_tf32(tf32);
     Case run = k;
     if (tf32) run.tol_scale = kTF32TolScale;
@@ -1254,15 +1264,21 @@ TEST_CASE("convolution: the GPU heuristic takes winograd_2x2 for strict float 3x
   };
   const std::vector<std::string> strict = chosen(c, false);
   REQUIRE(strict.size() == 3);
-  // From a released workspace, the three passes held no more than the bound (in the workspace's 256-byte
-  // granules): no pass asked for more than ConvolutionWorkspaceBytes said.
-  CHECK(WorkspaceBytesHeld(stream) <= (bound + 255) / 256 * 256);
+  // From a released workspace, the three passes held no more than the bound (in the workspace's
+  // granules), the side stream's workspace counted: no pass asked for more than ConvolutionWorkspaceBytes
+  // said. The weight gradient ran on the side.
+  CHECK(WorkspaceBytesHeld(stream) <= InWorkspaceGranules(bound));
+  CHECK(stream->side() != nullptr);
+  CHECK(WorkspaceBytesHeld(stream->side()) == InWorkspaceGranules(columns));
+  const auto weight_line = std::find_if(strict.begin(), strict.end(), [](const std::string& l) { return l.find("weight-grad") != std::string::npos; });
+  REQUIRE(weight_line != strict.end());
+  CHECK(weight_line->find("-> im2col_gemm (heuristic)") != std::string::npos);
   Case last = c;  // channels last, the same
   last.param.layout = ops::Layout::kNHWC;
   const size_t bound_last = ops::ConvolutionWorkspaceBytes(last.param, ChannelsLastShape(last.data, last.batched), sizeof(float));
   const std::vector<std::string> strict_last = chosen(last, false);
   REQUIRE(strict_last.size() == 3);
-  CHECK(WorkspaceBytesHeld(stream) <= (bound_last + 255) / 256 * 256);
+  CHECK(WorkspaceBytesHeld(stream) <= InWorkspaceGranules(bound_last));
   for (const std::vector<std::string>* log : {&strict, &strict_last})
     for (const char* pass : {"forward float32", "data-grad float32"}) {
       const auto line = std::find_if(log->begin(), log->end(), [&](const std::string& l) { return l.find(pass) != std::string::npos; });
@@ -2033,16 +2049,17 @@ TE_DEVICE_TEST_CASE("workspace grows when needed and is reused", "[conv][workspa
   auto back = ToHost(c);
   CheckClose(back.view(), [&](const Shape<3>& i) { return AtX(h.view(), i); }, 0.0, "workspace round trip");
   // An op reports its need up front, and afterwards the stream holds at least that much.
+  // (A 5 x 5 kernel: a 3 x 3 one's need also counts Winograd's transforms beside the columns.)
   ConvolutionParam p;
-  p.kernel = {3, 3};
-  p.pad = {1, 1};
+  p.kernel = {5, 5};
+  p.pad = {2, 2};
   p.num_filter = 2;
   p.algorithm = "im2col_gemm";  // the algorithm whose need ConvolutionWorkspaceBytes reports (with 3 channels the
                                 // heuristic would pick cpu_direct, which needs less)
   ops::ReleaseWorkspace<Device>(stream);
   const size_t need = ops::ConvolutionWorkspaceBytes(p, {2, 3, 40, 40}, sizeof(float));
-  CHECK(need == size_t(2 * 27 * 1600 * 4));
-  TensorContainer<cpu, 4, float> xh(Shape4(2, 3, 40, 40)), wh(Shape4(2, 3, 3, 3));
+  CHECK(need == size_t(2 * 75 * 1600 * 4));
+  TensorContainer<cpu, 4, float> xh(Shape4(2, 3, 40, 40)), wh(Shape4(2, 3, 5, 5));
   TensorContainer<cpu, 1, float> bh(Shape1(2));
   FillRandom(xh.view()), FillRandom(wh.view()), FillRandom(bh.view());
   auto xd = DeviceCopy<Device>(xh.view(), stream, false);

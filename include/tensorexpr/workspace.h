@@ -43,6 +43,13 @@ struct WorkspaceMemory<cpu> {
   static void Free(void* p, Queue) noexcept { std::free(p); }
 };
 
+// Workspace comes in whole granules of this many bytes, each buffer starting on one.
+constexpr size_t kWorkspaceGranule = 256;
+// `bytes` rounded up to whole granules (bytes <= 2^62).
+inline size_t InWorkspaceGranules(size_t bytes) {
+  return (bytes + kWorkspaceGranule - 1) / kWorkspaceGranule * kWorkspaceGranule;
+}
+
 template <typename Device>
 class Workspace {
  public:
@@ -64,14 +71,14 @@ class Workspace {
   // The queue that orders this workspace's allocations and frees (the owning stream's).
   void set_queue(Queue q) { queue_ = q; }
 
-  // At least `bytes` of memory, 256-byte aligned, grown when needed and reused otherwise.
+  // At least `bytes` of memory in whole granules, grown when needed and reused otherwise.
   void* Get(size_t bytes) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (bytes > bytes_ || ptr_ == nullptr) {
       // Grow geometrically so that a sequence of slightly larger requests does not reallocate each time.
       size_t want = bytes > bytes_ + bytes_ / 2 ? bytes : bytes_ + bytes_ / 2;
       TE_CHECK(want <= (size_t(1) << 62), "workspace: a request for ", bytes, " bytes is beyond any memory");
-      want = want == 0 ? 256 : (want + 255) / 256 * 256;
+      want = InWorkspaceGranules(want == 0 ? 1 : want);
       FreeLocked();
       ptr_ = WorkspaceMemory<Device>::Alloc(want, queue_);
       bytes_ = want;

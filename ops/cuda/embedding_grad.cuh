@@ -41,8 +41,6 @@ __global__ void __launch_bounds__(cuda::kMapBlock)
   }
 }
 
-inline size_t RoundUp256(size_t bytes) { return (bytes + 255) / 256 * 256; }
-
 // weight_grad (rows, cols) += out_grad (n, cols) summed into the rows idx (n) picks.
 template <typename IType, typename DType>
 void EmbeddingGradRows(Stream<gpu>* s, const IType* idx, index_t n, index_t rows, const DType* dy,
@@ -55,7 +53,7 @@ void EmbeddingGradRows(Stream<gpu>* s, const IType* idx, index_t n, index_t rows
   TE_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, static_cast<const index_t*>(nullptr),
                                                 static_cast<index_t*>(nullptr), static_cast<const index_t*>(nullptr),
                                                 static_cast<index_t*>(nullptr), static_cast<int>(n), 0, end_bit, stream));
-  const size_t array = RoundUp256(static_cast<size_t>(n) * sizeof(index_t));
+  const size_t array = InWorkspaceGranules(static_cast<size_t>(n) * sizeof(index_t));
   char* ws = static_cast<char*>(GetWorkspaceBytes<gpu>(4 * array + temp_bytes, s));
   index_t* keys_in = reinterpret_cast<index_t*>(ws);
   index_t* pos_in = reinterpret_cast<index_t*>(ws + array);

@@ -31,7 +31,8 @@ namespace ops {
 // cpu_direct and gpu_direct never take more), pointwise_gemm's for 1x1 kernels (none, except on the GPU
 // for channels-first images of fewer than 256 pixels and strided kernels whose gathered pixels fit the
 // cap: copies of the pixels it reads and of the output) and winograd_2x2's transforms for 4-byte types'
-// 2-D 3x3 stride-1 undilated layers (the GPU's choice for strict float, where they fit the cap), each
+// 2-D 3x3 stride-1 undilated layers (the GPU's choice for strict float, where they fit the cap) with the
+// weight gradient's columns beside them (a GPU backward runs the two gradients at the same time), each
 // counted whatever the device. Not counted: cutlass_implicit_gemm's staged copies (tensors it needs
 // channels last, padded or folded) and its kernels' split-reduction partials, which depend on the kernels
 // the build compiled. input_contiguous: whether the data (and its gradient) have dense rows; false also
