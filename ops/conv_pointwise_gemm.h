@@ -198,6 +198,12 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
   // and 0.078), and with 128 to 512 it lost (0.033-0.067 against 0.033-0.054 in fp16, 0.053-0.107
   // against 0.045-0.079 in TF32).
   static constexpr index_t kManyFilters = 2048;
+  // TF32's forward of channels-last data, kLongForwardFilters filters or more over kLongForwardChannels
+  // channels or more: ResNet-50's 1x1 stride-2 layers at 28 x 28 into 1024 filters and at 14 x 14 into
+  // 2048 took 0.056 and 0.048 ms here against 0.061 and 0.050 on cutlass_implicit_gemm; into 512 filters
+  // or fewer, or from 256 channels, cutlass_implicit_gemm was ahead (0.029-0.060 ms against 0.033-0.084;
+  // bench/conv_bench --dtype tf32 --layout nhwc with and without --algorithm pointwise_gemm, H200, N = 32).
+  static constexpr index_t kLongForwardFilters = 1024, kLongForwardChannels = 512;
   bool Recommended(const ConvProblem& pr, ConvPass pass) const override {
     if (!pointwise::IsStrided(pr.geom)) return true;
     if (!std::is_same<Device, gpu>::value) return false;
@@ -205,6 +211,8 @@ class ConvPointwiseGemm : public ConvAlgorithm<Device, DType> {
       return pass != ConvPass::kBackwardData || pr.math != ConvMath::kStrict || pr.geom.G != 1;
     if (pass == ConvPass::kBackwardData && pr.geom.channels_last)
       return (sizeof(DType) == 2 || pr.math == ConvMath::kTF32) && pr.geom.Kg() >= kManyFilters;
+    if (pass == ConvPass::kForward && pr.geom.channels_last && pr.math == ConvMath::kTF32)
+      return pr.geom.Kg() >= kLongForwardFilters && pr.geom.Cg() >= kLongForwardChannels;
     if (pass != ConvPass::kBackwardWeight) return !pr.geom.channels_last;
     const double filter = double(pr.geom.Kg()) * double(pr.geom.Cg());
     if (pr.geom.channels_last) return sizeof(DType) == 2 ? WeightGradIsShortAndWide(pr.geom) : filter >= double(1 << 19);

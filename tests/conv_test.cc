@@ -1562,6 +1562,38 @@ TEST_CASE("convolution: the GPU heuristic takes pointwise_gemm for a channels-la
   DeleteStream(stream);
 }
 
+// TF32's channels-last strided 1x1 forward into 1024 filters or more over 512 channels or more goes to
+// pointwise_gemm (the gathered pixels, one product); into 512 filters, or from 256 channels, it does not.
+// The chosen one runs against float64 with its bias, written and added.
+TEST_CASE("convolution: the GPU heuristic takes pointwise_gemm for TF32's channels-last strided forward into many filters", "[gpu][conv]") {
+  if (!HaveGPU()) {
+    WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");
+    return;
+  }
+  Stream<gpu>* stream = NewStream<gpu>();
+  stream->set_tf32(true);
+  const auto* pointwise = ops::ConvRegistry<gpu, float>::Get().Find("pointwise_gemm");
+  Case many = MakeCase({2, 512, 6, 7}, {1, 1}, {2, 2}, {}, {}, 1024, 1, true);
+  many.param.layout = ops::Layout::kNHWC;
+  many.tol_scale = kTF32TolScale;
+  Case fewer_filters = many, fewer_channels = many;
+  fewer_filters.param.num_filter = 512;
+  fewer_channels.data[1] = 256;
+  auto recommended = [&](const Case& k) {
+    return pointwise->Recommended(ProblemOf<gpu, float>(k, stream), ops::ConvPass::kForward);
+  };
+  CHECK(recommended(many));
+  CHECK_FALSE(recommended(fewer_filters));
+  CHECK_FALSE(recommended(fewer_channels));
+  const std::string line = SelectionLine("forward float32", [&] {
+    for (OpReqType out : {kWriteTo, kAddTo}) RunCase<gpu, float, 4, 4>(stream, many, Reqs{out, kWriteTo, kWriteTo, kWriteTo});
+  });
+  INFO(line);
+  CHECK(line.find("-> pointwise_gemm (heuristic)") != std::string::npos);
+  ops::ReleaseConvCaches<gpu>();
+  DeleteStream(stream);
+}
+
 // A backward's weight gradient runs on the stream's side stream, at the same time as the data gradient,
 // when their tensors are apart and one pass takes no workspace (pointwise_gemm takes none for images of
 // 256 pixels); the results match float64 for every req. A data gradient written over the data that the
