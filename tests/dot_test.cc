@@ -561,7 +561,9 @@ TE_DEVICE_TEST_CASE("dot with an empty sum or an empty result", "[dot]") {
 // The grouped gemm beneath the convolutions (gemm.h) against a float64 loop: images that adjoin in memory
 // are joined into one product (a longer inner size for a sum over images, more rows for one B), images
 // that do not are not; each form, and each with a sum kept apart on request (GemmSum::kSeparate: partials
-// on the GPU), gives what the loop gives, with alpha, beta and groups.
+// on the GPU, split along a long inner size), gives what the loop gives, with alpha, beta and groups.
+// Inputs are eighths in [-1, 1]: every product and every sum of them is exact in float, whatever order
+// a form adds them in, so the long sums are held to the short ones' tolerance.
 namespace grouped {
 struct Operand {
   index_t ld, image_stride, group_stride;
@@ -590,6 +592,16 @@ TE_DEVICE_TEST_CASE("GroupedGemm joins adjoining images into one product, and ma
       {"sum, A's columns joined", 3, 4, 5, 3, 1, {16, 5, 0, false}, {4, 20, 0, false}, {4, 0, 0, false}},
       {"one B, rows joined", 5, 3, 4, 3, 2, {8, 40, 4, false}, {4, 0, 12, true}, {6, 30, 3, false}},
       {"one B, rows apart", 5, 3, 4, 3, 2, {8, 48, 4, false}, {4, 0, 12, true}, {6, 36, 3, false}},
+      // A long inner size over few images of a small result: on the GPU each product of a sum kept apart
+      // splits along its inner size into aligned chunks and a shorter last one (NCHW weight gradient:
+      // dW[g] = sum_n dY_n[g] x_n[g]^T over P = 2000 pixels; channels last, images apart, over 1500; and
+      // images that adjoin, 3 x 1000, one product when joined).
+      {"sum over a long inner size", 6, 8, 2000, 3, 2, {2000, 24000, 12000, false}, {2000, 32000, 16000, true},
+       {8, 0, 48, false}},
+      {"sum over a long inner size, channels last", 4, 4, 1500, 2, 2, {8, 12008, 4, true}, {8, 12008, 4, false},
+       {4, 0, 16, false}},
+      {"sum over a long inner size, images joined", 4, 4, 1000, 3, 1, {4, 4000, 0, true}, {4, 4000, 0, false},
+       {4, 0, 0, false}},
   };
   const float alpha = 0.75f, beta = 0.5f;
   for (const Case& cs : cases) {
@@ -597,9 +609,10 @@ TE_DEVICE_TEST_CASE("GroupedGemm joins adjoining images into one product, and ma
     TensorContainer<cpu, 1, float> a(Shape1(cs.a.Extent(cs.images, cs.groups, cs.M, cs.K))),
         b(Shape1(cs.b.Extent(cs.images, cs.groups, cs.K, cs.N))),
         c(Shape1(cs.c.Extent(cs.images, cs.groups, cs.M, cs.N)));
-    FillRandom(a.view());
-    FillRandom(b.view());
-    FillRandom(c.view());
+    for (auto* t : {&a, &b, &c}) {
+      FillRandom(t->view());
+      for (index_t i = 0; i < t->shape_.Size(); ++i) t->dptr_[i] = std::round(t->dptr_[i] * 8.0f) / 8.0f;
+    }
     auto da = ToDevice<Device>(a.view(), stream);
     auto db = ToDevice<Device>(b.view(), stream);
     auto operand = [](float* p, const grouped::Operand& o) {
