@@ -1132,10 +1132,7 @@ TEST_CASE("convolution cpu_direct: an infinite input stays in its windows; the h
 // weight-gradient tiles than its 1024 chunks (an uneven deal); float, half and bf16. The tuner's register
 // tiles (gpu_direct_8x16, gpu_direct_4x8: forward and data gradient) on the same cases, in float.
 TEST_CASE("convolution gpu_direct: filter blocks, tiles, tails, phases, 1-D to 3-D", "[gpu][conv][algorithm]") {
-  if (!HaveGPU()) {
-    WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");
-    return;
-  }
+  TE_REQUIRE_GPU();
   Stream<gpu>* stream = nullptr;
   std::vector<Case> cases = {
       MakeCase({2, 1, 37, 150}, {3, 5}, {1, 1}, {1, 2}, {1, 2}, 13, 1, true),           // 8 + 5 filters, 2 phases
@@ -1177,10 +1174,7 @@ TEST_CASE("convolution gpu_direct: filter blocks, tiles, tails, phases, 1-D to 3
 // the outputs whose window holds it, as with im2col_gemm.
 TEST_CASE("convolution gpu_direct: the heuristic's choice, a deterministic weight gradient, infinities",
           "[gpu][conv][algorithm][nan]") {
-  if (!HaveGPU()) {
-    WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");
-    return;
-  }
+  TE_REQUIRE_GPU();
   ConvolutionParam p;
   p.kernel = {7, 7, 7};
   p.num_filter = 8;
@@ -1232,10 +1226,7 @@ TEST_CASE("convolution gpu_direct: the heuristic's choice, a deterministic weigh
 // first, the weight gradient goes to im2col_gemm and runs on the side stream beside the data gradient,
 // the two workspaces together within the bound. The results match the float64 reference for every req.
 TEST_CASE("convolution: the GPU heuristic takes winograd_2x2 for strict float 3x3 stride-1 layers", "[gpu][conv][winograd]") {
-  if (!HaveGPU()) {
-    WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");
-    return;
-  }
+  TE_REQUIRE_GPU();
   Stream<gpu>* stream = NewStream<gpu>();
   const Case c = WinogradOutgrowsColumnsCase();
   const size_t bound = ops::ConvolutionWorkspaceBytes(c.param, c.data, sizeof(float));
@@ -1312,10 +1303,7 @@ TEST_CASE("convolution: the GPU heuristic takes winograd_2x2 for strict float 3x
 // where the build has one, else to im2col_gemm. Under TF32 pointwise_gemm is recommended for no pass
 // (filters this small), and the tensor-core or im2col algorithms run them.
 TEST_CASE("convolution: the GPU heuristic takes pointwise_gemm for strict float strided 1x1 channels-last layers", "[gpu][conv]") {
-  if (!HaveGPU()) {
-    WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");
-    return;
-  }
+  TE_REQUIRE_GPU();
   Stream<gpu>* stream = NewStream<gpu>();
   Case c = MakeCase({3, 16, 9, 10}, {1, 1}, {2, 2}, {}, {}, 8, 1, true);
   c.param.layout = ops::Layout::kNHWC;
@@ -1384,10 +1372,7 @@ std::string SelectionLine(const std::string& pass, Run&& run) {
 // where the build has them; larger filters, 1x1 kernels and channels-first data stay with the other
 // algorithms. The results match float64 for every req.
 TEST_CASE("convolution: the GPU heuristic takes CUTLASS's SIMT weight gradient for strict float channels-last small filters", "[gpu][conv]") {
-  if (!HaveGPU()) {
-    WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");
-    return;
-  }
+  TE_REQUIRE_GPU();
   const auto* cutlass = ops::ConvRegistry<gpu, float>::Get().Find("cutlass_implicit_gemm");
   if (cutlass == nullptr) {
     WARN("skipped: this build has no CUTLASS kernels");
@@ -1447,10 +1432,7 @@ void CheckStemForwardOnIm2Col(Stream<gpu>* stream) {
   ops::ReleaseConvCaches<gpu>();
 }
 TEST_CASE("convolution: the GPU heuristic takes im2col_gemm for a channels-last stem's 16-bit forward", "[gpu][conv]") {
-  if (!HaveGPU()) {
-    WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");
-    return;
-  }
+  TE_REQUIRE_GPU();
   if (ops::ConvRegistry<gpu, half_t>::Get().Find("cutlass_implicit_gemm") == nullptr) {
     WARN("skipped: this build has no CUTLASS kernels");
     return;
@@ -1514,10 +1496,7 @@ void CheckShortWideWeightGradient(Stream<gpu>* stream, bool tf32) {
   ops::ReleaseConvCaches<gpu>();
 }
 TEST_CASE("convolution: the GPU heuristic leaves large filters over a short reduction to cuBLAS products", "[gpu][conv]") {
-  if (!HaveGPU()) {
-    WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");
-    return;
-  }
+  TE_REQUIRE_GPU();
   Stream<gpu>* stream = NewStream<gpu>();
   CheckShortWideWeightGradient<half_t>(stream, false);
   CheckShortWideWeightGradient<bf16_t>(stream, false);
@@ -1551,10 +1530,7 @@ void CheckStridedDataGradientOnPointwise(Stream<gpu>* stream, bool tf32) {
   ops::ReleaseConvCaches<gpu>();
 }
 TEST_CASE("convolution: the GPU heuristic takes pointwise_gemm for a channels-last strided data gradient of many filters", "[gpu][conv]") {
-  if (!HaveGPU()) {
-    WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");
-    return;
-  }
+  TE_REQUIRE_GPU();
   Stream<gpu>* stream = NewStream<gpu>();
   CheckStridedDataGradientOnPointwise<half_t>(stream, false);
   CheckStridedDataGradientOnPointwise<bf16_t>(stream, false);
@@ -1566,10 +1542,7 @@ TEST_CASE("convolution: the GPU heuristic takes pointwise_gemm for a channels-la
 // pointwise_gemm (the gathered pixels, one product); into 512 filters, or from 256 channels, it does not.
 // The chosen one runs against float64 with its bias, written and added.
 TEST_CASE("convolution: the GPU heuristic takes pointwise_gemm for TF32's channels-last strided forward into many filters", "[gpu][conv]") {
-  if (!HaveGPU()) {
-    WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");
-    return;
-  }
+  TE_REQUIRE_GPU();
   Stream<gpu>* stream = NewStream<gpu>();
   stream->set_tf32(true);
   const auto* pointwise = ops::ConvRegistry<gpu, float>::Get().Find("pointwise_gemm");
@@ -1599,10 +1572,7 @@ TEST_CASE("convolution: the GPU heuristic takes pointwise_gemm for TF32's channe
 // 256 pixels); the results match float64 for every req. A data gradient written over the data that the
 // weight gradient reads runs in turn (the weight gradient first) and matches the run apart.
 TEST_CASE("convolution: a backward's weight gradient overlaps the data gradient on the stream's side stream", "[gpu][conv]") {
-  if (!HaveGPU()) {
-    WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");
-    return;
-  }
+  TE_REQUIRE_GPU();
   Stream<gpu>* stream = NewStream<gpu>();
   Case c = MakeCase({2, 8, 16, 16}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, 12, 1, true);
   c.param.algorithm = "pointwise_gemm";

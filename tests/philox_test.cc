@@ -500,10 +500,7 @@ TEST_CASE("PhiloxRandom<cpu>: the numbers do not depend on the thread count; a s
 // ================================ GPU against cuRAND and the CPU ===========================================
 
 TEST_CASE("Philox4x32_10 in device code gives Random123's known answers", "[gpu][philox]") {
-  if (!HaveGPU()) {
-    WARN("skipped: no CUDA GPU present");
-    return;
-  }
+  TE_REQUIRE_GPU();
   const uint32_t counters[12] = {0, 0, 0, 0, ~0u, ~0u, ~0u, ~0u, 0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u};
   const uint32_t keys[6] = {0, 0, ~0u, ~0u, 0xa4093822u, 0x299f31d0u};
   const uint32_t expected[12] = {0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u, 0x408f276du, 0x41c83b0eu,
@@ -522,10 +519,7 @@ TEST_CASE("Philox4x32_10 in device code gives Random123's known answers", "[gpu]
 // offset, offset + 1, ... of the subsequence, which PhiloxBlock computes (offsets not a multiple of 4
 // included: curand4 then straddles two blocks).
 TEST_CASE("PhiloxBlock equals cuRAND's curand4 after curand_init(seed, subsequence, offset)", "[gpu][philox]") {
-  if (!HaveGPU()) {
-    WARN("skipped: no CUDA GPU present");
-    return;
-  }
+  TE_REQUIRE_GPU();
   const uint64_t seeds[] = {0, 42, 0x0123456789abcdefull, ~uint64_t(0)};
   const uint64_t subsequences[] = {0, 1, 12345, uint64_t(1) << 40};
   const uint64_t offsets[] = {0, 4, 7, 1000, (uint64_t(1) << 34) + 2};
@@ -587,10 +581,7 @@ void CheckGpuEqualsCpu(Stream<gpu>* stream) {
 }
 
 TEST_CASE("PhiloxRandom<gpu> gives PhiloxRandom<cpu>'s numbers", "[gpu][philox]") {
-  if (!HaveGPU()) {
-    WARN("skipped: no CUDA GPU present");
-    return;
-  }
+  TE_REQUIRE_GPU();
   Stream<gpu> stream;
   CheckGpuEqualsCpu<float>(&stream);
   CheckGpuEqualsCpu<double>(&stream);

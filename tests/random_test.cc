@@ -421,10 +421,7 @@ TE_DEVICE_TEST_CASE("UniformRealDistribution / GaussianDistribution over PCGRand
 #if defined(__CUDACC__)
 // The device's PCG words are the host's (the same code, on both sides of the bus).
 TEST_CASE("PCGRandom32 / PCGRandom64 give the same words in a kernel as on the host", "[gpu][random]") {
-  if (!HaveGPU()) {
-    WARN("skipped: no CUDA GPU present");
-    return;
-  }
+  TE_REQUIRE_GPU();
   TensorContainer<gpu, 1, uint64_t> out(Shape1(16));  // on the per-thread default stream, as the kernels
   FirstWordsKernel<PCGRandom32><<<1, 1, 0, cudaStreamPerThread>>>(42, 54, out.dptr_, 16);
   REQUIRE(cudaGetLastError() == cudaSuccess);

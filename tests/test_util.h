@@ -233,6 +233,15 @@ inline bool HaveGPU() {
 
 }  // namespace te_test
 
+// Ends a [gpu] case early, with a warning that says why, where no CUDA GPU is present.
+#define TE_REQUIRE_GPU()                                                   \
+  do {                                                                     \
+    if (!::te_test::HaveGPU()) {                                           \
+      WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)"); \
+      return;                                                              \
+    }                                                                      \
+  } while (0)
+
 #define TE_TEST_CAT2_(a, b) a##b
 #define TE_TEST_CAT_(a, b) TE_TEST_CAT2_(a, b)
 
@@ -240,10 +249,7 @@ inline bool HaveGPU() {
 #define TE_DEVICE_TEST_CASE_IMPL_(fn, name, tags)                                                  \
   template <typename Device> static void fn(::tensorexpr::Stream<Device>* stream);                 \
   TEST_CASE(name " (gpu)", tags "[gpu]") {                                                         \
-    if (!::te_test::HaveGPU()) {                                                                   \
-      WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");                        \
-      return;                                                                                      \
-    }                                                                                              \
+    TE_REQUIRE_GPU();                                                                              \
     fn<::tensorexpr::gpu>(nullptr);                                                                \
   }                                                                                                \
   template <typename Device> static void fn(::tensorexpr::Stream<Device>* stream)

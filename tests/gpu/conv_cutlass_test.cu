@@ -35,10 +35,7 @@ bool HaveCutlass() {
 
 #define TE_REQUIRE_CUTLASS(DType)                                                                       \
   do {                                                                                                  \
-    if (!te_test::HaveGPU()) {                                                                          \
-      WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");                              \
-      return;                                                                                           \
-    }                                                                                                   \
+    TE_REQUIRE_GPU();                                                                                   \
     if (!HaveCutlass<DType>()) {                                                                        \
       WARN("skipped: this build has no CUTLASS kernels (configure with -Dcutlass=enabled and CUTLASS's headers)"); \
       return;                                                                                           \
@@ -777,10 +774,7 @@ TEST_CASE("CUTLASS fused epilogue: bias, residual and relu in the kernels' store
 // bf16, TF32 and strict fp32. A bias that does not start on a 16-byte boundary is not fused.
 TEST_CASE("pointwise_gemm fused epilogue: bias, residual and relu in the cuBLASLt gemm's store, every req",
           "[gpu][conv][epilogue]") {
-  if (!te_test::HaveGPU()) {
-    WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");
-    return;
-  }
+  TE_REQUIRE_GPU();
   constexpr const char* kPointwise = "pointwise_gemm";
   Stream<gpu>* s = NewStream<gpu>(false);
   // The last: long enough a reduction (2048) that cuBLASLt may split it.
@@ -977,10 +971,7 @@ TEST_CASE("CUTLASS implicit GEMM on an input with padded rows: the input staged,
 // does not fuse (the output is checked untouched).
 TEST_CASE("im2col_gemm fused epilogue: bias, residual and relu in the cuBLASLt gemm's store, every req",
           "[gpu][conv][epilogue]") {
-  if (!te_test::HaveGPU()) {
-    WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");
-    return;
-  }
+  TE_REQUIRE_GPU();
   Stream<gpu>* s = NewStream<gpu>(false);
   std::vector<Conv2d> shapes = {{3, 12, 11, 3, 16, 7, 7, 2, 1, 3, 3}, {2, 9, 9, 16, 24, 3, 3, 1, 1, 1, 1},
                                 {2, 9, 9, 13, 16, 3, 3, 1, 1, 1, 1},  {2, 9, 9, 16, 13, 3, 3, 1, 1, 1, 1}};

@@ -15,14 +15,6 @@ using te_test::FillRandom;
 using te_test::Poison;
 using te_test::ToHost;
 
-#define TE_REQUIRE_GPU()                                                   \
-  do {                                                                     \
-    if (!te_test::HaveGPU()) {                                             \
-      WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)"); \
-      return;                                                              \
-    }                                                                      \
-  } while (0)
-
 namespace {
 
 // Turns the 64-bit-index kernels on for one scope (also when a REQUIRE throws out of it).

@@ -29,10 +29,7 @@ TEST_CASE("mshadow on the GPU: reduce_with_axis<Reducer, true> gives the argmax 
           "[gpu][mshadow]") {
   // nvcc compiles this file: the GPU backend is in, so code under `#if MSHADOW_USE_CUDA` compiles.
   STATIC_REQUIRE(MSHADOW_USE_CUDA == 1);
-  if (!te_test::HaveGPU()) {
-    WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");
-    return;
-  }
+  TE_REQUIRE_GPU();
   namespace ms = mshadow;
   using tensorexpr::index_t;
   const index_t O = 3, K = 37, I = 5;
@@ -69,10 +66,7 @@ __global__ void WriteLate(int* out, int value, long long cycles) {
 
 TEST_CASE("mshadow on the GPU: NewStream's streams are blocking, as mshadow's were; tensorexpr's are not",
           "[gpu][mshadow]") {
-  if (!te_test::HaveGPU()) {
-    WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");
-    return;
-  }
+  TE_REQUIRE_GPU();
   namespace ms = mshadow;
   ms::Stream<ms::gpu>* blocking = ms::NewStream<ms::gpu>(false, false);
   ms::Stream<ms::gpu>* own = tensorexpr::NewStream<tensorexpr::gpu>(false, false);
@@ -97,10 +91,7 @@ TEST_CASE("mshadow on the GPU: NewStream's streams are blocking, as mshadow's we
 
 TEST_CASE("mshadow on the GPU: the MXNet-style convolution operator (-inl.h shared with the .cc) matches a naive "
           "convolution", "[gpu][mshadow]") {
-  if (!te_test::HaveGPU()) {
-    WARN("skipped: no CUDA GPU present (cudaGetDeviceCount found none)");
-    return;
-  }
+  TE_REQUIRE_GPU();
   mxnet_style::ConvParam p;
   p.kernel_y = 3, p.kernel_x = 2, p.stride_y = 2, p.stride_x = 1, p.dilate_y = 1, p.dilate_x = 2;
   p.pad_y = 1, p.pad_x = 1, p.num_filter = 6, p.num_group = 2;
