@@ -9,18 +9,23 @@
 // The sum over channels at each of the (m + 2)^2 points is a matrix product, (filters x channels) times
 // (channels x tiles): one grouped gemm of (m + 2)^2 batches (gemm.h), between three transform passes (a
 // loop on the CPU, a kernel on the GPU, both from the same per-index functors). The data gradient is the
-// same correlation over the output gradient with the filters transposed and flipped (ops/conv_direct_pass.h);
-// the weight gradient is left to the other algorithms (CanImplement says so). Either layout: channels last,
-// the transforms run channel-fastest and the products are formed transposed, so that neighbouring threads
-// read and write neighbouring addresses in both.
+// same correlation over the output gradient with the filters transposed and flipped (ops/conv_direct_pass.h).
+// The weight gradient is the forward's adjoint: with dY's tiles taken to the points by A (W = A dY A^T),
+//
+//   dU = W (.) V summed over tiles      dg = G^T dU G
+//
+// the sum over tiles a product of (filters x tiles) and (tiles x channels) at each point, the other way
+// round from the forward's. Either layout: channels last, the transforms run channel-fastest and the
+// products are formed transposed, so that neighbouring threads read and write neighbouring addresses in
+// both.
 //
 // Numerics: the transforms' constants are exact in binary for m = 2; for m = 4 (divisions by 6 and 24,
 // products up to 8 x 8 in the output transform) the error grows about 20 times over a direct sum's (the
 // tests bound both against the float64 reference). A transform mixes its whole patch: an infinite or NaN
 // input makes every output of its tile NaN, not only those whose window holds it.
 //
-// Workspace: the transformed filters, and the transformed input and products of as many images as the cap
-// allows at once (at least one).
+// Workspace: the transformed filters (or their gradient), and the transformed input and products (or the
+// transformed output gradient) of as many images as the cap allows at once (at least one).
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -60,6 +65,16 @@ struct Transform<2> {
   TE_XINLINE static void Output(const T* x, T* y) {
     y[0] = x[0] + x[1] + x[2], y[1] = x[1] - x[2] - x[3];
   }
+  // The adjoints of Output and Filter (A y, G^T r): the weight gradient's transforms.
+  template <typename T>
+  TE_XINLINE static void OutputAdjoint(const T* y, T* x) {
+    x[0] = y[0], x[1] = y[0] + y[1], x[2] = y[0] - y[1], x[3] = -y[1];
+  }
+  template <typename T>
+  TE_XINLINE static void FilterAdjoint(const T* r, T* g) {
+    const T h1 = T(0.5) * r[1], h2 = T(0.5) * r[2];
+    g[0] = r[0] + h1 + h2, g[1] = h1 - h2, g[2] = h1 + h2 + r[3];
+  }
 };
 
 template <>
@@ -89,6 +104,21 @@ struct Transform<4> {
     y[1] = x[1] - x[2] + T(2) * (x[3] - x[4]);
     y[2] = x[1] + x[2] + T(4) * (x[3] + x[4]);
     y[3] = x[1] - x[2] + T(8) * (x[3] - x[4]) + x[5];
+  }
+  template <typename T>
+  TE_XINLINE static void OutputAdjoint(const T* y, T* x) {
+    x[0] = y[0];
+    x[1] = y[0] + y[1] + y[2] + y[3];
+    x[2] = y[0] - y[1] + y[2] - y[3];
+    x[3] = y[0] + T(2) * y[1] + T(4) * y[2] + T(8) * y[3];
+    x[4] = y[0] - T(2) * y[1] + T(4) * y[2] - T(8) * y[3];
+    x[5] = y[3];
+  }
+  template <typename T>
+  TE_XINLINE static void FilterAdjoint(const T* r, T* g) {
+    g[0] = r[0] / T(4) - (r[1] + r[2]) / T(6) + (r[3] + r[4]) / T(24);
+    g[1] = (r[2] - r[1]) / T(6) + (r[3] - r[4]) / T(12);
+    g[2] = (r[3] + r[4] - r[1] - r[2]) / T(6) + r[5];
   }
 };
 
@@ -266,6 +296,64 @@ struct OutputTransformOp {
   }
 };
 
+// W = A dY A^T from images [first, first + images) of the output gradient, into the products' place (a
+// tile's outputs past the output's edge count as zeros, as the forward never stores them). One index per
+// (image, g, co, tile row, tile column).
+template <int m, typename DType>
+struct OutputGradTransformOp {
+  Plan l;
+  const DType* out_grad;
+  index_t first, images;
+  DType* w;
+  TE_XINLINE void operator()(index_t e) const {
+    constexpr int A = Transform<m>::kA;
+    const detail::DirectPass& p = l.p;
+    const TileItem t = DecodeTile(l, l.co_div, e);
+    const DType* plane = out_grad + p.PlaneStart(first + t.n, t.g, t.c, p.Co, p.OutSize());
+    const index_t step = p.PositionStride(p.Co);
+    DType y[m][m], x[A][A];
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < m; ++j) {
+        const index_t oy = t.ty * m + i, ox = t.tx * m + j;
+        y[i][j] = oy < p.out[1] && ox < p.out[2] ? plane[(oy * p.out[2] + ox) * step] : DType(0);
+      }
+    Separable(y, x, [](const DType* in, DType* r) { Transform<m>::OutputAdjoint(in, r); });
+    const index_t tiles = images * l.tiles_y * l.tiles_x;
+    for (int i = 0; i < A; ++i)
+      for (int j = 0; j < A; ++j) w[l.PointIndex(i * A + j, t.g, p.Co, t.c, tiles, t.tile)] = x[i][j];
+  }
+};
+
+template <typename DType>
+struct ZeroOp {
+  DType* p;
+  TE_XINLINE void operator()(index_t e) const { p[e] = DType(0); }
+};
+
+// The weight gradient G^T dU G from dU (laid out as U), stored or added. One index per (g, co, ci).
+template <int m, typename DType>
+struct FilterGradTransformOp {
+  Plan l;
+  const DType* du;
+  DType* weight_grad;
+  bool add;
+  TE_XINLINE void operator()(index_t e) const {
+    constexpr int A = Transform<m>::kA;
+    const detail::DirectPass& p = l.p;
+    index_t ci, co;
+    const index_t g = l.co_div.DivMod(l.ci_div.DivMod(e, &ci), &co);
+    DType r[A][A], taps[3][3];
+    for (int i = 0; i < A; ++i)
+      for (int j = 0; j < A; ++j) r[i][j] = du[((index_t(i * A + j) * p.G + g) * p.Co + co) * p.Ci + ci];
+    Separable(r, taps, [](const DType* in, DType* out) { Transform<m>::FilterAdjoint(in, out); });
+    DType* w = weight_grad + p.filter_g * g + p.filter_co * co + p.filter_ci * ci;
+    for (int t = 0; t < 9; ++t) {
+      DType& o = w[p.filter_tap * t];
+      o = add ? o + taps[t / 3][t % 3] : taps[t / 3][t % 3];
+    }
+  }
+};
+
 // op(i) for i in [0, n), threaded within the CPU's budget.
 template <typename Op>
 void ForEachIndex(Stream<cpu>*, index_t n, index_t cost, const Op& op) {
@@ -318,19 +406,51 @@ void RunPass(Stream<Device>* s, const Plan& l, const DType* input, const DType* 
   }
 }
 
+// The weight gradient (add ? += : =) from the forward's input and the output gradient, on the forward's
+// plan: dU[xi][g] (Co x Ci) summed over chunks of dY's transform W (Co x tiles) times V^T (tiles x Ci);
+// channels last, W and V are held transposed, so dU = W^T V.
+template <int m, typename Device, typename DType>
+void RunWeightGradPass(Stream<Device>* s, const Plan& l, const DType* input, const DType* out_grad,
+                       DType* weight_grad, bool add, DType* workspace) {
+  const detail::DirectPass& p = l.p;
+  DType* const du = workspace;
+  DType* const v = du + l.FilterElems();
+  DType* const w = v + l.points * p.G * p.Ci * l.TilesPerChunk();
+  const index_t filters = p.G * p.Co * p.Ci;
+  if (p.N == 0 || p.OutSize() == 0)  // no tiles: a zero gradient
+    ForEachIndex(s, l.FilterElems(), 1, ZeroOp<DType>{du});
+  for (index_t first = 0; first < p.N && p.OutSize() > 0; first += l.images) {
+    const index_t images = std::min(l.images, p.N - first), tiles = images * l.tiles_y * l.tiles_x;
+    ForEachIndex(s, images * p.G * p.Ci * l.tiles_y * l.tiles_x, l.points * 4,
+                 InputTransformOp<m, DType>{l, input, first, images, v});
+    ForEachIndex(s, images * p.G * p.Co * l.tiles_y * l.tiles_x, l.points * 4,
+                 OutputGradTransformOp<m, DType>{l, out_grad, first, images, w});
+    const GemmOperand<DType> dd{du, p.Ci, p.G * p.Co * p.Ci, p.Co * p.Ci};
+    const float beta = first == 0 ? 0.0f : 1.0f;
+    if (p.channels_last)
+      GroupedGemm<Device, DType>(s, p.Co, p.Ci, tiles, 1.0f,
+                                 Transposed(GemmOperand<const DType>{w, p.Co, p.G * tiles * p.Co, tiles * p.Co}),
+                                 GemmOperand<const DType>{v, p.Ci, p.G * tiles * p.Ci, tiles * p.Ci}, beta, dd,
+                                 l.points, p.G);
+    else
+      GroupedGemm<Device, DType>(s, p.Co, p.Ci, tiles, 1.0f, GemmOperand<const DType>{w, tiles, p.G * p.Co * tiles, p.Co * tiles},
+                                 Transposed(GemmOperand<const DType>{v, tiles, p.G * p.Ci * tiles, p.Ci * tiles}), beta,
+                                 dd, l.points, p.G);
+  }
+  ForEachIndex(s, filters, l.points * 9, FilterGradTransformOp<m, DType>{l, du, weight_grad, add});
+}
+
 }  // namespace winograd
 
 // F(m x m, 3 x 3), m = 2 ("winograd_2x2") or 4 ("winograd_4x4"): 2-D, dense data in either layout, a 3 x 3
-// kernel, stride 1, no dilation, any padding and groups; the forward and the data gradient.
+// kernel, stride 1, no dilation, any padding and groups; every pass.
 template <typename Device, typename DType, int m>
 class ConvWinograd : public ConvAlgorithm<Device, DType> {
  public:
   const char* Name() const override { return m == 2 ? "winograd_2x2" : "winograd_4x4"; }
 
-  ConvSupport CanImplement(const ConvProblem& pr, ConvPass pass) const override {
+  ConvSupport CanImplement(const ConvProblem& pr, ConvPass) const override {
     if (!winograd::kDType<DType>) return ConvSupport::No("it runs float and double only");
-    if (pass == ConvPass::kBackwardWeight)
-      return ConvSupport::No("it computes the forward and the data gradient, not the weight gradient");
     return winograd::Supports<m>(pr.geom, pr.data_contiguous);
   }
   // The heuristic's choice for strict float on the GPU (F(2x2)'s constants are exact; F(4x4) is left to the
@@ -343,8 +463,10 @@ class ConvWinograd : public ConvAlgorithm<Device, DType> {
   // are faster; TF32 and 16-bit run on tensor cores.
   // Channels last, more than 4 channels per group only: the measured layers' domain (channels first,
   // gpu_direct, registered before it, takes fewer; depthwise layers would be a gemm per group).
-  bool Recommended(const ConvProblem& pr, ConvPass) const override {
-    return m == 2 && std::is_same<Device, gpu>::value && std::is_same<DType, float>::value &&
+  // Its weight gradient is left to the tuner and to forcing by name until measured against the others.
+  bool Recommended(const ConvProblem& pr, ConvPass pass) const override {
+    return m == 2 && pass != ConvPass::kBackwardWeight && std::is_same<Device, gpu>::value &&
+           std::is_same<DType, float>::value &&
            pr.math != ConvMath::kTF32 &&  // (3xTF32 asks for fp32's accuracy, as strict does)
            (!pr.geom.channels_last || pr.geom.Cg() > 4);
   }
@@ -353,6 +475,7 @@ class ConvWinograd : public ConvAlgorithm<Device, DType> {
     index_t elems = 0;
     if (st.out.active) elems = std::max(elems, PlanOf(pr, ConvPass::kForward).WorkspaceElems());
     if (st.data_grad.active) elems = std::max(elems, PlanOf(pr, ConvPass::kBackwardData).WorkspaceElems());
+    if (st.weight_grad.active) elems = std::max(elems, PlanOf(pr, ConvPass::kForward).WorkspaceElems());
     return size_t(elems) * sizeof(DType);
   }
 
@@ -365,7 +488,9 @@ class ConvWinograd : public ConvAlgorithm<Device, DType> {
       if (st.data_grad.active)
         winograd::RunPass<m>(stream, PlanOf(pr, ConvPass::kBackwardData), t.out_grad, t.weight, t.data_grad,
                              st.data_grad.add, w);
-      TE_CHECK(!st.weight_grad.active, "winograd: the weight gradient is not one of its passes");
+      if (st.weight_grad.active)
+        winograd::RunWeightGradPass<m>(stream, PlanOf(pr, ConvPass::kForward), t.data, t.out_grad, t.weight_grad,
+                                       st.weight_grad.add, w);
     } else {
       (void)pr, (void)t, (void)st, (void)workspace, (void)stream;
       Fail("winograd runs float and double only");
