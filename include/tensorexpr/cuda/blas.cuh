@@ -8,6 +8,7 @@
 #pragma once
 #include "sum_slices.cuh"
 #include <cstdint>
+#include <type_traits>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include "../expr/dot.h"
@@ -214,15 +215,27 @@ inline index_t InnerStepB(const expr::GemmCall<DType>& g) { return g.trans_b ? g
 // NCHW, N = 32, H200: 0.077 ms split against 0.113 whole; with the data gradient beside it on the side
 // stream, 0.110 against 0.253.)
 template <typename DType>
+inline index_t ResultTiles(const expr::GemmCall<DType>& g) {
+  return ((g.m + kChunkTile - 1) / kChunkTile) * ((g.n + kChunkTile - 1) / kChunkTile) * g.batch;
+}
+
+// Chunks of equal length where one in [length, 2 length) divides the inner size (one batched call takes
+// them all), else chunks of `length` and a shorter last one (a second call, after the first).
+template <typename DType>
 inline InnerChunks PlanInnerChunks(const expr::GemmCall<DType>& g, int sm_count) {
   InnerChunks plan;
   plan.length = plan.last = g.k;
-  const index_t tiles = ((g.m + kChunkTile - 1) / kChunkTile) * ((g.n + kChunkTile - 1) / kChunkTile) * g.batch;
+  const index_t tiles = ResultTiles(g);
   const index_t wanted = (index_t(kChunkWaves) * sm_count + tiles - 1) / tiles;
   const index_t count = std::min(wanted, g.k / kMinChunkInner);
   // (A result large enough for partials to crowd the buffer already has tiles enough.)
   if (count < 2 || 2 * count * g.m * g.n > kSummedPartialElems) return plan;
-  const index_t length = ((g.k + count - 1) / count + kChunkAlign - 1) / kChunkAlign * kChunkAlign;
+  index_t length = ((g.k + count - 1) / count + kChunkAlign - 1) / kChunkAlign * kChunkAlign;
+  for (index_t even = length; even < 2 * length && even < g.k; even += kChunkAlign)
+    if (g.k % even == 0) {
+      length = even;
+      break;
+    }
   // cuBLAS cannot see how a pointer array is aligned: split only where every matrix starts on 16 bytes.
   const auto aligned = [](index_t elems) { return elems * index_t(sizeof(DType)) % 16 == 0; };
   if (reinterpret_cast<uintptr_t>(g.a) % 16 != 0 || reinterpret_cast<uintptr_t>(g.b) % 16 != 0 ||
@@ -249,13 +262,14 @@ __global__ void ChunkPointersKernel(expr::GemmCall<DType> g, index_t chunks, ind
 }
 
 // The partials of g's products split as `plan` says, g.c the first of them (g.stride_c apart): image n's
-// whole chunks are partials n * (count - 1) ..., and its last chunks follow all of those, image by image.
+// chunks of full length are partials n * whole ... (whole = all of them when they are equal), and a
+// shorter last chunk of each image follows all of those, image by image.
 template <typename DType>
 inline void ChunkedProducts(Stream<gpu>* s, const expr::GemmCall<DType>& g, const InnerChunks& plan, float alpha) {
   using Scale = compute_t<DType>;
   const cudaStream_t stream = Stream<gpu>::GetStream(s);
   cublasHandle_t handle = StreamOrDefault(s)->blas_handle();
-  const index_t whole = plan.count - 1, count = g.batch * whole;
+  const index_t whole = plan.last == plan.length ? plan.count : plan.count - 1, count = g.batch * whole;
   const index_t chunk_a = plan.length * InnerStepA(g), chunk_b = plan.length * InnerStepB(g);
   cuda::TempBuffer pointers(3 * sizeof(void*) * static_cast<size_t>(count), stream);
   char* array = static_cast<char*>(pointers.get());
@@ -269,6 +283,7 @@ inline void ChunkedProducts(Stream<gpu>* s, const expr::GemmCall<DType>& g, cons
   chunks.k = plan.length, chunks.batch = count;
   GemmBatched(handle, chunks, a, b, c, static_cast<Scale>(alpha), static_cast<Scale>(0.0f));
   pointers.Release();
+  if (whole == plan.count) return;
   expr::GemmCall<DType> last = g;
   last.k = plan.last, last.a += whole * chunk_a, last.b += whole * chunk_b, last.c += count * g.stride_c;
   Gemm(handle, last, static_cast<Scale>(alpha), static_cast<Scale>(0.0f));
@@ -280,18 +295,26 @@ inline void ChunkedProducts(Stream<gpu>* s, const expr::GemmCall<DType>& g, cons
 // sum over images: a batched call cannot write one C from every matrix, and one small gemm per matrix
 // costs a launch each, so the products go to partial matrices, a batched call per slice of the batch
 // (each product split along its inner size where the batch alone leaves the GPU idle: PlanInnerChunks),
-// and a kernel adds them onto C in a fixed order (deterministic). Only matrices too large for a useful
-// slice run one by one.
+// and a kernel adds them onto C in a fixed order (the same sums on every run on one model of GPU: the
+// split follows its multiprocessor count). Only matrices too large for a useful slice run one by one.
+// Under strict fp32 a single product of less than one wave of tiles splits the same way: cuBLAS's own
+// split of a channels-last 1x1 weight gradient (64 x 64 over 32 x 3136 pixels, 0.05 ms alone, H200) made
+// the backward with the data gradient beside it (0.05 alone) take 0.19 ms.
 template <typename DType>
 inline void BatchedGemm(Stream<gpu>* s, const expr::GemmCall<DType>& g, float alpha, float beta) {
   if (g.m == 0 || g.n == 0 || g.batch == 0) return;
-  if (g.stride_c == 0 && g.batch > 1) {
+  const int sm_count = cuda::CurrentDeviceInfo().sm_count;
+  const bool summed = g.stride_c == 0 && g.batch > 1;
+  const bool lone = g.batch == 1 && std::is_same<DType, float>::value && !UsesTF32(s) &&
+                    cuda_blas::ResultTiles(g) < sm_count;
+  const cuda_blas::InnerChunks chunks =
+      summed || lone ? cuda_blas::PlanInnerChunks(g, sm_count) : cuda_blas::InnerChunks{1, g.k, g.k};
+  if (summed || chunks.count > 1) {
     const index_t size = g.m * g.n;
-    const cuda_blas::InnerChunks chunks = cuda_blas::PlanInnerChunks(g, cuda::CurrentDeviceInfo().sm_count);
     const index_t per_image = size * chunks.count;
     const index_t slice = std::min<index_t>(g.batch, cuda_blas::kSummedPartialElems / std::max<index_t>(per_image, 1));
     expr::GemmCall<DType> part = g;
-    if (slice <= 1) {
+    if (slice <= 1 && g.batch > 1) {
       part.batch = 1;
       for (index_t b = 0; b < g.batch; ++b, part.a += g.stride_a, part.b += g.stride_b)
         BatchedGemm(s, part, alpha, b == 0 ? beta : 1.0f);
