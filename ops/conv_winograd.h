@@ -239,6 +239,26 @@ struct FilterTransformOp {
   }
 };
 
+// The size x size patch of a plane (rows x cols positions, `step` elements apart) from (y0, x0), with
+// zeros where it reaches past the plane.
+template <int size, typename DType>
+TE_XINLINE void ReadPatch(const DType* plane, index_t step, index_t rows, index_t cols, index_t y0, index_t x0,
+                          DType (&d)[size][size]) {
+  for (int i = 0; i < size; ++i)
+    for (int j = 0; j < size; ++j) {
+      const index_t y = y0 + i, x = x0 + j;
+      d[i][j] = y >= 0 && y < rows && x >= 0 && x < cols ? plane[(y * cols + x) * step] : DType(0);
+    }
+}
+
+// One tile's A x A points into V (channels = Ci) or M (Co).
+template <int A, typename DType>
+TE_XINLINE void WritePoints(const Plan& l, const DType (&x)[A][A], index_t g, index_t channels, index_t c,
+                            index_t tiles, index_t tile, DType* to) {
+  for (int i = 0; i < A; ++i)
+    for (int j = 0; j < A; ++j) to[l.PointIndex(i * A + j, g, channels, c, tiles, tile)] = x[i][j];
+}
+
 // V from images [first, first + images) of the input. One index per (image, g, ci, tile row, tile column).
 template <int m, typename DType>
 struct InputTransformOp {
@@ -251,18 +271,10 @@ struct InputTransformOp {
     const detail::DirectPass& p = l.p;
     const TileItem t = DecodeTile(l, l.ci_div, e);
     const DType* plane = input + p.PlaneStart(first + t.n, t.g, t.c, p.Ci, p.InSize());
-    const index_t step = p.PositionStride(p.Ci);
-    const index_t y0 = t.ty * m + p.origin[1], x0 = t.tx * m + p.origin[2];
     DType d[A][A], out[A][A];
-    for (int i = 0; i < A; ++i)
-      for (int j = 0; j < A; ++j) {
-        const index_t y = y0 + i, x = x0 + j;
-        d[i][j] = y >= 0 && y < p.in[1] && x >= 0 && x < p.in[2] ? plane[(y * p.in[2] + x) * step] : DType(0);
-      }
+    ReadPatch(plane, p.PositionStride(p.Ci), p.in[1], p.in[2], t.ty * m + p.origin[1], t.tx * m + p.origin[2], d);
     Separable(d, out, [](const DType* in, DType* r) { Transform<m>::Input(in, r); });
-    const index_t tiles = images * l.tiles_y * l.tiles_x;
-    for (int i = 0; i < A; ++i)
-      for (int j = 0; j < A; ++j) v[l.PointIndex(i * A + j, t.g, p.Ci, t.c, tiles, t.tile)] = out[i][j];
+    WritePoints(l, out, t.g, p.Ci, t.c, images * l.tiles_y * l.tiles_x, t.tile, v);
   }
 };
 
@@ -310,17 +322,10 @@ struct OutputGradTransformOp {
     const detail::DirectPass& p = l.p;
     const TileItem t = DecodeTile(l, l.co_div, e);
     const DType* plane = out_grad + p.PlaneStart(first + t.n, t.g, t.c, p.Co, p.OutSize());
-    const index_t step = p.PositionStride(p.Co);
     DType y[m][m], x[A][A];
-    for (int i = 0; i < m; ++i)
-      for (int j = 0; j < m; ++j) {
-        const index_t oy = t.ty * m + i, ox = t.tx * m + j;
-        y[i][j] = oy < p.out[1] && ox < p.out[2] ? plane[(oy * p.out[2] + ox) * step] : DType(0);
-      }
+    ReadPatch(plane, p.PositionStride(p.Co), p.out[1], p.out[2], t.ty * m, t.tx * m, y);
     Separable(y, x, [](const DType* in, DType* r) { Transform<m>::OutputAdjoint(in, r); });
-    const index_t tiles = images * l.tiles_y * l.tiles_x;
-    for (int i = 0; i < A; ++i)
-      for (int j = 0; j < A; ++j) w[l.PointIndex(i * A + j, t.g, p.Co, t.c, tiles, t.tile)] = x[i][j];
+    WritePoints(l, x, t.g, p.Co, t.c, images * l.tiles_y * l.tiles_x, t.tile, w);
   }
 };
 
