@@ -162,7 +162,11 @@ void RunConvPasses(const std::string& forced, const ConvProblem& problem, const 
     in_turn_bytes = std::max(in_turn_bytes, r.bytes);
   }
   if (passes_apart && passes.size() == 2 && stores.weight_grad.active) {
-    for (Run& r : passes) r.bytes = r.algorithm->WorkspaceBytes(problem, r.stores);
+    // On two algorithms each run in turn holds one pass, made in the same order: its workspace is that
+    // pass's.
+    for (size_t i = 0; i < passes.size(); ++i)
+      passes[i].bytes = in_turn.size() == passes.size() ? in_turn[i].bytes
+                                                        : passes[i].algorithm->WorkspaceBytes(problem, passes[i].stores);
     const size_t other = passes[1].bytes, weight = passes[0].bytes;
     const bool fits = other == 0 || weight == 0
                           ? std::max(other, weight) <= in_turn_bytes

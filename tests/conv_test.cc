@@ -1253,6 +1253,12 @@ TEST_CASE("convolution: the GPU heuristic takes winograd_2x2 for strict float 3x
     ops::SetConvLog(nullptr);
     return log;
   };
+  // The one line of a log that names `pass` ("weight-grad", "forward float32", ...): its choice.
+  auto choice = [](const std::vector<std::string>& log, const char* pass) {
+    const auto line = std::find_if(log.begin(), log.end(), [&](const std::string& l) { return l.find(pass) != std::string::npos; });
+    REQUIRE(line != log.end());
+    return *line;
+  };
   const std::vector<std::string> strict = chosen(c, false);
   REQUIRE(strict.size() == 3);
   // From a released workspace, the three passes held no more than the bound (in the workspace's
@@ -1261,9 +1267,7 @@ TEST_CASE("convolution: the GPU heuristic takes winograd_2x2 for strict float 3x
   CHECK(WorkspaceBytesHeld(stream) <= InWorkspaceGranules(bound));
   CHECK(stream->side() != nullptr);
   CHECK(WorkspaceBytesHeld(stream->side()) == InWorkspaceGranules(columns));
-  const auto weight_line = std::find_if(strict.begin(), strict.end(), [](const std::string& l) { return l.find("weight-grad") != std::string::npos; });
-  REQUIRE(weight_line != strict.end());
-  CHECK(weight_line->find("-> im2col_gemm (heuristic)") != std::string::npos);
+  CHECK(choice(strict, "weight-grad").find("-> im2col_gemm (heuristic)") != std::string::npos);
   Case last = c;  // channels last, the same
   last.param.layout = ops::Layout::kNHWC;
   const size_t bound_last = ops::ConvolutionWorkspaceBytes(last.param, ChannelsLastShape(last.data, last.batched), sizeof(float));
@@ -1271,11 +1275,8 @@ TEST_CASE("convolution: the GPU heuristic takes winograd_2x2 for strict float 3x
   REQUIRE(strict_last.size() == 3);
   CHECK(WorkspaceBytesHeld(stream) <= InWorkspaceGranules(bound_last));
   for (const std::vector<std::string>* log : {&strict, &strict_last})
-    for (const char* pass : {"forward float32", "data-grad float32"}) {
-      const auto line = std::find_if(log->begin(), log->end(), [&](const std::string& l) { return l.find(pass) != std::string::npos; });
-      REQUIRE(line != log->end());
-      CHECK(line->find("-> winograd_2x2 (heuristic)") != std::string::npos);
-    }
+    for (const char* pass : {"forward float32", "data-grad float32"})
+      CHECK(choice(*log, pass).find("-> winograd_2x2 (heuristic)") != std::string::npos);
   for (const Case& k : {c, last}) {
     const std::vector<std::string> tf32 = chosen(k, true);
     REQUIRE(tf32.size() == 3);
