@@ -595,8 +595,8 @@ TE_DEVICE_TEST_CASE("GroupedGemm joins adjoining images into one product, and ma
       // A long inner size over few images of a small result: on the GPU each product of a sum kept apart
       // splits along its inner size into aligned chunks and a shorter last one (NCHW weight gradient:
       // dW[g] = sum_n dY_n[g] x_n[g]^T over P = 2000 pixels; channels last, images apart, over 1500; and
-      // images that adjoin, 3 x 1000, one product when joined, split too under strict fp32), or into
-      // chunks of one length where one divides it (2048).
+      // images that adjoin, 3 x 1000, one product when joined, left to cuBLAS), or into chunks of one
+      // length where one divides it (2048).
       {"sum over a long inner size", 6, 8, 2000, 3, 2, {2000, 24000, 12000, false}, {2000, 32000, 16000, true},
        {8, 0, 48, false}},
       {"sum over a long inner size, channels last", 4, 4, 1500, 2, 2, {8, 12008, 4, true}, {8, 12008, 4, false},

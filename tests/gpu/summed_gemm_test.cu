@@ -1,6 +1,8 @@
-// GPU-only cases for the summed form of the grouped gemm (cuda/blas.cuh): when PlanInnerChunks splits a
+// GPU-only cases for the split products of the grouped gemm (cuda/blas.cuh): when PlanInnerChunks splits a
 // product's inner size and into what, a product whose matrices would not start on 16 bytes kept whole (and
-// still right), and half and bf16 partials against float64. The float forms are in ../dot_test.cc.
+// still right), half and bf16 partials against float64, and a batch of separate products of a few tiles
+// (winograd's weight gradient), each split and summed onto its own result. The float forms of the summed
+// call are in ../dot_test.cc.
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -100,5 +102,59 @@ TEST_CASE("summed gemm: split or whole, float, half and bf16 against float64", "
     CheckSummed<float>(shift, 0.0);  // eighths: every sum is exact in float
     CheckSummed<half_t>(shift, 2e-3);
     CheckSummed<bf16_t>(shift, 1.6e-2);
+  }
+}
+
+// C_n = alpha A_n B_n + beta C_n for `batch` separate products (A_n m x k, B_n k x n, row-major) of one
+// tile each over a long inner size: split, each product's chunks summed onto its own C_n, against
+// float64. Eighths in [-1, 1]: every partial and sum is exact in float, whatever the split.
+template <typename DType>
+void CheckSeparate(index_t K) {
+  const index_t M = 8, N = 12, batch = 5;
+  const float alpha = 0.75f, beta = 0.5f;
+  uint32_t x = 777;
+  auto next = [&x] {
+    x = x * 1664525u + 1013904223u;
+    return double(int(x >> 24) % 17 - 8) / 8.0;
+  };
+  std::vector<double> a(size_t(batch * M * K)), b(size_t(batch * K * N)), c(size_t(batch * M * N));
+  for (std::vector<double>* v : {&a, &b, &c})
+    for (double& e : *v) e = next();
+  auto device = [](const std::vector<double>& v) {
+    TensorContainer<cpu, 1, DType> h(Shape1(index_t(v.size())));
+    for (size_t i = 0; i < v.size(); ++i) h.dptr_[i] = DType(v[i]);
+    TensorContainer<gpu, 1, DType> d(h.shape_);
+    Copy(d.view(), h.view());
+    return d;
+  };
+  TensorContainer<gpu, 1, DType> da = device(a), db = device(b), dc = device(c);
+  GroupedGemm<gpu, DType>(nullptr, M, N, K, alpha, GemmOperand<const DType>{da.dptr_, K, M * K, 0},
+                          GemmOperand<const DType>{db.dptr_, N, K * N, 0}, beta,
+                          GemmOperand<DType>{dc.dptr_, N, M * N, 0}, batch, 1);
+  const auto got = ToHost(dc.view());
+  for (index_t n = 0; n < batch; ++n)
+    for (index_t i = 0; i < M; ++i)
+      for (index_t j = 0; j < N; ++j) {
+        double sum = 0;
+        for (index_t k = 0; k < K; ++k) sum += a[size_t((n * M + i) * K + k)] * b[size_t((n * K + k) * N + j)];
+        const double want = alpha * sum + beta * c[size_t((n * M + i) * N + j)];
+        CHECK(double(got[(n * M + i) * N + j]) == want);
+      }
+}
+
+TEST_CASE("batched gemm: separate products of a few tiles split their inner size, each onto its own result",
+          "[gpu][dot]") {
+  TE_REQUIRE_GPU();
+  const int sms = cuda::CurrentDeviceInfo().sm_count;
+  // 5 separate results of one tile each over 3000 (uneven chunks) or 2048 (equal chunks): fewer tiles than
+  // multiprocessors, so each splits.
+  for (index_t k : {index_t(3000), index_t(2048)}) {
+    expr::GemmCall<float> g = WeightGradCall(12, 8, k, 5);
+    g.stride_c = 96;
+    CHECK(cuda_blas::ResultTiles(g) < sms);
+    CheckPlanCovers(cuda_blas::PlanInnerChunks(g, sms), k);
+    INFO("inner size " << k);
+    CheckSeparate<float>(k);
+    CheckSeparate<double>(k);
   }
 }

@@ -249,21 +249,22 @@ inline InnerChunks PlanInnerChunks(const expr::GemmCall<DType>& g, int sm_count)
 }
 
 // The matrices of products (image, chunk) = (i / chunks, i % chunks) for i < count: A and B start at the
-// image's matrix plus `chunk` inner steps per chunk; C is the i-th of dense partials.
+// image's matrix plus `chunk` inner steps per chunk; C is partial image * per_image + chunk.
 template <typename DType>
-__global__ void ChunkPointersKernel(expr::GemmCall<DType> g, index_t chunks, index_t chunk_a, index_t chunk_b,
-                                    index_t count, const DType** a, const DType** b, DType** c) {
+__global__ void ChunkPointersKernel(expr::GemmCall<DType> g, index_t chunks, index_t per_image, index_t chunk_a,
+                                    index_t chunk_b, index_t count, const DType** a, const DType** b, DType** c) {
   for (index_t i = blockIdx.x * index_t(blockDim.x) + threadIdx.x; i < count; i += index_t(blockDim.x) * gridDim.x) {
     const index_t image = i / chunks, chunk = i % chunks;
     a[i] = g.a + image * g.stride_a + chunk * chunk_a;
     b[i] = g.b + image * g.stride_b + chunk * chunk_b;
-    c[i] = g.c + i * g.stride_c;
+    c[i] = g.c + (image * per_image + chunk) * g.stride_c;
   }
 }
 
-// The partials of g's products split as `plan` says, g.c the first of them (g.stride_c apart): image n's
-// chunks of full length are partials n * whole ... (whole = all of them when they are equal), and a
-// shorter last chunk of each image follows all of those, image by image.
+// The partials of g's products split as `plan` says, g.c the first of them (g.stride_c apart), image by
+// image: partial n * plan.count + j is chunk j of image n. The chunks of full length run as one
+// pointer-array call; a shorter last chunk of each image (where the chunks are not equal) as a second,
+// strided call.
 template <typename DType>
 inline void ChunkedProducts(Stream<gpu>* s, const expr::GemmCall<DType>& g, const InnerChunks& plan, float alpha) {
   using Scale = compute_t<DType>;
@@ -277,7 +278,7 @@ inline void ChunkedProducts(Stream<gpu>* s, const expr::GemmCall<DType>& g, cons
   const DType** b = reinterpret_cast<const DType**>(array + sizeof(void*) * count);
   DType** c = reinterpret_cast<DType**>(array + 2 * sizeof(void*) * count);
   const unsigned blocks = static_cast<unsigned>(std::min<index_t>((count + 255) / 256, 1024));
-  ChunkPointersKernel<<<blocks, 256, 0, stream>>>(g, whole, chunk_a, chunk_b, count, a, b, c);
+  ChunkPointersKernel<<<blocks, 256, 0, stream>>>(g, whole, plan.count, chunk_a, chunk_b, count, a, b, c);
   TE_CUDA_CHECK_LAUNCH("gemm chunk pointers");
   expr::GemmCall<DType> chunks = g;
   chunks.k = plan.length, chunks.batch = count;
@@ -285,7 +286,8 @@ inline void ChunkedProducts(Stream<gpu>* s, const expr::GemmCall<DType>& g, cons
   pointers.Release();
   if (whole == plan.count) return;
   expr::GemmCall<DType> last = g;
-  last.k = plan.last, last.a += whole * chunk_a, last.b += whole * chunk_b, last.c += count * g.stride_c;
+  last.k = plan.last, last.a += whole * chunk_a, last.b += whole * chunk_b;
+  last.c += whole * g.stride_c, last.stride_c = plan.count * g.stride_c;
   Gemm(handle, last, static_cast<Scale>(alpha), static_cast<Scale>(0.0f));
 }
 }  // namespace cuda_blas
@@ -297,24 +299,27 @@ inline void ChunkedProducts(Stream<gpu>* s, const expr::GemmCall<DType>& g, cons
 // (each product split along its inner size where the batch alone leaves the GPU idle: PlanInnerChunks),
 // and a kernel adds them onto C in a fixed order (the same sums on every run on one model of GPU: the
 // split follows its multiprocessor count). Only matrices too large for a useful slice run one by one.
-// Under strict fp32 a single product of less than one wave of tiles splits the same way: cuBLAS's own
-// split of a channels-last 1x1 weight gradient (64 x 64 over 32 x 3136 pixels, 0.05 ms alone, H200) made
-// the backward with the data gradient beside it (0.05 alone) take 0.19 ms.
+// A batch of separate float or double products with less than one wave of tiles splits the same way,
+// each product's partials summed onto its own C: winograd's weight gradient, one product per transform
+// point over every tile of the images (strict fp32, ResNet-50's 3x3 layer at 56 x 56 with 64 channels,
+// N = 32: 16 results of 64 x 64 over 25088 tiles). A single product is left to cuBLAS's own split: ours
+// made channels-last 1x1 weight gradients at 28 x 28 and 14 x 14 slower (0.12 ms against 0.09, H200).
 template <typename DType>
 inline void BatchedGemm(Stream<gpu>* s, const expr::GemmCall<DType>& g, float alpha, float beta) {
   if (g.m == 0 || g.n == 0 || g.batch == 0) return;
   const int sm_count = cuda::CurrentDeviceInfo().sm_count;
   const bool summed = g.stride_c == 0 && g.batch > 1;
-  const bool lone = g.batch == 1 && std::is_same<DType, float>::value && !UsesTF32(s) &&
-                    cuda_blas::ResultTiles(g) < sm_count;
+  const bool few = !summed && g.batch > 1 &&
+                   (std::is_same<DType, float>::value || std::is_same<DType, double>::value) &&
+                   cuda_blas::ResultTiles(g) < sm_count;
   const cuda_blas::InnerChunks chunks =
-      summed || lone ? cuda_blas::PlanInnerChunks(g, sm_count) : cuda_blas::InnerChunks{1, g.k, g.k};
+      summed || few ? cuda_blas::PlanInnerChunks(g, sm_count) : cuda_blas::InnerChunks{1, g.k, g.k};
   if (summed || chunks.count > 1) {
     const index_t size = g.m * g.n;
     const index_t per_image = size * chunks.count;
     const index_t slice = std::min<index_t>(g.batch, cuda_blas::kSummedPartialElems / std::max<index_t>(per_image, 1));
     expr::GemmCall<DType> part = g;
-    if (slice <= 1 && g.batch > 1) {
+    if (slice <= 1) {  // a sum of matrices too large for two partials (a split never makes one)
       part.batch = 1;
       for (index_t b = 0; b < g.batch; ++b, part.a += g.stride_a, part.b += g.stride_b)
         BatchedGemm(s, part, alpha, b == 0 ? beta : 1.0f);
@@ -328,7 +333,11 @@ inline void BatchedGemm(Stream<gpu>* s, const expr::GemmCall<DType>& g, float al
       part.batch = std::min(slice, g.batch - b0);
       if (chunks.count > 1) cuda_blas::ChunkedProducts(s, part, chunks, alpha);
       else BatchedGemm(s, part, alpha, 0.0f);
-      cuda::SumSlices(part.c, part.batch * chunks.count, size, g.m, g.ldc, b0 == 0 ? beta : 1.0f, g.c, stream);
+      if (summed)
+        cuda::SumSlices(part.c, part.batch * chunks.count, size, g.m, g.ldc, b0 == 0 ? beta : 1.0f, g.c, stream);
+      else  // each product's chunks onto its own C
+        cuda::SumSlices(part.c, chunks.count, size, g.m, g.ldc, beta, g.c + b0 * g.stride_c, stream, part.batch,
+                        g.stride_c);
     }
     partial.Release();
     return;
