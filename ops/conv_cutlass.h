@@ -68,7 +68,8 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
   // (TE_CONV_TUNE=1 TE_LOG=conv bench/conv_bench --dtype fp32 --layout nhwc, H200, N = 32): the stem's
   // weight gradient took 0.78 ms against im2col_gemm's 0.89, the 3x3 layers' at 56 and 28 took 0.49 and
   // 0.31 against 0.77 and 0.46, but at 14 and 7 (larger filters, one product there) 0.31 and 0.33 against
-  // 0.29 and 0.25. The strided 1x1 layers' data gradients took 0.09-0.25 against pointwise_gemm's
+  // 0.29 and 0.25 (a 3x3 stride-1 layer's now goes to winograd_2x2, registered first: 0.20 and 0.16 at 56
+  // and 28). The strided 1x1 layers' data gradients took 0.09-0.25 against pointwise_gemm's
   // 0.15-0.49 (which spreads its product onto the input's grid), their weight gradients 0.11-0.23 against
   // pointwise_gemm's 0.07-0.19; the unstrided 1x1 layers' passes lost to pointwise_gemm's everywhere.
   // The other SIMT passes are left to the tuner.

@@ -468,9 +468,15 @@ class ConvWinograd : public ConvAlgorithm<Device, DType> {
   // are faster; TF32 and 16-bit run on tensor cores.
   // Channels last, more than 4 channels per group only: the measured layers' domain (channels first,
   // gpu_direct, registered before it, takes fewer; depthwise layers would be a gemm per group).
-  // Its weight gradient is left to the tuner and to forcing by name until measured against the others.
-  bool Recommended(const ConvProblem& pr, ConvPass pass) const override {
-    return m == 2 && pass != ConvPass::kBackwardWeight && std::is_same<Device, gpu>::value &&
+  // The weight gradient too (bench/conv_bench --dtype fp32 --split, H200, N = 32): on ResNet-50's 3x3
+  // layers alone 0.203, 0.172, 0.149 and 0.146 ms channels first (0.56-1.13 of cuDNN's), where
+  // im2col_gemm's took 0.407, 0.354, 0.210 and 0.236; channels last 0.197, 0.157, 0.133 and 0.122 (0.49-1.00),
+  // where CUTLASS's SIMT kernels took 0.493 and 0.313 at 56 and 28, im2col_gemm's 0.212 and 0.216 at 14 and
+  // 7; on the small layers 0.041-0.166 against im2col_gemm's 0.051-0.204. Its products are a batch of one
+  // small result per point over every tile, which the GPU's grouped gemm splits along the tiles
+  // (cuda/blas.cuh); unsplit, the layer at 56 x 56 took 0.866.
+  bool Recommended(const ConvProblem& pr, ConvPass) const override {
+    return m == 2 && std::is_same<Device, gpu>::value &&
            std::is_same<DType, float>::value &&
            pr.math != ConvMath::kTF32 &&  // (3xTF32 asks for fp32's accuracy, as strict does)
            (!pr.geom.channels_last || pr.geom.Cg() > 4);

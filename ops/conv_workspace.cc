@@ -32,9 +32,9 @@ size_t ConvHeuristicWorkspaceBytes(const ConvGeometry& g, size_t limit, size_t d
           static_cast<size_t>(winograd::MakePlan<2>(g, pass, dtype_bytes, limit).WorkspaceElems()) * dtype_bytes;
       if (bytes <= limit) transforms = std::max(transforms, bytes);
     }
-  // A GPU backward runs the data gradient's transforms at the same time as the weight gradient's columns,
-  // each in a stream's workspace of its own (whole granules; the stream's may hold the forward's): counted
-  // together.
+  // A GPU backward may run the data gradient's transforms at the same time as im2col_gemm's weight gradient
+  // columns (a tuned choice, or transforms of the weight gradient over the cap), each in a stream's
+  // workspace of its own (whole granules; the stream's may hold the forward's): counted together.
   const size_t beside = transforms > 0 ? InWorkspaceGranules(transforms) + weight_columns : 0;
   return std::max({staged, columns, beside});
 }

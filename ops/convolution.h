@@ -127,9 +127,10 @@ size_t ConvHeuristicWorkspaceBytes(const ConvGeometry& g, size_t limit, size_t d
 // whose outputs and inputs are apart (passes_apart: PassesApart) run at the same time, the weight
 // gradient on the stream's side stream with the side's workspace, the other pass with the stream's, when
 // one of them takes no workspace and the other no more than the passes take in turn, or when both take
-// some, on two algorithms, and together no more than ConvolutionWorkspaceBytes reports (strict float's
-// 3x3 layers on the GPU: winograd_2x2's data gradient beside im2col_gemm's weight gradient; one algorithm
-// that takes workspace for both runs them in turn). The other pass is queued first: a network's earlier
+// some, on two algorithms, and together no more than ConvolutionWorkspaceBytes reports (winograd_2x2's
+// data gradient beside im2col_gemm's weight gradient, where the tuner or a cache chose so, or where the
+// weight gradient's transforms do not fit the cap; one algorithm that takes workspace for both, as
+// winograd_2x2 does for strict float's 3x3 layers on the GPU, runs them in turn). The other pass is queued first: a network's earlier
 // layers wait for the data gradient, and the GPU hands out the blocks of the kernel queued first first.
 // In turn, passes that went to the same algorithm run in one call (it may share staged copies between
 // them).

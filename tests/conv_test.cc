@@ -3,6 +3,10 @@
 // SAME_LOWER, VALID), dilation, kernels 1/3/5/7 and non-square, batch 1 and > 1, unbatched input,
 // padded-row views, every req, every dtype; finite-difference gradient checks; chunked vs folded workspace; the workspace resource;
 // shape / cost inference; and the errors bad parameters raise.
+#include <unistd.h>
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <thread>
 #include "ops_test_util.h"
 #include <tensorexpr/ops/convolution.h>
@@ -1220,11 +1224,11 @@ TEST_CASE("convolution gpu_direct: the heuristic's choice, a deterministic weigh
 #endif
 
 #if defined(__CUDACC__)
-// Strict float's 3x3 stride-1 layers on the GPU, either layout: the heuristic takes winograd_2x2 for the
-// forward and the data gradient (not the weight gradient, nor under TF32, nor for 4 channels: gpu_direct's
-// channels first, im2col_gemm's channels last); ConvolutionWorkspaceBytes counts its transforms. Channels
-// first, the weight gradient goes to im2col_gemm and runs on the side stream beside the data gradient,
-// the two workspaces together within the bound. The results match the float64 reference for every req.
+// Strict float's 3x3 stride-1 layers on the GPU, either layout: the heuristic takes winograd_2x2 for every
+// pass (not under TF32, nor for 4 channels: gpu_direct's channels first, im2col_gemm's channels last);
+// ConvolutionWorkspaceBytes counts its transforms. A tuned cache that gives the weight gradient to
+// im2col_gemm instead runs it on the side stream beside the data gradient, the two workspaces together
+// within the bound. The results match the float64 reference for every req.
 TEST_CASE("convolution: the GPU heuristic takes winograd_2x2 for strict float 3x3 stride-1 layers", "[gpu][conv][winograd]") {
   TE_REQUIRE_GPU();
   Stream<gpu>* stream = NewStream<gpu>();
@@ -1262,12 +1266,32 @@ TEST_CASE("convolution: the GPU heuristic takes winograd_2x2 for strict float 3x
   const std::vector<std::string> strict = chosen(c, false);
   REQUIRE(strict.size() == 3);
   // From a released workspace, the three passes held no more than the bound (in the workspace's
-  // granules), the side stream's workspace counted: no pass asked for more than ConvolutionWorkspaceBytes
-  // said. The weight gradient ran on the side.
+  // granules): no pass asked for more than ConvolutionWorkspaceBytes said.
   CHECK(WorkspaceBytesHeld(stream) <= InWorkspaceGranules(bound));
-  CHECK(stream->side() != nullptr);
-  CHECK(WorkspaceBytesHeld(stream->side()) == InWorkspaceGranules(columns));
-  CHECK(choice(strict, "weight-grad").find("-> im2col_gemm (heuristic)") != std::string::npos);
+  // The weight gradient on im2col_gemm, from a tuned cache (the line's key): it ran on the side stream with
+  // its columns, the data gradient's transforms beside it, together within the bound.
+  {
+    const std::string line = choice(strict, "weight-grad"), prefix = "tensorexpr conv: ";
+    REQUIRE(line.rfind(prefix, 0) == 0);
+    const std::string key = line.substr(prefix.size(), line.find('\n') - prefix.size());
+    const std::string path = "/tmp/tensorexpr_weight_grad_cache_" + std::to_string(::getpid());
+    std::ofstream(path) << "tensorexpr conv cache 1\n" << key << "\tim2col_gemm\n";
+    std::vector<std::string> log;
+    ops::SetConvLog([&](const std::string& l) { log.push_back(l); });
+    ops::ReleaseConvCaches<gpu>();
+    ReleaseWorkspace(stream);
+    stream->ReleaseSide();
+    REQUIRE(ops::LoadConvCache(path) == 1);
+    std::remove(path.c_str());
+    RunCase<gpu, float, 4, 4>(stream, c, Reqs{});
+    ops::SetConvLog(nullptr);
+    CHECK(choice(log, "data-grad float32").find("-> winograd_2x2 (heuristic)") != std::string::npos);
+    CHECK(std::none_of(log.begin(), log.end(), [](const std::string& l) { return l.find("weight-grad") != std::string::npos; }));
+    CHECK(WorkspaceBytesHeld(stream) <= InWorkspaceGranules(bound));
+    CHECK(stream->side() != nullptr);
+    CHECK(WorkspaceBytesHeld(stream->side()) == InWorkspaceGranules(columns));
+    for (size_t r = 0; r < 4; ++r) RunCase<gpu, float, 4, 4>(stream, c, ReqPattern(r));
+  }
   Case last = c;  // channels last, the same
   last.param.layout = ops::Layout::kNHWC;
   const size_t bound_last = ops::ConvolutionWorkspaceBytes(last.param, ChannelsLastShape(last.data, last.batched), sizeof(float));
@@ -1275,7 +1299,7 @@ TEST_CASE("convolution: the GPU heuristic takes winograd_2x2 for strict float 3x
   REQUIRE(strict_last.size() == 3);
   CHECK(WorkspaceBytesHeld(stream) <= InWorkspaceGranules(bound_last));
   for (const std::vector<std::string>* log : {&strict, &strict_last})
-    for (const char* pass : {"forward float32", "data-grad float32"})
+    for (const char* pass : {"forward float32", "data-grad float32", "weight-grad float32"})
       CHECK(choice(*log, pass).find("-> winograd_2x2 (heuristic)") != std::string::npos);
   for (const Case& k : {c, last}) {
     const std::vector<std::string> tf32 = chosen(k, true);
@@ -1371,7 +1395,8 @@ std::string SelectionLine(const std::string& pass, Run&& run) {
 // Strict float's channels-last weight gradients of kernels other than an unpadded 1x1 with small filters (under
 // kSmallFilterValues per group: a stem's, a 3x3 layer's with 128 channels) go to CUTLASS's SIMT kernels
 // where the build has them; larger filters, 1x1 kernels and channels-first data stay with the other
-// algorithms. The results match float64 for every req.
+// algorithms. A 3x3 stride-1 layer's goes to winograd_2x2 (registered before it) all the same. The results
+// match float64 for every req.
 TEST_CASE("convolution: the GPU heuristic takes CUTLASS's SIMT weight gradient for strict float channels-last small filters", "[gpu][conv]") {
   TE_REQUIRE_GPU();
   const auto* cutlass = ops::ConvRegistry<gpu, float>::Get().Find("cutlass_implicit_gemm");
@@ -1404,7 +1429,8 @@ TEST_CASE("convolution: the GPU heuristic takes CUTLASS's SIMT weight gradient f
   CHECK_FALSE(cutlass->Recommended(problem(first), weight));
   for (const Case* k : {&small, &stem}) {
     const std::string line = SelectionLine("weight-grad float32", [&] { RunCase<gpu, float, 4, 4>(stream, *k, Reqs{}); });
-    CHECK(line.find("-> cutlass_implicit_gemm (heuristic)") != std::string::npos);
+    CHECK(line.find(k == &small ? "-> winograd_2x2 (heuristic)" : "-> cutlass_implicit_gemm (heuristic)") !=
+          std::string::npos);
     for (size_t r = 0; r < 4; ++r) RunCase<gpu, float, 4, 4>(stream, *k, ReqPattern(r));
   }
   ops::ReleaseConvCaches<gpu>();
