@@ -480,7 +480,7 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
       return Plan();
     };
     const ConvGeometry& g = pr.geom;
-    if (g.in[0] != 1 || g.kernel[0] != 1 || g.out[0] != 1) return refuse("3-D convolutions have no kernels here yet");
+    if (!g.IsPlanar()) return refuse("3-D convolutions have no kernels here yet");
     if (g.G != 1) return refuse("grouped convolutions have no kernels here yet");
     // The kernels' coordinates too: as far as the last output's window reaches.
     for (index_t v : {g.N, g.C + 8, g.K + 8, g.in[1], g.in[2], g.out[1], g.out[2], g.Reach(1), g.Reach(2)})

@@ -163,13 +163,15 @@ struct Plan {
 };
 
 // Whether every size a plan multiplies out stays far inside index_t (a hostile padding could wrap them):
-// the largest, one chunk of every image, bounded in double for either pass.
+// the largest, one chunk of every image (or of one image: MakePlan sizes one even for an empty batch),
+// bounded in double for either pass.
 template <int m>
 bool SizesFit(const ConvGeometry& g) {
   const double A = Transform<m>::kA, limit = 1e17;
   const double tiles = std::ceil(double(std::max(g.in[1], g.out[1])) / m) * std::ceil(double(std::max(g.in[2], g.out[2])) / m);
   const double channels = double(g.G) * (double(g.Cg()) + double(g.Kg()));
-  return A * A * channels * double(g.N) * tiles < limit && A * A * double(g.K) * double(g.Cg()) < limit &&
+  const double images = double(std::max<index_t>(g.N, 1));
+  return A * A * channels * images * tiles < limit && A * A * double(g.K) * double(g.Cg()) < limit &&
          double(g.N) * double(g.C) * double(g.in[1]) * double(g.in[2]) < limit;
 }
 
@@ -177,7 +179,7 @@ bool SizesFit(const ConvGeometry& g) {
 template <int m>
 ConvSupport Supports(const ConvGeometry& g, bool data_contiguous) {
   if (!data_contiguous) return ConvSupport::No("it reads dense rows only (the input has padded rows)");
-  if (g.in[0] != 1 || g.kernel[0] != 1 || g.out[0] != 1) return ConvSupport::No("it runs 2-D convolutions only");
+  if (!g.IsPlanar()) return ConvSupport::No("it runs 2-D convolutions only");
   if (g.kernel[1] != 3 || g.kernel[2] != 3) return ConvSupport::No("it runs 3 x 3 kernels only");
   for (int i = 1; i < 3; ++i) {
     if (g.stride[i] != 1) return ConvSupport::No("it runs stride 1 only");

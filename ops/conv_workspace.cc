@@ -34,9 +34,12 @@ size_t ConvHeuristicWorkspaceBytes(const ConvGeometry& g, size_t limit, size_t d
     }
   // A GPU backward may run the data gradient's transforms at the same time as im2col_gemm's weight gradient
   // columns (a tuned choice, or transforms of the weight gradient over the cap), each in a stream's
-  // workspace of its own (whole granules; the stream's may hold the forward's): counted together.
-  const size_t beside = transforms > 0 ? InWorkspaceGranules(transforms) + weight_columns : 0;
-  return std::max({staged, columns, beside});
+  // workspace of its own (whole granules; the stream's may hold the forward's): counted together where
+  // together they keep to the cap. Where they do not, the bound leaves them out and RunConvPasses, which
+  // runs the two at once only within this bound, runs them in turn.
+  const size_t together = InWorkspaceGranules(transforms) + weight_columns;
+  const size_t beside = transforms > 0 && together <= limit ? together : 0;
+  return std::max({staged, columns, transforms, beside});
 }
 
 }  // namespace detail

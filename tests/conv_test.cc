@@ -743,14 +743,17 @@ Case WinogradOutgrowsColumnsCase() {
 #if !defined(__CUDACC__)
 // winograd_2x2's transforms (the GPU's choice for strict float 3x3 stride-1 layers) are in the bound, dense
 // input or not (a forward on dense data beside a padded data gradient still takes them), where they fit
-// the cap, with the weight gradient's columns beside them in a granule of their own (a GPU backward runs
-// the two at once); where they do not fit, selection refuses it and the bound is the columns'. The plans
-// are the same arithmetic on either device, so the CPU registry's algorithms tell what the GPU's ask.
+// the cap, with the weight gradient's columns beside them in a granule of their own (a GPU backward may
+// run the two at once) where the two together fit it too; where only each alone fits (a cap of 60,000
+// bytes: one image's transforms take 54,272, its columns 31,680), the bound is the larger, within the cap;
+// where the transforms do not fit, selection refuses them and the bound is the columns'. The plans are the
+// same arithmetic on either device, so the CPU registry's algorithms tell what the GPU's ask.
 TEST_CASE("ConvolutionWorkspaceBytes counts winograd_2x2's transforms where they fit the cap", "[cpu][conv]") {
   const Case c = WinogradOutgrowsColumnsCase();
   const auto& registry = ops::ConvRegistry<cpu, float>::Get();
   const auto* winograd = registry.Find("winograd_2x2");
-  for (double cap_mb : {c.param.workspace, 0.05}) {
+  int each_alone = 0;  // checks of the middle cap's rule (it must be reached)
+  for (double cap_mb : {c.param.workspace, 60000.0 / 1048576.0, 0.05}) {
     ConvolutionParam p = c.param;
     p.workspace = cap_mb;
     const ops::ConvGeometry g = ops::MakeConvGeometry(p, c.data);
@@ -766,11 +769,56 @@ TEST_CASE("ConvolutionWorkspaceBytes counts winograd_2x2's transforms where they
       for (ops::ConvPass pass : {ops::ConvPass::kForward, ops::ConvPass::kBackwardData}) {
         const size_t bytes = winograd->WorkspaceBytes(pr, ops::ConvStores::Only(pass, ReqStore{true, false}));
         REQUIRE(bytes > column);  // the transforms outgrow the columns: the bound has to count them
-        if (bytes <= limit) CHECK(bound == InWorkspaceGranules(bytes) + weight_columns);  // both passes' the same
-        else CHECK(bound == column);  // 0.05 MB: one image's transforms, 54,272 bytes, do not fit
+        CHECK(bound <= std::max(limit, column));
+        if (InWorkspaceGranules(bytes) + weight_columns <= limit)
+          CHECK(bound == InWorkspaceGranules(bytes) + weight_columns);  // both passes' the same
+        else if (bytes <= limit && ++each_alone)
+          CHECK(bound == std::max({bytes, column, weight_columns}));  // 60,000 bytes: each alone fits
+        else
+          CHECK(bound == column);  // 0.05 MB: one image's transforms, 54,272 bytes, do not fit
       }
     }
   }
+  CHECK(each_alone == 4);  // both passes, dense input or not
+}
+#endif
+
+// A 3-D convolution of depth 1 whose one output plane reads only the depth padding (pad 1, stride 3: out
+// depth (1 + 2 - 1) / 3 + 1 = 1, reading input plane -1): every output is the bias, and every gradient of
+// the data and weight zero. Every algorithm that takes it, forced, and the library's choice; the 2-D
+// algorithms (Winograd's, CUTLASS's, the rows kernel) must not read it as a 2-D problem.
+TE_DEVICE_TEST_CASE("convolution of depth 1 whose window reads only depth padding", "[conv][algorithm]") {
+  Case c = MakeCase({2, 3, 1, 9, 8}, {1, 3, 3}, {3, 1, 1}, {1, 1, 1}, {1, 1, 1}, 4, 1, true);
+  for (ops::Layout layout : {ops::Layout::kNCHW, ops::Layout::kNHWC}) {
+    c.param.layout = layout;
+    for (const std::string& name : ops::ListConvAlgorithms<Device, float>()) {
+      INFO("algorithm '" << name << "'");
+      Case k = c;
+      k.param.algorithm = name;
+      Reqs reqs;
+      if (OnlyImplementedPasses<Device, float>(name, k, stream, &reqs)) RunCase<Device, float, 5, 5>(stream, k, reqs);
+    }
+    RunCase<Device, float, 5, 5>(stream, c, Reqs{});
+  }
+}
+
+#if !defined(__CUDACC__)
+// An empty batch of huge images: winograd_2x2 sizes a chunk of one image even then, so its plan would
+// multiply out past 64 bits (16 points x 2^20 + 1 channels x 2^40 tiles); it refuses the problem, and the
+// workspace bound is the columns', within the cap (UBSan, in CI, checks that nothing wraps on the way).
+TEST_CASE("ConvolutionWorkspaceBytes of an empty batch of huge images: winograd_2x2 refuses", "[cpu][conv]") {
+  ConvolutionParam p;
+  p.kernel = {3, 3};
+  p.pad = {1, 1};
+  p.num_filter = index_t(1) << 20;
+  const std::vector<index_t> data = {0, 1, 2, index_t(1) << 41};
+  const ops::ConvProblem pr = ops::MakeConvProblem<cpu, float>(ops::MakeConvGeometry(p, data), nullptr, true, p.workspace);
+  const ops::ConvSupport s = ops::ConvRegistry<cpu, float>::Get().Find("winograd_2x2")->CanImplement(
+      pr, ops::ConvPass::kBackwardData);
+  CHECK_FALSE(s.ok);
+  CHECK(s.why.find("overflow") != std::string::npos);
+  const size_t bytes = ops::ConvolutionWorkspaceBytes(p, data, sizeof(float));
+  CHECK(bytes <= std::max<size_t>(ops::WorkspaceLimitBytes(p.workspace), sizeof(float) * 9));
 }
 #endif
 

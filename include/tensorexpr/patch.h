@@ -39,6 +39,10 @@ struct PatchGeometry {
 
   TE_XINLINE index_t Cg() const { return C / G; }
   TE_XINLINE index_t KernelSize() const { return kernel[0] * kernel[1] * kernel[2]; }
+  // A 1-D or 2-D problem: the depth axis is one plane, read by one tap of one output plane without
+  // padding. (A depth-1 input with depth padding and a stride past it has one output plane too, but that
+  // plane reads only the padding: not a 2-D problem.)
+  TE_XINLINE bool IsPlanar() const { return in[0] == 1 && kernel[0] == 1 && out[0] == 1 && pad[0] == 0; }
   TE_XINLINE index_t InSize() const { return in[0] * in[1] * in[2]; }
   TE_XINLINE index_t OutSize() const { return out[0] * out[1] * out[2]; }
   // Rows of the column matrix: one per (channel, kernel offset).

@@ -376,13 +376,13 @@ inline size_t Im2ColRowsBytes(const PatchGeometry& g, index_t row_stride) {
 // lets a block have less.
 constexpr size_t kIm2ColRowsMaxBytes = 96 * 1024;
 inline size_t Im2ColRowsLimit() { return std::min(kIm2ColRowsMaxBytes, cuda::CurrentDeviceInfo().shared_per_block); }
-// Whether the rows kernel takes a geometry whose column rows are row_stride entries long: 2-D (one depth
-// in and out), one group, rows of whole 16-byte vectors (so of pairs of entries: sizeof(DType) <= 8),
+// Whether the rows kernel takes a geometry whose column rows are row_stride entries long: 2-D
+// (IsPlanar), one group, rows of whole 16-byte vectors (so of pairs of entries: sizeof(DType) <= 8),
 // within its shared memory.
 template <typename DType>
 inline bool Im2ColRowsFit(const PatchGeometry& g, index_t row_stride) {
   constexpr index_t kVector = 16 / sizeof(DType);
-  return g.channels_last && g.G == 1 && g.in[0] == 1 && g.kernel[0] == 1 && g.out[0] == 1 &&
+  return g.channels_last && g.G == 1 && g.IsPlanar() &&
          row_stride % kVector == 0 &&
          Im2ColRowsBytes<DType>(g, row_stride) <= Im2ColRowsLimit();
 }
