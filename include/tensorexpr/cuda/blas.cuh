@@ -208,19 +208,20 @@ inline index_t InnerStepA(const expr::GemmCall<DType>& g) { return g.trans_a ? 1
 template <typename DType>
 inline index_t InnerStepB(const expr::GemmCall<DType>& g) { return g.trans_b ? g.ldb : 1; }
 
-// A batched call computes each tile of a product's result in one block over the whole inner size, so a
-// sum over a few images of a small result leaves most multiprocessors idle and each busy one on a long
-// loop. Splitting each product's inner size into chunks, each a partial of its own, makes tiles enough to
-// fill the GPU twice over. (Strict fp32's 1x1 weight gradient at 56 x 56 with 64 channels each side,
-// NCHW, N = 32, H200: 0.077 ms split against 0.113 whole; with the data gradient beside it on the side
-// stream, 0.110 against 0.253.)
+// The call's result tiles of kChunkTile^2, every product of the batch counted.
 template <typename DType>
 inline index_t ResultTiles(const expr::GemmCall<DType>& g) {
   return ((g.m + kChunkTile - 1) / kChunkTile) * ((g.n + kChunkTile - 1) / kChunkTile) * g.batch;
 }
 
-// Chunks of equal length where one in [length, 2 length) divides the inner size (one batched call takes
-// them all), else chunks of `length` and a shorter last one (a second call, after the first).
+// A batched call computes each tile of a product's result in one block over the whole inner size, so a
+// sum over a few images of a small result leaves most multiprocessors idle and each busy one on a long
+// loop. Splitting each product's inner size into chunks, each a partial of its own, makes tiles enough to
+// fill the GPU twice over. (Strict fp32's 1x1 weight gradient at 56 x 56 with 64 channels each side,
+// NCHW, N = 32, H200: 0.077 ms split against 0.113 whole; with the data gradient beside it on the side
+// stream, 0.110 against 0.253.) Chunks of equal length where one in [length, 2 length) divides the inner
+// size (one batched call takes them all), else chunks of `length` and a shorter last one (a second call,
+// after the first).
 template <typename DType>
 inline InnerChunks PlanInnerChunks(const expr::GemmCall<DType>& g, int sm_count) {
   InnerChunks plan;
