@@ -24,6 +24,7 @@
 #endif
 #if defined(__CUDACC__)
 #include "cuda/conv_direct.h"
+#include "cuda/conv_strided_dgrad.h"
 #endif
 #if defined(__CUDACC__) && defined(TE_HAVE_CUTLASS)
 #include "conv_cutlass.h"
@@ -53,6 +54,8 @@ ConvRegistry<Device, DType>::ConvRegistry() {
     for (int i = gpu_direct::kHeuristicTiles; i < int(std::size(gpu_direct::kRegisterTiles)); ++i)
       algorithms_.emplace_back(new ConvGpuDirect<DType>(gpu_direct::kRegisterTiles[i]));
   }
+  if constexpr (std::is_same<Device, gpu>::value && strided_dgrad::kDType<DType>)
+    algorithms_.emplace_back(new ConvGpuStridedDataGrad<DType>());
 #endif
   if constexpr (winograd::kDType<DType>) {
     algorithms_.emplace_back(new ConvWinograd<Device, DType, 2>());

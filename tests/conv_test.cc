@@ -403,7 +403,7 @@ TE_DEVICE_TEST_CASE("every convolution algorithm matches the float64 reference w
     if (ops::ConvRegistry<Device, double>::Get().Find(name) != nullptr)
       CHECK(RunGrid<Device, double>(stream, 4, name) > 0);
     else
-      CHECK(name.rfind("gpu_direct", 0) == 0);  // float, half and bf16 only
+      CHECK((name.rfind("gpu_direct", 0) == 0 || name == "gpu_strided_dgrad"));  // float, half and bf16 only
     for (const Case& base : {Grid2D()[0], Grid2D()[5], Grid2D()[11]}) {
       Case c = base;
       c.param.algorithm = name;
@@ -1438,6 +1438,80 @@ std::string SelectionLine(const std::string& pass, Run&& run) {
   const auto line = std::find_if(log.begin(), log.end(), [&](const std::string& l) { return l.find(pass) != std::string::npos; });
   REQUIRE(line != log.end());
   return *line;
+}
+
+// gpu_strided_dgrad, forced for the data gradient (the other passes go to the heuristic's choice, or are
+// not asked for): taps per stride of 1 to 4 (1x1, 3x3, 5x5 and 7x7 at stride 2, 11x11 at stride 4, 7x7 at
+// stride 3), phases with fewer taps than others, 1 to 4 channels, more filters than a shared-memory chunk
+// with a partial last one, padding wider than the kernel, asymmetric padding, unequal strides, odd sizes
+// whose last phase rows and columns are short, 1-D; both layouts; every req; float, half and bf16. The
+// heuristic takes it for a channels-first float stem; it refuses what it cannot do, saying why.
+TEST_CASE("convolution gpu_strided_dgrad: phases, taps, channels, layouts", "[gpu][conv][algorithm]") {
+  TE_REQUIRE_GPU();
+  Stream<gpu>* stream = NewStream<gpu>();
+  std::vector<Case> cases = {
+      MakeCase({2, 3, 23, 21}, {7, 7}, {2, 2}, {3, 3}, {1, 1}, 70, 1, true),    // a stem: 3 chunks of filters
+      MakeCase({2, 1, 9, 14}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 5, 1, false),
+      MakeCase({1, 2, 17, 12}, {5, 5}, {2, 2}, {2, 2}, {1, 1}, 33, 1, true),
+      MakeCase({2, 4, 7, 9}, {1, 1}, {2, 2}, {0, 0}, {1, 1}, 9, 1, true),        // one tap per phase
+      MakeCase({1, 3, 16, 15}, {4, 4}, {2, 2}, {1, 1}, {1, 1}, 6, 1, false),     // even kernel
+      MakeCase({2, 3, 35, 37}, {11, 11}, {4, 4}, {2, 2}, {1, 1}, 8, 1, true),   // 16 phases
+      MakeCase({1, 2, 20, 19}, {7, 7}, {3, 3}, {0, 0}, {1, 1}, 4, 1, true),     // 9 phases, 3 taps
+      MakeCase({2, 3, 11, 10}, {3, 5}, {1, 2}, {1, 2}, {1, 1}, 7, 1, true),     // stride 1 along y
+      MakeCase({1, 2, 9, 8}, {3, 3}, {2, 2}, {4, 5}, {1, 1}, 3, 1, false),      // padding past the kernel
+      MakeCase({3, 3, 40}, {7}, {2}, {3}, {1}, 12, 1, true),                    // 1-D
+  };
+  Case asymmetric = MakeCase({2, 3, 13, 12}, {3, 3}, {2, 2}, {0, 0}, {1, 1}, 5, 1, true);
+  asymmetric.param.pad_end = Dims{1, 2};  // padding after only: the last inputs' windows reach past the data
+  asymmetric.ref_pe = {1, 2};
+  cases.push_back(asymmetric);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    for (ops::Layout layout : {ops::Layout::kNCHW, ops::Layout::kNHWC}) {
+      Case c = cases[i];
+      c.param.algorithm = "gpu_strided_dgrad";
+      c.param.layout = layout;
+      REQUIRE(ImplementsPass<gpu, float>("gpu_strided_dgrad", c, stream, ops::ConvPass::kBackwardData));
+      REQUIRE_FALSE(ImplementsPass<gpu, float>("gpu_strided_dgrad", c, stream, ops::ConvPass::kForward));
+      REQUIRE_FALSE(ImplementsPass<gpu, float>("gpu_strided_dgrad", c, stream, ops::ConvPass::kBackwardWeight));
+      for (size_t r = 0; r < 3; ++r) {
+        Reqs reqs = ReqPattern(i + r);
+        reqs.fwd = reqs.weight = kNullOp;  // the data gradient alone is this algorithm's
+        if (reqs.data == kNullOp) reqs.data = kAddTo;
+        if (c.data.size() == 3) RunCase<gpu, float, 3, 3>(stream, c, reqs);
+        if (c.data.size() == 4) RunCase<gpu, float, 4, 4>(stream, c, reqs);
+      }
+      if (c.data.size() == 4) {
+        RunCase<gpu, half_t, 4, 4>(stream, c, Reqs{kNullOp, kWriteTo, kNullOp, kWriteTo});
+        RunCase<gpu, bf16_t, 4, 4>(stream, c, Reqs{kNullOp, kAddTo, kNullOp, kNullOp});
+      }
+    }
+  }
+  // The heuristic's choice for a channels-first float stem, the other passes alongside.
+  Case stem = cases[0];
+  const std::string line = SelectionLine("data-grad float32", [&] { RunCase<gpu, float, 4, 4>(stream, stem, Reqs{}); });
+  INFO(line);
+  CHECK(line.find("-> gpu_strided_dgrad (heuristic)") != std::string::npos);
+  // Refusals, with their reasons.
+  auto why = [&](const Case& k) {
+    const auto* a = ops::ConvRegistry<gpu, float>::Get().Find("gpu_strided_dgrad");
+    REQUIRE(a != nullptr);
+    const ops::ConvSupport s = a->CanImplement(ProblemOf<gpu, float>(k, stream), ops::ConvPass::kBackwardData);
+    CHECK_FALSE(s.ok);
+    return s.why;
+  };
+  CHECK(why(MakeCase({1, 5, 9, 9}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 4, 1, true)).find("4 input channels") != std::string::npos);
+  CHECK(why(MakeCase({1, 4, 9, 9}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 4, 2, true)).find("one group") != std::string::npos);
+  CHECK(why(MakeCase({1, 3, 9, 9}, {3, 3}, {2, 2}, {1, 1}, {2, 2}, 4, 1, true)).find("undilated") != std::string::npos);
+  CHECK(why(MakeCase({1, 3, 9, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 4, 1, true)).find("strided") != std::string::npos);
+  CHECK(why(MakeCase({1, 3, 19, 19}, {9, 9}, {2, 2}, {4, 4}, {1, 1}, 4, 1, true)).find("4 taps per stride") !=
+        std::string::npos);
+  CHECK(why(MakeCase({1, 3, 5, 5, 5}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, 4, 1, true)).find("2-D") !=
+        std::string::npos);
+  Case padded = cases[1];
+  padded.padded_rows = true;
+  CHECK(why(padded).find("dense rows") != std::string::npos);
+  ops::ReleaseConvCaches<gpu>();
+  DeleteStream(stream);
 }
 
 // Strict float's channels-last weight gradients of kernels other than an unpadded 1x1 with small filters (under
