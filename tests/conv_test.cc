@@ -1507,6 +1507,10 @@ TEST_CASE("convolution gpu_strided_dgrad: phases, taps, channels, layouts", "[gp
         std::string::npos);
   CHECK(why(MakeCase({1, 3, 5, 5, 5}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, 4, 1, true)).find("2-D") !=
         std::string::npos);
+  CHECK(why(MakeCase({1, 3, 1, 9, 9}, {1, 3, 3}, {3, 2, 2}, {1, 1, 1}, {1, 1, 1}, 4, 1, true)).find("2-D") !=
+        std::string::npos);  // one output plane, reading only the depth padding
+  CHECK(why(MakeCase({1, 1, 3, 3}, {1, 1}, {65536, 65536}, {0, 0}, {1, 1}, 2, 1, true)).find("phases") !=
+        std::string::npos);  // 2^32 phases
   Case padded = cases[1];
   padded.padded_rows = true;
   CHECK(why(padded).find("dense rows") != std::string::npos);

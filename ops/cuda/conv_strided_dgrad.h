@@ -69,7 +69,7 @@ inline bool MakeProblem(const ConvGeometry& g, Problem* p, std::string* why) {
     if (why) *why = text;
     return false;
   };
-  if (g.in[0] != 1 || g.kernel[0] != 1 || g.out[0] != 1) return no("it runs 1-D and 2-D convolutions only");
+  if (!g.IsPlanar()) return no("it runs 1-D and 2-D convolutions only");
   if (g.G != 1) return no("it runs one group only");
   if (g.C > kMaxChannels) return no("it runs 4 input channels or fewer only");
   if (g.dilate[1] != 1 || g.dilate[2] != 1) return no("it runs undilated kernels only");
@@ -88,6 +88,9 @@ inline bool MakeProblem(const ConvGeometry& g, Problem* p, std::string* why) {
   if (q.PhaseTaps() > kMaxPhaseTaps) return no("it runs kernels of at most 4 taps per stride along each axis only");
   if ((index_t(q.PhaseRows()) + kThreadsY * kRows - 1) / (kThreadsY * kRows) > kMaxGridYZ)
     return no("its grid is too large (too many input rows)");
+  // The blocks' loop over (image, phase) counts in int, up to one grid's z past the last.
+  if (index_t(q.N) * q.stride_y * q.stride_x > INT_MAX - kMaxGridYZ)
+    return no("its grid is too large (too many images times phases)");
   *p = q;
   return true;
 }

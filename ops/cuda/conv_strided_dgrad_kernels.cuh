@@ -86,11 +86,12 @@ __global__ void __launch_bounds__(kThreadsX* kThreadsY)
     for (int v = 0; v < kRows; ++v)
 #pragma unroll
       for (int u = 0; u < kCols; ++u) {
-        const int y = (j0 + v) * p.stride_y + py, x = (i0 + u) * p.stride_x + px;
+        // (64-bit: a stride past the input would wrap the last tile's coordinates in int)
+        const index_t y = index_t(j0 + v) * p.stride_y + py, x = index_t(i0 + u) * p.stride_x + px;
         if (y >= p.H || x >= p.W) continue;
 #pragma unroll
         for (int c = 0; c < C; ++c) {
-          DType* o = data_grad + p.DataGradAt(n, c, y, x);
+          DType* o = data_grad + p.DataGradAt(n, c, int(y), int(x));
           *o = DType(add ? float(*o) + acc[v][u][c] : acc[v][u][c]);
         }
       }
