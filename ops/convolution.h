@@ -169,10 +169,16 @@ void RunConvPasses(const std::string& forced, const ConvProblem& problem, const 
       passes[i].bytes = in_turn.size() == passes.size() ? in_turn[i].bytes
                                                         : passes[i].algorithm->WorkspaceBytes(problem, passes[i].stores);
     const size_t other = passes[1].bytes, weight = passes[0].bytes;
+    // Both taking workspace: what the two streams will hold, the stream's as large as it already is (a
+    // forward's transforms may outgrow the data gradient's) and the side's likewise, within the bound.
+    auto held = [](Stream<Device>* on, size_t bytes) {
+      return on != nullptr ? std::max(bytes, on->workspace().Held()) : bytes;
+    };
     const bool fits = other == 0 || weight == 0
                           ? std::max(other, weight) <= in_turn_bytes
                           : passes[0].algorithm != passes[1].algorithm &&
-                                InWorkspaceGranules(other) + weight <=
+                                InWorkspaceGranules(held(StreamOrDefault(s), other)) +
+                                        held(StreamOrDefault(s)->side(), weight) <=
                                     ConvHeuristicWorkspaceBytes(problem.geom, problem.workspace_limit, sizeof(DType),
                                                                 problem.data_contiguous);
     if (Stream<Device>* side = fits ? ForkSideStream(s) : nullptr) {

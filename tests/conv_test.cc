@@ -1272,6 +1272,30 @@ TEST_CASE("convolution gpu_direct: the heuristic's choice, a deterministic weigh
 #endif
 
 #if defined(__CUDACC__)
+// The selection log's lines while it lives (the log is reset when it ends, whatever happens in between).
+struct ScopedConvLog {
+  std::vector<std::string> lines;
+  ScopedConvLog() { ops::SetConvLog([this](const std::string& l) { lines.push_back(l); }); }
+  ~ScopedConvLog() { ops::SetConvLog(nullptr); }
+};
+// The problem key of a choice line of the log ("tensorexpr conv: <key>\n  ...").
+std::string ChoiceKey(const std::string& line) {
+  const std::string prefix = "tensorexpr conv: ";
+  REQUIRE(line.rfind(prefix, 0) == 0);
+  return line.substr(prefix.size(), line.find('\n') - prefix.size());
+}
+// Loads a tuned cache of one entry that gives the problem and pass of `key` to `algorithm` (the file is
+// removed before anything is checked).
+void LoadTunedChoice(const std::string& key, const std::string& algorithm) {
+  const std::string path = "/tmp/tensorexpr_tuned_choice_" + std::to_string(::getpid());
+  std::ofstream(path) << "tensorexpr conv cache 1\n" << key << "\t" << algorithm << "\n";
+  const size_t loaded = ops::LoadConvCache(path);
+  std::remove(path.c_str());
+  REQUIRE(loaded == 1);
+}
+#endif
+
+#if defined(__CUDACC__)
 // Strict float's 3x3 stride-1 layers on the GPU, either layout: the heuristic takes winograd_2x2 for every
 // pass (not under TF32, nor for 4 channels: gpu_direct's channels first, im2col_gemm's channels last);
 // ConvolutionWorkspaceBytes counts its transforms. A tuned cache that gives the weight gradient to
@@ -1319,22 +1343,15 @@ TEST_CASE("convolution: the GPU heuristic takes winograd_2x2 for strict float 3x
   // The weight gradient on im2col_gemm, from a tuned cache (the line's key): it ran on the side stream with
   // its columns, the data gradient's transforms beside it, together within the bound.
   {
-    const std::string line = choice(strict, "weight-grad"), prefix = "tensorexpr conv: ";
-    REQUIRE(line.rfind(prefix, 0) == 0);
-    const std::string key = line.substr(prefix.size(), line.find('\n') - prefix.size());
-    const std::string path = "/tmp/tensorexpr_weight_grad_cache_" + std::to_string(::getpid());
-    std::ofstream(path) << "tensorexpr conv cache 1\n" << key << "\tim2col_gemm\n";
-    std::vector<std::string> log;
-    ops::SetConvLog([&](const std::string& l) { log.push_back(l); });
     ops::ReleaseConvCaches<gpu>();
     ReleaseWorkspace(stream);
     stream->ReleaseSide();
-    REQUIRE(ops::LoadConvCache(path) == 1);
-    std::remove(path.c_str());
+    LoadTunedChoice(ChoiceKey(choice(strict, "weight-grad")), "im2col_gemm");
+    ScopedConvLog log;
     RunCase<gpu, float, 4, 4>(stream, c, Reqs{});
-    ops::SetConvLog(nullptr);
-    CHECK(choice(log, "data-grad float32").find("-> winograd_2x2 (heuristic)") != std::string::npos);
-    CHECK(std::none_of(log.begin(), log.end(), [](const std::string& l) { return l.find("weight-grad") != std::string::npos; }));
+    CHECK(choice(log.lines, "data-grad float32").find("-> winograd_2x2 (heuristic)") != std::string::npos);
+    CHECK(std::none_of(log.lines.begin(), log.lines.end(),
+                       [](const std::string& l) { return l.find("weight-grad") != std::string::npos; }));
     CHECK(WorkspaceBytesHeld(stream) <= InWorkspaceGranules(bound));
     CHECK(stream->side() != nullptr);
     CHECK(WorkspaceBytesHeld(stream->side()) == InWorkspaceGranules(columns));
@@ -1367,6 +1384,50 @@ TEST_CASE("convolution: the GPU heuristic takes winograd_2x2 for strict float 3x
   ops::ReleaseConvCaches<gpu>();
   for (size_t r = 0; r < 4; ++r) RunCase<gpu, float, 4, 4>(stream, c, ReqPattern(r));
   for (size_t r = 0; r < 4; ++r) RunCase<gpu, float, 4, 4>(stream, last, ReqPattern(r));
+  DeleteStream(stream);
+}
+
+// A forward's transforms that outgrow the data gradient's (no padding: the forward's tiles cover the
+// output, the data gradient's the larger input) stay in the stream's workspace. A tuned im2col_gemm weight
+// gradient beside winograd_2x2's data gradient would hold them there and its columns on the side stream,
+// past the bound, so the backward runs the two in turn. (NCHW, N = 2, 8 -> 64 channels at 14 x 14, a cap
+// of 385,838 bytes.)
+TEST_CASE("convolution: an overlapped backward counts the workspace the stream already holds", "[gpu][conv][winograd]") {
+  TE_REQUIRE_GPU();
+  Stream<gpu>* stream = NewStream<gpu>();
+  Case c = MakeCase({2, 8, 14, 14}, {3, 3}, {1, 1}, {0, 0}, {1, 1}, 64, 1, true);
+  c.param.workspace = 385838.0 / 1048576.0;
+  const ops::ConvProblem pr = ProblemOf<gpu, float>(c, stream);
+  const auto& registry = ops::ConvRegistry<gpu, float>::Get();
+  auto bytes = [&](const char* name, ops::ConvPass pass) {
+    return registry.Find(name)->WorkspaceBytes(pr, ops::ConvStores::Only(pass, ReqStore{true, false}));
+  };
+  const size_t forward = bytes("winograd_2x2", ops::ConvPass::kForward),
+               data = bytes("winograd_2x2", ops::ConvPass::kBackwardData),
+               columns = bytes("im2col_gemm", ops::ConvPass::kBackwardWeight);
+  const size_t bound = ops::ConvolutionWorkspaceBytes(c.param, c.data, sizeof(float));
+  INFO("forward " << forward << " data " << data << " columns " << columns << " bound " << bound);
+  // The premise: the pair alone fits the bound; the forward's transforms with the columns do not.
+  REQUIRE(forward > data);
+  REQUIRE(InWorkspaceGranules(data) + columns <= bound);
+  REQUIRE(InWorkspaceGranules(forward) + columns > bound);
+  std::string key;
+  {
+    ScopedConvLog log;
+    ops::ReleaseConvCaches<gpu>();
+    RunCase<gpu, float, 4, 4>(stream, c, Reqs{});
+    const auto line = std::find_if(log.lines.begin(), log.lines.end(),
+                                   [](const std::string& l) { return l.find("weight-grad") != std::string::npos; });
+    REQUIRE(line != log.lines.end());
+    key = ChoiceKey(*line);
+  }
+  ops::ReleaseConvCaches<gpu>();
+  ReleaseWorkspace(stream);
+  stream->ReleaseSide();
+  LoadTunedChoice(key, "im2col_gemm");
+  RunCase<gpu, float, 4, 4>(stream, c, Reqs{});  // the forward, then the backward
+  CHECK(WorkspaceBytesHeld(stream) <= InWorkspaceGranules(bound));
+  ops::ReleaseConvCaches<gpu>();
   DeleteStream(stream);
 }
 
