@@ -73,12 +73,14 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
   // 0.15-0.49 (which spreads its product onto the input's grid), their weight gradients 0.11-0.23 against
   // pointwise_gemm's 0.07-0.19; the unstrided 1x1 layers' passes lost to pointwise_gemm's everywhere.
   // The other SIMT passes are left to the tuner.
-  // A channels-last tensor-core weight gradient of large filters over a short reduction
-  // (WeightGradIsShortAndWide) is left to im2col_gemm (a strided 1x1 kernel's to pointwise_gemm's own
-  // rules, registered first): ResNet-50's 3x3 layer at 7 x 7 took 0.060 ms here against
-  // im2col_gemm's 0.045 in fp16, 0.122 against 0.090 in TF32; at 14 x 14 (6272 positions) this one won,
-  // 0.039 against 0.050 and 0.091 against 0.110 (TE_CONV_TUNE=1 TE_LOG=conv bench/conv_bench --layout nhwc
-  // --no-peer, H200, N = 32).
+  // A tensor-core weight gradient of large filters over a short reduction (WeightGradIsShortAndWide) is
+  // left to im2col_gemm (a strided 1x1 kernel's to pointwise_gemm's own rules, registered first):
+  // ResNet-50's 3x3 layer at 7 x 7 took 0.060 ms here against im2col_gemm's 0.045 in fp16, 0.122 against
+  // 0.090 in TF32 channels last, and channels first (staged) 0.090 against 0.046 in fp16, 0.172 against
+  // 0.073 in TF32. At 14 x 14 (6272 positions) this one won but for TF32 channels first: 0.039 against
+  // 0.050 and 0.091 against 0.110 channels last, 0.059 against 0.069 in fp16 channels first, and 0.114
+  // against 0.099 in TF32 there (TE_CONV_TUNE=1 TE_LOG=conv bench/conv_bench --layout nhwc|nchw, H200,
+  // N = 32).
   bool Recommended(const ConvProblem& pr, ConvPass pass) const override {
     const Plan p = Prepare(pr, pass, nullptr);
     if (p.kernel == nullptr) return false;
@@ -88,7 +90,7 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
       if (pass == ConvPass::kBackwardWeight) return !g.IsOneByOne() && g.FilterValuesPerGroup() < kSmallFilterValues;
       return pass == ConvPass::kBackwardData && g.IsOneByOne() && !g.IsPointwise();
     }
-    if (pass == ConvPass::kBackwardWeight && g.channels_last && !g.IsOneByOne() && WeightGradIsShortAndWide(g))
+    if (pass == ConvPass::kBackwardWeight && !g.IsOneByOne() && WeightGradIsShortAndWide(g))
       return false;
     if (pass == ConvPass::kForward && p.kernel->fixed_channels && StemRowsOnIm2Col(pr)) return false;
     long long mnk[3];

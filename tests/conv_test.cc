@@ -1657,10 +1657,10 @@ TEST_CASE("convolution: the GPU heuristic takes im2col_gemm for a channels-last 
   DeleteStream(stream);
 }
 
-// A channels-last weight gradient of large filters over a short reduction (ops::WeightGradIsShortAndWide)
-// is not the tensor-core implicit GEMM's: a 3x3 kernel's goes to im2col_gemm (half, bf16 and TF32), a
-// strided 1x1 kernel's to pointwise_gemm, registered before it (half and bf16). Over a long reduction
-// both stay CUTLASS's. The short ones run against float64.
+// A tensor-core weight gradient of large filters over a short reduction (ops::WeightGradIsShortAndWide) is
+// not the implicit GEMM's: a 3x3 kernel's goes to im2col_gemm in either layout (half, bf16 and TF32), a
+// channels-last strided 1x1 kernel's to pointwise_gemm, registered before it (half and bf16). Over a long
+// reduction both stay CUTLASS's. The short ones run against float64.
 template <typename DType>
 void CheckShortWideWeightGradient(Stream<gpu>* stream, bool tf32) {
   const auto& registry = ops::ConvRegistry<gpu, DType>::Get();
@@ -1668,29 +1668,38 @@ void CheckShortWideWeightGradient(Stream<gpu>* stream, bool tf32) {
   const auto* pointwise = registry.Find("pointwise_gemm");
   INFO(DataType<DType>::name() << (tf32 ? " TF32" : ""));
   stream->set_tf32(tf32);
-  auto channels_last = [&](Case k) {
-    k.param.layout = ops::Layout::kNHWC;
+  auto in_layout = [&](Case k, ops::Layout layout) {
+    k.param.layout = layout;
     if (tf32) k.tol_scale = kTF32TolScale;
     return k;
   };
   auto problem = [&](const Case& k) { return ProblemOf<gpu, DType>(k, stream); };
   const ops::ConvPass weight = ops::ConvPass::kBackwardWeight;
   // 176 x 176 x 3 x 3 = 278,784 filter values; 2 x 7 x 7 = 98 positions, against 2 x 48 x 48 = 4608.
-  const Case wide = channels_last(MakeCase({2, 176, 7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 176, 1, true));
-  const Case wide_long = channels_last(MakeCase({2, 176, 48, 48}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 176, 1, true));
+  const Case wide_3x3 = MakeCase({2, 176, 7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 176, 1, true);
+  const Case wide_3x3_long = MakeCase({2, 176, 48, 48}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 176, 1, true);
+  const Case wide = in_layout(wide_3x3, ops::Layout::kNHWC);
+  const Case wide_long = in_layout(wide_3x3_long, ops::Layout::kNHWC);
+  const Case wide_first = in_layout(wide_3x3, ops::Layout::kNCHW);
+  const Case wide_first_long = in_layout(wide_3x3_long, ops::Layout::kNCHW);
   // 512 x 512 filter values, strided: 98 positions against 4608.
-  const Case strided = channels_last(MakeCase({2, 512, 14, 14}, {1, 1}, {2, 2}, {}, {}, 512, 1, true));
-  const Case strided_long = channels_last(MakeCase({2, 512, 96, 96}, {1, 1}, {2, 2}, {}, {}, 512, 1, true));
+  const Case strided = in_layout(MakeCase({2, 512, 14, 14}, {1, 1}, {2, 2}, {}, {}, 512, 1, true), ops::Layout::kNHWC);
+  const Case strided_long = in_layout(MakeCase({2, 512, 96, 96}, {1, 1}, {2, 2}, {}, {}, 512, 1, true), ops::Layout::kNHWC);
   CHECK(ops::WeightGradIsShortAndWide(problem(wide).geom));
+  CHECK(ops::WeightGradIsShortAndWide(problem(wide_first).geom));
   CHECK(ops::WeightGradIsShortAndWide(problem(strided).geom));
   CHECK_FALSE(ops::WeightGradIsShortAndWide(problem(wide_long).geom));
+  CHECK_FALSE(ops::WeightGradIsShortAndWide(problem(wide_first_long).geom));
   CHECK_FALSE(ops::WeightGradIsShortAndWide(problem(strided_long).geom));
   const bool sixteen_bit = sizeof(DType) == 2;
-  std::vector<std::pair<const Case*, const char*>> runs = {{&wide, "-> im2col_gemm (heuristic)"}};
+  std::vector<std::pair<const Case*, const char*>> runs = {{&wide, "-> im2col_gemm (heuristic)"},
+                                                           {&wide_first, "-> im2col_gemm (heuristic)"}};
   if (sixteen_bit) runs.push_back({&strided, "-> pointwise_gemm (heuristic)"});
   if (cutlass != nullptr && cutlass->CanImplement(problem(wide), weight).ok) {
     CHECK_FALSE(cutlass->Recommended(problem(wide), weight));
+    CHECK_FALSE(cutlass->Recommended(problem(wide_first), weight));
     CHECK(cutlass->Recommended(problem(wide_long), weight));
+    CHECK(cutlass->Recommended(problem(wide_first_long), weight));
     if (sixteen_bit) CHECK(cutlass->Recommended(problem(strided_long), weight));
   } else {
     WARN("no CUTLASS weight-gradient kernel here: im2col_gemm and pointwise_gemm take them anyway");
