@@ -63,16 +63,15 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
   // folded fixed-channels kernel's 0.183; in TF32 it lost (0.240 against 0.213: twice the column bytes).
   // Its folded data gradient padded 6.3 times in tiles 64 wide and still beat im2col_gemm (0.48 against
   // 0.66 ms; unfolded, 21 times, it lost: 0.76); the slim tile pads it 3.1 times.
-  // Strict fp32's SIMT kernels, channels last: the weight gradient of kernels other than an unpadded 1x1
-  // with small filters (kSmallFilterValues), and the strided unpadded 1x1 kernels' data gradient. The tuner's times per pass
-  // (TE_CONV_TUNE=1 TE_LOG=conv bench/conv_bench --dtype fp32 --layout nhwc, H200, N = 32): the stem's
-  // weight gradient took 0.78 ms against im2col_gemm's 0.89, the 3x3 layers' at 56 and 28 took 0.49 and
-  // 0.31 against 0.77 and 0.46, but at 14 and 7 (larger filters, one product there) 0.31 and 0.33 against
-  // 0.29 and 0.25 (a 3x3 stride-1 layer's now goes to winograd_2x2, registered first: 0.20 and 0.16 at 56
-  // and 28). The strided 1x1 layers' data gradients took 0.09-0.25 against pointwise_gemm's
-  // 0.15-0.49 (which spreads its product onto the input's grid), their weight gradients 0.11-0.23 against
-  // pointwise_gemm's 0.07-0.19; the unstrided 1x1 layers' passes lost to pointwise_gemm's everywhere.
-  // The other SIMT passes are left to the tuner.
+  // Strict fp32's SIMT kernels: only the strided unpadded 1x1 kernels' data gradient, channels last. The
+  // tuner's times per pass (TE_CONV_TUNE=1 TE_LOG=conv bench/conv_bench --dtype fp32 --layout nhwc, H200,
+  // N = 32): the strided 1x1 layers' data gradients took 0.09-0.25 ms against pointwise_gemm's 0.15-0.49
+  // (which spreads its product onto the input's grid), their weight gradients 0.11-0.23 against
+  // pointwise_gemm's 0.07-0.19; the unstrided 1x1 layers' passes lost to pointwise_gemm's everywhere. The
+  // weight gradients lost to im2col_gemm's split products wherever measured: the stem's 0.775 against
+  // 0.477, the 3x3 layers' at 56 and 28 0.491 and 0.310 against 0.368 and 0.258 (winograd_2x2, registered
+  // first, takes those: 0.202 and 0.158), at 14 and 7 0.31 and 0.33 against 0.21 and 0.22. The other
+  // SIMT passes are left to the tuner.
   // A tensor-core weight gradient of large filters over a short reduction (WeightGradIsShortAndWide) is
   // left to im2col_gemm (a strided 1x1 kernel's to pointwise_gemm's own rules, registered first):
   // ResNet-50's 3x3 layer at 7 x 7 took 0.060 ms here against im2col_gemm's 0.045 in fp16, 0.122 against
@@ -86,9 +85,7 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     if (p.kernel == nullptr) return false;
     const ConvGeometry& g = pr.geom;
     if (p.kernel->math == cutlass_conv::Math::kSimt) {
-      if (!g.channels_last) return false;
-      if (pass == ConvPass::kBackwardWeight) return !g.IsOneByOne() && g.FilterValuesPerGroup() < kSmallFilterValues;
-      return pass == ConvPass::kBackwardData && g.IsOneByOne() && !g.IsPointwise();
+      return g.channels_last && pass == ConvPass::kBackwardData && g.IsOneByOne() && !g.IsPointwise();
     }
     if (pass == ConvPass::kBackwardWeight && !g.IsOneByOne() && WeightGradIsShortAndWide(g))
       return false;
@@ -362,8 +359,8 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
   // fastest sum there, where one wave of blocks was 10% slower on the 3x3 layer at 56 x 56 (15 slices
   // against 64). TF32's kernels take the same rule: within 3.2% of their fastest sum, where two waves of
   // slices of 128 rows were 4.8% over it (the 3x3 layer at 56 x 56: 0.140 ms against 0.172). Strict
-  // fp32's SIMT kernels (Recommended's passes), timed at the power of two at or below each rule's split: 8%
-  // over their fastest sum, where two waves of slices of 32 rows were 13% over.
+  // fp32's SIMT weight-gradient kernels (the tuner's or a forced choice), timed at the power of two at or
+  // below each rule's split: 8% over their fastest sum, where two waves of slices of 32 rows were 13% over.
   // Hopper's do not split. Nor do the data gradient's kernels: TF32's (Ampere's only), made to split by
   // this rule in an experiment's build (H200, N = 32), took 0.069 ms at their best split on the 3x3 layer
   // at 7 x 7 against 0.074 unsplit on the 128 x 64 tile, and lost at every split at 14 x 14; CUTLASS's
