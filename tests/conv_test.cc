@@ -1507,8 +1507,9 @@ std::string SelectionLine(const std::string& pass, Run&& run) {
 // not asked for): taps per stride of 1 to 4 (1x1, 3x3, 5x5 and 7x7 at stride 2, 11x11 at stride 4, 7x7 at
 // stride 3), phases with fewer taps than others, 1 to 4 channels, more filters than a shared-memory chunk
 // with a partial last one, padding wider than the kernel, asymmetric padding, unequal strides, odd sizes
-// whose last phase rows and columns are short, 1-D; both layouts; every req; float, half and bf16. The
-// heuristic takes it for a channels-first float stem; it refuses what it cannot do, saying why.
+// whose last phase rows and columns are short, 1-D; both layouts (channels last through a staged output
+// gradient); every req; float, half and bf16. The heuristic takes it for a channels-first float stem; it
+// refuses what it cannot do, saying why.
 TEST_CASE("convolution gpu_strided_dgrad: phases, taps, channels, layouts", "[gpu][conv][algorithm]") {
   TE_REQUIRE_GPU();
   Stream<gpu>* stream = NewStream<gpu>();
@@ -1536,6 +1537,11 @@ TEST_CASE("convolution gpu_strided_dgrad: phases, taps, channels, layouts", "[gp
       REQUIRE(ImplementsPass<gpu, float>("gpu_strided_dgrad", c, stream, ops::ConvPass::kBackwardData));
       REQUIRE_FALSE(ImplementsPass<gpu, float>("gpu_strided_dgrad", c, stream, ops::ConvPass::kForward));
       REQUIRE_FALSE(ImplementsPass<gpu, float>("gpu_strided_dgrad", c, stream, ops::ConvPass::kBackwardWeight));
+      // A channels-last output gradient is staged channels first; the rest is read in place.
+      const ops::ConvProblem pr = ProblemOf<gpu, float>(c, stream);
+      const size_t staged = layout == ops::Layout::kNHWC ? size_t(pr.geom.N * pr.geom.K * pr.geom.OutSize()) * sizeof(float) : 0;
+      CHECK(ops::ConvRegistry<gpu, float>::Get().Find("gpu_strided_dgrad")->WorkspaceBytes(
+                pr, ops::ConvStores::Only(ops::ConvPass::kBackwardData, ReqStore{true, false})) == staged);
       for (size_t r = 0; r < 3; ++r) {
         Reqs reqs = ReqPattern(i + r);
         reqs.fwd = reqs.weight = kNullOp;  // the data gradient alone is this algorithm's

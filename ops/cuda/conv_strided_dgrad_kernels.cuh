@@ -30,17 +30,16 @@ __global__ void __launch_bounds__(kThreadsX* kThreadsY)
     const int taps_x = kx0 < p.S ? (p.S - kx0 + p.stride_x - 1) / p.stride_x : 0;
     const int qy = (py + p.pad_y - ky0) / p.stride_y, qx = (px + p.pad_x - kx0) / p.stride_x;
     // The output gradient's window under the tile: window[r][q] is (oy0 + r, ox0 + q), at row_at[r] +
-    // col_at[q] in filter k's plane (32-bit: MakeProblem keeps an image's tensors under 2^31 elements);
-    // -1 is outside.
+    // col_at[q] in filter k's plane (channels first; 32-bit: MakeProblem keeps an image's tensors under
+    // 2^31 elements); -1 is outside.
     const int oy0 = j0 + qy - (T - 1), ox0 = i0 + qx - (T - 1);
-    const int row_step = p.channels_last ? p.OW * p.K : p.OW, col_step = p.channels_last ? p.K : 1;
     int row_at[kRows + T - 1], col_at[kCols + T - 1];
 #pragma unroll
-    for (int r = 0; r < kRows + T - 1; ++r) row_at[r] = oy0 + r >= 0 && oy0 + r < p.OH ? (oy0 + r) * row_step : -1;
+    for (int r = 0; r < kRows + T - 1; ++r) row_at[r] = oy0 + r >= 0 && oy0 + r < p.OH ? (oy0 + r) * p.OW : -1;
 #pragma unroll
-    for (int q = 0; q < kCols + T - 1; ++q) col_at[q] = ox0 + q >= 0 && ox0 + q < p.OW ? (ox0 + q) * col_step : -1;
+    for (int q = 0; q < kCols + T - 1; ++q) col_at[q] = ox0 + q >= 0 && ox0 + q < p.OW ? ox0 + q : -1;
     const DType* const image = out_grad + index_t(n) * p.K * p.OH * p.OW;
-    const int filter_step = p.channels_last ? 1 : p.OH * p.OW;
+    const int filter_step = p.OH * p.OW;
     float acc[kRows][kCols][C];
 #pragma unroll
     for (int v = 0; v < kRows; ++v)
