@@ -169,18 +169,20 @@ void RunConvPasses(const std::string& forced, const ConvProblem& problem, const 
       passes[i].bytes = in_turn.size() == passes.size() ? in_turn[i].bytes
                                                         : passes[i].algorithm->WorkspaceBytes(problem, passes[i].stores);
     const size_t other = passes[1].bytes, weight = passes[0].bytes;
-    // Both taking workspace: what the two streams will hold, the stream's as large as it already is (a
-    // forward's transforms may outgrow the data gradient's) and the side's likewise, within the bound.
-    auto held = [](Stream<Device>* on, size_t bytes) {
-      return on != nullptr ? std::max(bytes, on->workspace().Held()) : bytes;
+    // Workspace is kept once taken, so the side stream's is memory besides the stream's for good. At once,
+    // then, only where the two streams will hold no more than the bound, or than they would in turn: each
+    // as large as it already is or grows to (a forward's transforms, held, may outgrow the data
+    // gradient's; a stem's columns, held, sit beside a weight gradient's on the side).
+    Stream<Device>* const own = StreamOrDefault(s);
+    auto after = [](Stream<Device>* on, size_t bytes) {
+      return on != nullptr ? on->workspace().HeldAfter(bytes) : InWorkspaceGranules(bytes);
     };
-    const bool fits = other == 0 || weight == 0
-                          ? std::max(other, weight) <= in_turn_bytes
-                          : passes[0].algorithm != passes[1].algorithm &&
-                                InWorkspaceGranules(held(StreamOrDefault(s), other)) +
-                                        held(StreamOrDefault(s)->side(), weight) <=
-                                    ConvHeuristicWorkspaceBytes(problem.geom, problem.workspace_limit, sizeof(DType),
-                                                                problem.data_contiguous);
+    const size_t side_now = own->side() != nullptr ? own->side()->workspace().Held() : 0;
+    const size_t at_once = after(own, other) + after(own->side(), weight);
+    const size_t bound = ConvHeuristicWorkspaceBytes(problem.geom, problem.workspace_limit, sizeof(DType),
+                                                     problem.data_contiguous);
+    const bool fits = (other == 0 || weight == 0 || passes[0].algorithm != passes[1].algorithm) &&
+                      at_once <= std::max(InWorkspaceGranules(bound), after(own, in_turn_bytes) + side_now);
     if (Stream<Device>* side = fits ? ForkSideStream(s) : nullptr) {
       try {
         passes[1].Go(problem, t, s);

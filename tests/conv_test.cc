@@ -1433,6 +1433,50 @@ TEST_CASE("convolution: an overlapped backward counts the workspace the stream a
   DeleteStream(stream);
 }
 
+// A backward whose data gradient takes no workspace (gpu_strided_dgrad, a channels-first float stem's)
+// beside a weight gradient that takes columns (im2col_gemm), after a forward whose columns the stream
+// keeps: run at once, the side stream's columns would sit beside the stream's for good, twice the bound,
+// so the two run in turn. The choices are the tuned cache's, the premise checked in the log.
+TEST_CASE("convolution: a backward with one pass free of workspace keeps both streams within the bound", "[gpu][conv]") {
+  TE_REQUIRE_GPU();
+  Stream<gpu>* stream = NewStream<gpu>();
+  const Case c = MakeCase({2, 3, 23, 21}, {7, 7}, {2, 2}, {3, 3}, {1, 1}, 70, 1, true);
+  const size_t bound = ops::ConvolutionWorkspaceBytes(c.param, c.data, sizeof(float));
+  auto pass_line = [](const std::vector<std::string>& lines, const char* pass) {
+    const auto line = std::find_if(lines.begin(), lines.end(),
+                                   [&](const std::string& l) { return l.find(pass) != std::string::npos; });
+    REQUIRE(line != lines.end());
+    return *line;
+  };
+  std::string forward, data, weight;
+  {
+    ScopedConvLog log;
+    ops::ReleaseConvCaches<gpu>();
+    RunCase<gpu, float, 4, 4>(stream, c, Reqs{});
+    forward = ChoiceKey(pass_line(log.lines, "forward")), data = ChoiceKey(pass_line(log.lines, "data-grad")),
+    weight = ChoiceKey(pass_line(log.lines, "weight-grad"));
+  }
+  ops::ReleaseConvCaches<gpu>();
+  ReleaseWorkspace(stream);
+  stream->ReleaseSide();
+  LoadTunedChoice(forward, "im2col_gemm");
+  LoadTunedChoice(data, "gpu_strided_dgrad");
+  LoadTunedChoice(weight, "im2col_gemm");
+  // The premise: the forward's and the weight gradient's columns are workspace, the data gradient's none.
+  const ops::ConvProblem pr = ProblemOf<gpu, float>(c, stream);
+  const auto& registry = ops::ConvRegistry<gpu, float>::Get();
+  auto bytes = [&](const char* name, ops::ConvPass pass) {
+    return registry.Find(name)->WorkspaceBytes(pr, ops::ConvStores::Only(pass, ReqStore{true, false}));
+  };
+  REQUIRE(bytes("im2col_gemm", ops::ConvPass::kForward) > 0);
+  REQUIRE(bytes("im2col_gemm", ops::ConvPass::kBackwardWeight) > 0);
+  REQUIRE(bytes("gpu_strided_dgrad", ops::ConvPass::kBackwardData) == 0);
+  RunCase<gpu, float, 4, 4>(stream, c, Reqs{});  // the forward, then the backward, on the cache's choices
+  CHECK(WorkspaceBytesHeld(stream) <= InWorkspaceGranules(bound));
+  ops::ReleaseConvCaches<gpu>();
+  DeleteStream(stream);
+}
+
 // Strict float's strided 1x1 layers in channels last have no tensor-core kernel to prefer: the heuristic
 // takes pointwise_gemm (gathered pixels, one product) for the forward and the weight gradient there, and
 // for every pass under 3xTF32; strict float's data gradient goes to cutlass_implicit_gemm's SIMT kernel

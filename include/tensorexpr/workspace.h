@@ -75,10 +75,7 @@ class Workspace {
   void* Get(size_t bytes) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (bytes > bytes_ || ptr_ == nullptr) {
-      // Grow geometrically so that a sequence of slightly larger requests does not reallocate each time.
-      size_t want = bytes > bytes_ + bytes_ / 2 ? bytes : bytes_ + bytes_ / 2;
-      TE_CHECK(want <= (size_t(1) << 62), "workspace: a request for ", bytes, " bytes is beyond any memory");
-      want = InWorkspaceGranules(want == 0 ? 1 : want);
+      const size_t want = GrownLocked(bytes);
       FreeLocked();
       ptr_ = WorkspaceMemory<Device>::Alloc(want, queue_);
       bytes_ = want;
@@ -88,6 +85,11 @@ class Workspace {
   size_t Held() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return bytes_;
+  }
+  // What Get(bytes) would leave held (what is held now for no bytes: nothing is asked then).
+  size_t HeldAfter(size_t bytes) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return bytes == 0 || (bytes <= bytes_ && ptr_ != nullptr) ? bytes_ : GrownLocked(bytes);
   }
   void Release() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -100,6 +102,13 @@ class Workspace {
   }
 
  private:
+  // The size a request for `bytes` grows the buffer to: geometrically, so that a sequence of slightly
+  // larger requests does not reallocate each time; whole granules.
+  size_t GrownLocked(size_t bytes) const {
+    const size_t want = bytes > bytes_ + bytes_ / 2 ? bytes : bytes_ + bytes_ / 2;
+    TE_CHECK(want <= (size_t(1) << 62), "workspace: a request for ", bytes, " bytes is beyond any memory");
+    return InWorkspaceGranules(want == 0 ? 1 : want);
+  }
   void FreeLocked() {
     if (ptr_ != nullptr) WorkspaceMemory<Device>::Free(ptr_, queue_);
     ptr_ = nullptr;
