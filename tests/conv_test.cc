@@ -1547,11 +1547,12 @@ std::string SelectionLine(const std::string& pass, Run&& run) {
   return *line;
 }
 
-// gpu_strided_dgrad, forced for the data gradient (the other passes go to the heuristic's choice, or are
-// not asked for): taps per stride of 1 to 4 (1x1, 3x3, 5x5 and 7x7 at stride 2, 11x11 at stride 4, 7x7 at
+// gpu_strided_dgrad, forced (the other passes are not asked for: it computes the data gradient only):
+// taps per stride of 1 to 4 (1x1, 3x3, 5x5 and 7x7 at stride 2, 11x11 at stride 4, 7x7 at
 // stride 3), phases with fewer taps than others, 1 to 4 channels, more filters than a shared-memory chunk
 // with a partial last one, padding wider than the kernel, asymmetric padding, unequal strides, odd sizes
-// whose last phase rows and columns are short, 1-D; both layouts (channels last through a staged output
+// whose last phase rows and columns are short, 1-D, more (image, phase) pairs than a grid's z holds (the
+// blocks loop over them); both layouts (channels last through a staged output
 // gradient); every req; float, half and bf16. The heuristic takes it for a channels-first float stem; it
 // refuses what it cannot do, saying why.
 TEST_CASE("convolution gpu_strided_dgrad: phases, taps, channels, layouts", "[gpu][conv][algorithm]") {
@@ -1568,6 +1569,7 @@ TEST_CASE("convolution gpu_strided_dgrad: phases, taps, channels, layouts", "[gp
       MakeCase({2, 3, 11, 10}, {3, 5}, {1, 2}, {1, 2}, {1, 1}, 7, 1, true),     // stride 1 along y
       MakeCase({1, 2, 9, 8}, {3, 3}, {2, 2}, {4, 5}, {1, 1}, 3, 1, false),      // padding past the kernel
       MakeCase({3, 3, 40}, {7}, {2}, {3}, {1}, 12, 1, true),                    // 1-D
+      MakeCase({4100, 1, 4, 4}, {4, 4}, {4, 4}, {0, 0}, {1, 1}, 1, 1, false),   // 65,600 (image, phase) pairs
   };
   Case asymmetric = MakeCase({2, 3, 13, 12}, {3, 3}, {2, 2}, {0, 0}, {1, 1}, 5, 1, true);
   asymmetric.param.pad_end = Dims{1, 2};  // padding after only: the last inputs' windows reach past the data
@@ -1629,6 +1631,46 @@ TEST_CASE("convolution gpu_strided_dgrad: phases, taps, channels, layouts", "[gp
   CHECK(why(padded).find("dense rows") != std::string::npos);
   ops::ReleaseConvCaches<gpu>();
   DeleteStream(stream);
+}
+
+// gpu_strided_dgrad with one infinite output gradient: it reaches only the inputs its taps reach (7 rows x
+// 4 columns x 3 channels here), as with im2col_gemm, and no NaN appears where a phase has fewer taps than
+// another (the even phases of a 7-tap kernel at stride 2 have 4, the odd ones 3); either layout.
+TEST_CASE("convolution gpu_strided_dgrad: an infinite output gradient reaches only its taps' inputs", "[gpu][conv][algorithm][nan]") {
+  TE_REQUIRE_GPU();
+  for (ops::Layout layout : {ops::Layout::kNCHW, ops::Layout::kNHWC}) {
+    const bool last = layout == ops::Layout::kNHWC;
+    INFO("layout " << ops::LayoutName(layout));
+    ConvolutionParam p;
+    p.kernel = {7, 7};
+    p.stride = {2, 2};
+    p.pad = {3, 3};
+    p.num_filter = 8;
+    p.no_bias = true;
+    p.layout = layout;
+    const std::vector<index_t> first_shape = {2, 3, 15, 14};
+    const std::vector<index_t> dshape = last ? ChannelsLastShape(first_shape, true) : first_shape;
+    const auto shapes = ops::InferConvShapes(p, dshape);
+    TensorContainer<cpu, 4, float> xh(ToShape<4>(dshape)), wh(ToShape<4>(shapes.weight)), dyh(ToShape<4>(shapes.out));
+    FillRandom(xh.view());
+    FillRandom(wh.view());
+    FillRandom(dyh.view());
+    // Image 1, filter 5, output (3, 0): inputs y = 3 .. 9 and x = 0 .. 3 (x = -3 .. -1 are padding).
+    (last ? dyh[1][3][0][5] : dyh[1][5][3][0]) = std::numeric_limits<float>::infinity();
+    TensorContainer<gpu, 4, float> x(xh.shape_), w(wh.shape_), dy(dyh.shape_);
+    Copy(x.view(), xh.view()), Copy(w.view(), wh.view()), Copy(dy.view(), dyh.view());
+    TensorContainer<gpu, 1, float> b;
+    auto data_grad = [&](const char* algorithm) {
+      ConvolutionParam q = p;
+      q.algorithm = algorithm;
+      TensorContainer<gpu, 4, float> dx(x.shape_), dw(w.shape_);
+      ops::ConvolutionBackward(q, dy.view(), x.view(), w.view(), kWriteTo, dx.view(), kNullOp, dw.view(), kNullOp,
+                               b.view());
+      return ToHost(dx.view());
+    };
+    const auto ours = data_grad("gpu_strided_dgrad"), reference = data_grad("im2col_gemm");
+    CHECK(SameFinitePattern(ours, reference, "data gradient", 1e-4) == 7 * 4 * 3);
+  }
 }
 
 // Strict float's weight gradients are not CUTLASS's SIMT kernels' by default: im2col_gemm's split

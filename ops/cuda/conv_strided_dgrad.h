@@ -7,12 +7,12 @@
 // along x) receive the output gradient only through the taps ky = (p_y + pad_y) mod s_y + s_y * a, a <
 // ceil(taps_y / s_y) of them, from the outputs oy = j + q_y - a: each phase is a stride-1 correlation of
 // the output gradient with a sub-filter of at most ceil(taps / s) taps per dimension, and no thread of a
-// phase tests a tap it does not use. A block takes one phase of one image; a thread keeps a register tile of
-// kRows x kCols inputs of that phase times every input channel, and for each filter loads the output
-// gradient's window under its tile once (every loaded value feeds up to taps_y * taps_x * C products); the
-// phase's sub-filters of a chunk of filters sit in shared memory, read by every thread of the block at
-// once. The taps per phase (1 to 4) and the channels (1 to 4) are compile-time, so the products unroll into
-// a straight run of FMAs.
+// phase tests or multiplies a tap the phase does not have. A block takes one phase of one image; a thread
+// keeps a register tile of kRows x kCols inputs of that phase times every input channel, and for each
+// filter loads the output gradient's window under its tile once (every loaded value feeds up to taps_y *
+// taps_x * C products); the phase's sub-filters of a chunk of filters sit in shared memory, read by every
+// thread of the block at once. The most taps per phase (1 to 4) and the channels (1 to 4) are
+// compile-time, so the products unroll into a straight run of FMAs.
 //
 // The kernel reads the output gradient channels first, each filter's plane in rows. A channels-last one is
 // transposed so through the workspace first: read in place, neighbouring threads' loads lay a whole pixel

@@ -11,7 +11,7 @@ namespace strided_dgrad {
 
 // A block of kThreadsX x kThreadsY threads computes, for one phase (py, px) of image n at a time, a tile of
 // kThreadsY * kRows phase rows x kThreadsX * kCols phase columns, every one of the C channels; T bounds
-// the phase's taps along either axis (the taps past its own are zeros in shared memory).
+// the phase's taps along either axis (the taps past its own are zeros in shared memory, and skipped).
 template <typename DType, int C, int T>
 __global__ void __launch_bounds__(kThreadsX* kThreadsY)
     DataGradKernel(Problem p, const DType* __restrict__ out_grad, const DType* __restrict__ weight,
@@ -67,10 +67,13 @@ __global__ void __launch_bounds__(kThreadsX* kThreadsY)
 #pragma unroll
           for (int q = 0; q < kCols + T - 1; ++q)
             window[r][q] = row_at[r] >= 0 && col_at[q] >= 0 ? float(plane[row_at[r] + col_at[q]]) : 0.0f;
+        // Taps past the phase's own are skipped, not multiplied as zeros: 0 * inf would put a NaN where
+        // no tap reaches an infinite output gradient (the same test for the whole block: no divergence).
 #pragma unroll
         for (int a = 0; a < T; ++a)
 #pragma unroll
-          for (int b = 0; b < T; ++b)
+          for (int b = 0; b < T; ++b) {
+            if (a >= taps_y || b >= taps_x) continue;
 #pragma unroll
             for (int c = 0; c < C; ++c) {
               const float w = taps[kk][c][a][b];
@@ -79,6 +82,7 @@ __global__ void __launch_bounds__(kThreadsX* kThreadsY)
 #pragma unroll
                 for (int u = 0; u < kCols; ++u) acc[v][u][c] += window[v + T - 1 - a][u + T - 1 - b] * w;
             }
+          }
       }
     }
 #pragma unroll
