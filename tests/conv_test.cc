@@ -1601,11 +1601,20 @@ TEST_CASE("convolution gpu_strided_dgrad: phases, taps, channels, layouts", "[gp
       }
     }
   }
-  // The heuristic's choice for a channels-first float stem, the other passes alongside.
-  Case stem = cases[0];
-  const std::string line = SelectionLine("data-grad float32", [&] { RunCase<gpu, float, 4, 4>(stream, stem, Reqs{}); });
-  INFO(line);
-  CHECK(line.find("-> gpu_strided_dgrad (heuristic)") != std::string::npos);
+  // The heuristic's choice for a float stem, the other passes alongside: channels first under strict and
+  // TF32 math, channels last under strict math only (TF32's im2col_gemm is faster there).
+  for (ops::Layout layout : {ops::Layout::kNCHW, ops::Layout::kNHWC}) {
+    for (bool tf32 : {false, true}) {
+      Case stem = cases[0];
+      stem.param.layout = layout;
+      stream->set_tf32(tf32);
+      if (tf32) stem.tol_scale = kTF32TolScale;
+      const std::string line = SelectionLine("data-grad float32", [&] { RunCase<gpu, float, 4, 4>(stream, stem, Reqs{}); });
+      INFO(line);
+      CHECK((line.find("-> gpu_strided_dgrad (heuristic)") != std::string::npos) == (layout == ops::Layout::kNCHW || !tf32));
+    }
+  }
+  stream->set_tf32(false);
   // Refusals, with their reasons.
   auto why = [&](const Case& k) {
     const auto* a = ops::ConvRegistry<gpu, float>::Get().Find("gpu_strided_dgrad");
@@ -2348,6 +2357,7 @@ TE_DEVICE_TEST_CASE("convolution gradients match finite differences in double", 
 }
 
 // ---- the workspace resource ------------------------------------------------------------------------------
+// It grows to exactly the request in whole granules, never further (a caller's bound holds).
 TE_DEVICE_TEST_CASE("workspace grows when needed and is reused", "[conv][workspace]") {
   ops::ReleaseWorkspace<Device>(stream);
   CHECK(ops::WorkspaceBytesHeld<Device>(stream) == 0);
@@ -2355,12 +2365,16 @@ TE_DEVICE_TEST_CASE("workspace grows when needed and is reused", "[conv][workspa
   CHECK(a.shape_ == Shape2(10, 100));
   CHECK(a.CheckContiguous());
   const size_t held = ops::WorkspaceBytesHeld<Device>(stream);
-  CHECK(held >= 4000);
+  CHECK(held == InWorkspaceGranules(4000));
   auto b = ops::get_space_typed<Device, 1, double>(Shape1(50), stream);  // smaller: the same memory
   CHECK(static_cast<void*>(b.dptr_) == static_cast<void*>(a.dptr_));
   CHECK(ops::WorkspaceBytesHeld<Device>(stream) == held);
+  CHECK(StreamOrDefault(stream)->workspace().HeldAfter(4100) == InWorkspaceGranules(4100));
+  auto grown = ops::get_space_typed<Device, 1, float>(Shape1(1025), stream);  // a little larger: just that
+  CHECK(grown.shape_ == Shape1(1025));
+  CHECK(ops::WorkspaceBytesHeld<Device>(stream) == InWorkspaceGranules(4100));
   auto c = ops::get_space_typed<Device, 3, float>(Shape3(10, 100, 10), stream);  // larger: grows
-  CHECK(ops::WorkspaceBytesHeld<Device>(stream) >= 40000);
+  CHECK(ops::WorkspaceBytesHeld<Device>(stream) == InWorkspaceGranules(40000));
   // The memory is usable: write it and read it back.
   TensorContainer<cpu, 3, float> h(c.shape_);
   FillRandom(h.view());
@@ -2388,7 +2402,7 @@ TE_DEVICE_TEST_CASE("workspace grows when needed and is reused", "[conv][workspa
   yd.set_stream(stream);
   yd.Resize(Shape4(2, 2, 40, 40));
   ops::ConvolutionForward(p, xd.view(), wd.view(), bd.view(), kWriteTo, yd.view());
-  CHECK(ops::WorkspaceBytesHeld<Device>(stream) >= need);
+  CHECK(ops::WorkspaceBytesHeld<Device>(stream) == InWorkspaceGranules(need));
   const size_t after_first = ops::WorkspaceBytesHeld<Device>(stream);
   ops::ConvolutionForward(p, xd.view(), wd.view(), bd.view(), kAddTo, yd.view());  // reused, not grown
   CHECK(ops::WorkspaceBytesHeld<Device>(stream) == after_first);

@@ -14,6 +14,7 @@
 // operator may hold a view of it while it calls them): on the GPU they use a cuda::TempBuffer
 // (cuda/memory.cuh), on the CPU containers of their own.
 #pragma once
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <set>
@@ -71,11 +72,14 @@ class Workspace {
   // The queue that orders this workspace's allocations and frees (the owning stream's).
   void set_queue(Queue q) { queue_ = q; }
 
-  // At least `bytes` of memory in whole granules, grown when needed and reused otherwise.
+  // At least `bytes` of memory in whole granules: grown to exactly that when short (never past what was
+  // asked, so that a caller's bound, such as ConvolutionWorkspaceBytes or a workspace cap, holds) and
+  // reused otherwise. A network's layers ask their sizes again each step, so only its first step grows.
   void* Get(size_t bytes) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (bytes > bytes_ || ptr_ == nullptr) {
-      const size_t want = GrownLocked(bytes);
+      TE_CHECK(bytes <= (size_t(1) << 62), "workspace: a request for ", bytes, " bytes is beyond any memory");
+      const size_t want = InWorkspaceGranules(bytes == 0 ? 1 : bytes);
       FreeLocked();
       ptr_ = WorkspaceMemory<Device>::Alloc(want, queue_);
       bytes_ = want;
@@ -89,7 +93,7 @@ class Workspace {
   // What Get(bytes) would leave held (what is held now for no bytes: nothing is asked then).
   size_t HeldAfter(size_t bytes) const {
     std::lock_guard<std::mutex> lock(mutex_);
-    return bytes == 0 || (bytes <= bytes_ && ptr_ != nullptr) ? bytes_ : GrownLocked(bytes);
+    return bytes == 0 || (bytes <= bytes_ && ptr_ != nullptr) ? bytes_ : InWorkspaceGranules(std::min(bytes, size_t(1) << 62));
   }
   void Release() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -102,13 +106,6 @@ class Workspace {
   }
 
  private:
-  // The size a request for `bytes` grows the buffer to: geometrically, so that a sequence of slightly
-  // larger requests does not reallocate each time; whole granules.
-  size_t GrownLocked(size_t bytes) const {
-    const size_t want = bytes > bytes_ + bytes_ / 2 ? bytes : bytes_ + bytes_ / 2;
-    TE_CHECK(want <= (size_t(1) << 62), "workspace: a request for ", bytes, " bytes is beyond any memory");
-    return InWorkspaceGranules(want == 0 ? 1 : want);
-  }
   void FreeLocked() {
     if (ptr_ != nullptr) WorkspaceMemory<Device>::Free(ptr_, queue_);
     ptr_ = nullptr;

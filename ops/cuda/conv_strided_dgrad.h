@@ -131,12 +131,14 @@ class ConvGpuStridedDataGrad : public ConvAlgorithm<gpu, DType> {
     std::string why;
     return strided_dgrad::MakeProblem(pr.geom, &p, &why) ? ConvSupport::Yes() : ConvSupport::No(why);
   }
-  // Channels-first float (strict or TF32): ResNet-50's stem took 0.51 ms against im2col_gemm's 0.80 (strict)
-  // and 0.70 (TF32) and cuDNN's 0.53 (TE_CONV_TUNE=1 TE_LOG=conv bench/conv_bench --split, H200, N = 32).
-  // In half and bf16 CUTLASS's tensor cores were faster (0.50 against 0.71). Channels last is left to the
-  // tuner until its staged form is measured.
+  // Float, channels first (strict or TF32) or strict in channels last. ResNet-50's stem (TE_CONV_TUNE=1
+  // TE_LOG=conv bench/conv_bench --split, H200, N = 32): channels first 0.51 ms against im2col_gemm's 0.80
+  // (strict) and 0.70 (TF32) and cuDNN's 0.53; channels last, the output gradient staged, 0.61 against
+  // im2col_gemm's 0.77 strict but 0.56 in TF32. In half and bf16 CUTLASS's tensor cores were faster
+  // (0.50 against 0.71 channels first, 0.41 against 0.77 channels last).
   bool Recommended(const ConvProblem& pr, ConvPass pass) const override {
-    return std::is_same<DType, float>::value && !pr.geom.channels_last && CanImplement(pr, pass).ok;
+    return std::is_same<DType, float>::value && (!pr.geom.channels_last || pr.math == ConvMath::kStrict) &&
+           CanImplement(pr, pass).ok;
   }
   // A channels-last output gradient, staged channels first.
   size_t WorkspaceBytes(const ConvProblem& pr, const ConvStores& st) const override {
