@@ -93,7 +93,8 @@ class Workspace {
   // What Get(bytes) would leave held (what is held now for no bytes: nothing is asked then).
   size_t HeldAfter(size_t bytes) const {
     std::lock_guard<std::mutex> lock(mutex_);
-    return bytes == 0 || (bytes <= bytes_ && ptr_ != nullptr) ? bytes_ : InWorkspaceGranules(std::min(bytes, size_t(1) << 62));
+    return bytes == 0 || (bytes <= bytes_ && ptr_ != nullptr) ? bytes_
+                                                              : InWorkspaceGranules(std::min(bytes, size_t(1) << 62));
   }
   void Release() {
     std::lock_guard<std::mutex> lock(mutex_);
