@@ -11,6 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #if defined(__CUDACC__)
 #define TE_XINLINE __host__ __device__ __forceinline__
@@ -81,6 +82,13 @@ inline std::string Message(const Args&... args) {
 template <typename... Args>
 [[noreturn]] inline void Fail(const Args&... args) {
   throw Error(Message(args...));
+}
+
+// Calls fn(std::integral_constant<int, v>{}) for the v among kValues that equals `value`: a run-time value
+// dispatched to code compiled for each (a kernel's unrolled loops); false when it is none of them.
+template <int... kValues, typename Fn>
+bool WithCompileTimeInt(int value, Fn&& fn) {
+  return ((value == kValues ? (fn(std::integral_constant<int, kValues>{}), true) : false) || ...);
 }
 
 }  // namespace tensorexpr

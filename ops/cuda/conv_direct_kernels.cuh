@@ -251,13 +251,7 @@ __global__ void __launch_bounds__(kGradMaxThreads)
 // Calls fn with the compile-time taps along x.
 template <typename Fn>
 void WithTapsX(int taps_x, Fn&& fn) {
-  switch (taps_x) {
-    case 1: return fn(std::integral_constant<int, 1>{});
-    case 3: return fn(std::integral_constant<int, 3>{});
-    case 5: return fn(std::integral_constant<int, 5>{});
-    case 7: return fn(std::integral_constant<int, 7>{});
-    default: Fail("gpu_direct: ", taps_x, " taps along x (it runs 1, 3, 5 or 7)");
-  }
+  if (!WithCompileTimeInt<1, 3, 5, 7>(taps_x, fn)) Fail("gpu_direct: ", taps_x, " taps along x (it runs 1, 3, 5 or 7)");
 }
 
 // Calls fn with tile number I of kRegisterTiles as compile-time (filters, run) when it is `tile`, else

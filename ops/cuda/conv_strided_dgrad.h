@@ -38,7 +38,6 @@ constexpr int kMaxPhaseTaps = 4;    // taps per phase and dimension: ceil(taps /
 constexpr int kRows = 2, kCols = 4;  // a thread's tile of one phase's inputs
 constexpr int kThreadsX = 32, kThreadsY = 4;
 constexpr int kFilterChunk = 32;    // filters whose sub-filters a block holds in shared memory at once
-constexpr int kMaxGridYZ = 65535;  // CUDA's limit on a grid's y and z
 
 template <typename DType>
 constexpr bool kDType = std::is_same<DType, float>::value || std::is_same<DType, half_t>::value ||
@@ -92,10 +91,10 @@ inline bool MakeProblem(const ConvGeometry& g, Problem* p, std::string* why) {
   if (index_t(q.K) * q.OH * q.OW > INT_MAX || index_t(q.C) * q.H * q.W > INT_MAX)
     return no("it runs images of under 2^31 elements only");
   if (q.PhaseTaps() > kMaxPhaseTaps) return no("it runs kernels of at most 4 taps per stride along each axis only");
-  if ((index_t(q.PhaseRows()) + kThreadsY * kRows - 1) / (kThreadsY * kRows) > kMaxGridYZ)
+  if ((index_t(q.PhaseRows()) + kThreadsY * kRows - 1) / (kThreadsY * kRows) > cuda::kMaxGridYZ)
     return no("its grid is too large (too many input rows)");
   // The blocks' loop over (image, phase) counts in int, up to one grid's z past the last.
-  if (index_t(q.N) * q.stride_y * q.stride_x > INT_MAX - kMaxGridYZ)
+  if (index_t(q.N) * q.stride_y * q.stride_x > INT_MAX - cuda::kMaxGridYZ)
     return no("its grid is too large (too many images times phases)");
   *p = q;
   return true;

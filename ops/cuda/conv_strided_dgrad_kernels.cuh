@@ -104,13 +104,7 @@ __global__ void __launch_bounds__(kThreadsX* kThreadsY)
 // Calls fn with `value` (1 to 4) as a compile-time constant.
 template <typename Fn>
 void WithOneToFour(int value, const char* what, Fn&& fn) {
-  switch (value) {
-    case 1: return fn(std::integral_constant<int, 1>{});
-    case 2: return fn(std::integral_constant<int, 2>{});
-    case 3: return fn(std::integral_constant<int, 3>{});
-    case 4: return fn(std::integral_constant<int, 4>{});
-    default: Fail("gpu_strided_dgrad: ", value, " ", what, " (it runs 1 to 4)");
-  }
+  if (!WithCompileTimeInt<1, 2, 3, 4>(value, fn)) Fail("gpu_strided_dgrad: ", value, " ", what, " (it runs 1 to 4)");
 }
 
 template <typename DType>
@@ -119,7 +113,7 @@ void DataGrad(const Problem& p, const DType* out_grad, const DType* weight, DTyp
   if (p.N == 0 || p.C == 0 || p.H == 0 || p.W == 0) return;  // no inputs to write
   const dim3 grid(unsigned((p.PhaseCols() + kThreadsX * kCols - 1) / (kThreadsX * kCols)),
                   unsigned((p.PhaseRows() + kThreadsY * kRows - 1) / (kThreadsY * kRows)),
-                  unsigned(std::min<index_t>(index_t(p.N) * p.Phases(), kMaxGridYZ)));
+                  unsigned(std::min<index_t>(index_t(p.N) * p.Phases(), cuda::kMaxGridYZ)));
   WithOneToFour(p.C, "input channels", [&](auto c) {
     WithOneToFour(p.PhaseTaps(), "taps per stride", [&](auto t) {
       DataGradKernel<DType, c.value, t.value>

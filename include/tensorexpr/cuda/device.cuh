@@ -13,6 +13,8 @@ namespace cuda {
 
 // Devices beyond this index are rejected with an Error (no host has this many GPUs).
 constexpr int kMaxDevices = 64;
+// The most blocks a grid holds along y and along z (along x: 2^31 - 1).
+constexpr int kMaxGridYZ = 65535;
 
 struct DeviceInfo {
   int sm_count = 0;             // streaming multiprocessors

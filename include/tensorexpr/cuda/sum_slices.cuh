@@ -11,6 +11,7 @@
 #include "../base.h"
 #include "../dtype.h"
 #include "check.cuh"
+#include "device.cuh"
 
 namespace tensorexpr {
 namespace cuda {
@@ -83,7 +84,7 @@ inline void SumSlices(const In* slices, index_t count, index_t size, index_t row
   const index_t runs = vector ? size / 4 : size;
   // Blocks for every run, up to 64 Ki (a grid-stride loop takes the rest).
   const dim3 grid(static_cast<unsigned>(std::min<index_t>((runs + kRuns - 1) / kRuns, index_t(1) << 16)),
-                  static_cast<unsigned>(std::min<index_t>(products, 65535)));
+                  static_cast<unsigned>(std::min<index_t>(products, cuda::kMaxGridYZ)));
   const dim3 block(kRuns, kShares);
   if (vector) {
     SumSlicesKernel<4, In, Out><<<grid, block, 0, stream>>>(slices, count, size, rows, ld, beta, out, products,

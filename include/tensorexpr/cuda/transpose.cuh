@@ -143,8 +143,8 @@ inline void RunTransposeTiles(const Tensor<gpu, dim, DType>& dst, const expr::Tr
                       (t.x + kTile) * read_step <= INT32_MAX && !Force64BitIndexFlag().load();
   const cudaStream_t stream = Stream<gpu>::GetStream(dst.stream_);
   const dim3 grid(static_cast<unsigned>(std::min<index_t>((tiles_x + kTilesPerBlockX - 1) / kTilesPerBlockX, INT32_MAX)),
-                  static_cast<unsigned>(std::min<index_t>(tiles_c, 65535)),
-                  static_cast<unsigned>(std::min<index_t>(t.planes, 65535)));
+                  static_cast<unsigned>(std::min<index_t>(tiles_c, cuda::kMaxGridYZ)),
+                  static_cast<unsigned>(std::min<index_t>(t.planes, cuda::kMaxGridYZ)));
   const dim3 block(kTile, kTileRows);
   if (fits32) {
     TransposeTileKernel<Saver, DType, Plan, uint32_t, Source><<<grid, block, 0, stream>>>(
