@@ -1280,6 +1280,14 @@ struct ScopedConvLog {
   ScopedConvLog() { ops::SetConvLog([this](const std::string& l) { lines.push_back(l); }); }
   ~ScopedConvLog() { ops::SetConvLog(nullptr); }
 };
+// The one line of a selection log that names `pass` ("weight-grad", "forward float32", ...): its choice;
+// required to be there.
+std::string PassLine(const std::vector<std::string>& lines, const std::string& pass) {
+  const auto line =
+      std::find_if(lines.begin(), lines.end(), [&](const std::string& l) { return l.find(pass) != std::string::npos; });
+  REQUIRE(line != lines.end());
+  return *line;
+}
 // The problem key of a choice line of the log ("tensorexpr conv: <key>\n  ...").
 std::string ChoiceKey(const std::string& line) {
   const std::string prefix = "tensorexpr conv: ";
@@ -1331,12 +1339,6 @@ TEST_CASE("convolution: the GPU heuristic takes winograd_2x2 for strict float 3x
     ops::SetConvLog(nullptr);
     return log;
   };
-  // The one line of a log that names `pass` ("weight-grad", "forward float32", ...): its choice.
-  auto choice = [](const std::vector<std::string>& log, const char* pass) {
-    const auto line = std::find_if(log.begin(), log.end(), [&](const std::string& l) { return l.find(pass) != std::string::npos; });
-    REQUIRE(line != log.end());
-    return *line;
-  };
   const std::vector<std::string> strict = chosen(c, false);
   REQUIRE(strict.size() == 3);
   // From a released workspace, the three passes held no more than the bound (in the workspace's
@@ -1348,10 +1350,10 @@ TEST_CASE("convolution: the GPU heuristic takes winograd_2x2 for strict float 3x
     ops::ReleaseConvCaches<gpu>();
     ReleaseWorkspace(stream);
     stream->ReleaseSide();
-    LoadTunedChoice(ChoiceKey(choice(strict, "weight-grad")), "im2col_gemm");
+    LoadTunedChoice(ChoiceKey(PassLine(strict, "weight-grad")), "im2col_gemm");
     ScopedConvLog log;
     RunCase<gpu, float, 4, 4>(stream, c, Reqs{});
-    CHECK(choice(log.lines, "data-grad float32").find("-> winograd_2x2 (heuristic)") != std::string::npos);
+    CHECK(PassLine(log.lines, "data-grad float32").find("-> winograd_2x2 (heuristic)") != std::string::npos);
     CHECK(std::none_of(log.lines.begin(), log.lines.end(),
                        [](const std::string& l) { return l.find("weight-grad") != std::string::npos; }));
     CHECK(WorkspaceBytesHeld(stream) <= InWorkspaceGranules(bound));
@@ -1367,7 +1369,7 @@ TEST_CASE("convolution: the GPU heuristic takes winograd_2x2 for strict float 3x
   CHECK(WorkspaceBytesHeld(stream) <= InWorkspaceGranules(bound_last));
   for (const std::vector<std::string>* log : {&strict, &strict_last})
     for (const char* pass : {"forward float32", "data-grad float32", "weight-grad float32"})
-      CHECK(choice(*log, pass).find("-> winograd_2x2 (heuristic)") != std::string::npos);
+      CHECK(PassLine(*log, pass).find("-> winograd_2x2 (heuristic)") != std::string::npos);
   for (const Case& k : {c, last}) {
     const std::vector<std::string> tf32 = chosen(k, true);
     REQUIRE(tf32.size() == 3);
@@ -1418,10 +1420,7 @@ TEST_CASE("convolution: an overlapped backward counts the workspace the stream a
     ScopedConvLog log;
     ops::ReleaseConvCaches<gpu>();
     RunCase<gpu, float, 4, 4>(stream, c, Reqs{});
-    const auto line = std::find_if(log.lines.begin(), log.lines.end(),
-                                   [](const std::string& l) { return l.find("weight-grad") != std::string::npos; });
-    REQUIRE(line != log.lines.end());
-    key = ChoiceKey(*line);
+    key = ChoiceKey(PassLine(log.lines, "weight-grad"));
   }
   ops::ReleaseConvCaches<gpu>();
   ReleaseWorkspace(stream);
@@ -1442,19 +1441,13 @@ TEST_CASE("convolution: a backward with one pass free of workspace keeps both st
   Stream<gpu>* stream = NewStream<gpu>();
   const Case c = MakeCase({2, 3, 23, 21}, {7, 7}, {2, 2}, {3, 3}, {1, 1}, 70, 1, true);
   const size_t bound = ops::ConvolutionWorkspaceBytes(c.param, c.data, sizeof(float));
-  auto pass_line = [](const std::vector<std::string>& lines, const char* pass) {
-    const auto line = std::find_if(lines.begin(), lines.end(),
-                                   [&](const std::string& l) { return l.find(pass) != std::string::npos; });
-    REQUIRE(line != lines.end());
-    return *line;
-  };
   std::string forward, data, weight;
   {
     ScopedConvLog log;
     ops::ReleaseConvCaches<gpu>();
     RunCase<gpu, float, 4, 4>(stream, c, Reqs{});
-    forward = ChoiceKey(pass_line(log.lines, "forward")), data = ChoiceKey(pass_line(log.lines, "data-grad")),
-    weight = ChoiceKey(pass_line(log.lines, "weight-grad"));
+    forward = ChoiceKey(PassLine(log.lines, "forward")), data = ChoiceKey(PassLine(log.lines, "data-grad")),
+    weight = ChoiceKey(PassLine(log.lines, "weight-grad"));
   }
   ops::ReleaseConvCaches<gpu>();
   ReleaseWorkspace(stream);
@@ -1537,14 +1530,10 @@ TEST_CASE("convolution: the GPU heuristic takes pointwise_gemm for strict float 
 // (the caches released) while run() runs; required to be there.
 template <typename Run>
 std::string SelectionLine(const std::string& pass, Run&& run) {
-  std::vector<std::string> log;
-  ops::SetConvLog([&](const std::string& line) { log.push_back(line); });
+  ScopedConvLog log;
   ops::ReleaseConvCaches<gpu>();
   run();
-  ops::SetConvLog(nullptr);
-  const auto line = std::find_if(log.begin(), log.end(), [&](const std::string& l) { return l.find(pass) != std::string::npos; });
-  REQUIRE(line != log.end());
-  return *line;
+  return PassLine(log.lines, pass);
 }
 
 // gpu_strided_dgrad, forced (the other passes are not asked for: it computes the data gradient only):
