@@ -58,9 +58,12 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
   // channels staged up to the kernel's vectors, the output up to whole tiles, the forward's and data
   // gradient's reductions up to tile_k). On ResNet-50's stem (3 channels; fp16, N = 32, H200,
   // bench/conv_bench) the weight gradient beats im2col_gemm by far. Its 16-bit channels-last forward is
-  // im2col_gemm's (StemRowsOnIm2Col): column rows padded to whole vectors, written by the rows kernel,
+  // im2col_gemm's (StemForwardOnIm2Col): column rows padded to whole vectors, written by the rows kernel,
   // then cuBLAS, with the epilogue in cuBLASLt's store, took 0.159 ms in fp16 (fused 0.154) against the
   // folded fixed-channels kernel's 0.183; in TF32 it lost (0.240 against 0.213: twice the column bytes).
+  // Channels first, where this kernel's run adds the transforms to and from channels last, a folded stem's
+  // 16-bit forward is im2col_gemm's too (TE_CONV_TUNE=1 TE_LOG=conv bench/conv_bench --layout nchw --layers
+  // stem_layer.txt, H200, N = 32): 0.206 ms in fp16 and 0.218 in bf16 against 0.278 and 0.282.
   // Its folded data gradient padded 6.3 times in tiles 64 wide and still beat im2col_gemm (0.48 against
   // 0.66 ms; unfolded, 21 times, it lost: 0.76); the slim tile pads it 3.1 times.
   // Strict fp32's SIMT kernels: only the strided unpadded 1x1 kernels' data gradient, channels last. The
@@ -89,7 +92,7 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     }
     if (pass == ConvPass::kBackwardWeight && !g.IsOneByOne() && WeightGradIsShortAndWide(g))
       return false;
-    if (pass == ConvPass::kForward && p.kernel->fixed_channels && StemRowsOnIm2Col(pr)) return false;
+    if (pass == ConvPass::kForward && p.kernel->fixed_channels && StemForwardOnIm2Col(pr, p.fold)) return false;
     long long mnk[3];
     p.kernel->gemm_size(KernelShape(pr, *p.kernel, pr.geom.C, pr.geom.K, 1), mnk);
     // 3xTF32 runs three times TF32's products: it is taken with less padding (a guess, not yet timed).
@@ -213,12 +216,15 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
   }
 
  private:
-  // A 16-bit channels-last stem in one group whose column rows im2col_gemm pads to whole vectors (an RGB
+  // A 16-bit stem in one group whose forward goes to im2col_gemm (Recommended): channels first, one this
+  // kernel runs folded; channels last, one whose column rows im2col_gemm pads to whole vectors (an RGB
   // stem's 147 entries to 152), of a dense input that its workspace takes whole images of, and that the
-  // rows kernel takes (cuda/patch.cuh): its forward goes there (Recommended).
-  static bool StemRowsOnIm2Col(const ConvProblem& pr) {
+  // rows kernel takes (cuda/patch.cuh).
+  static bool StemForwardOnIm2Col(const ConvProblem& pr, int fold) {
     const ConvGeometry& g = pr.geom;
-    if (sizeof(DType) != 2 || !g.channels_last || g.G != 1 || !pr.data_contiguous) return false;
+    if (sizeof(DType) != 2 || g.G != 1) return false;
+    if (!g.channels_last) return fold > 1;
+    if (!pr.data_contiguous) return false;
     const Im2ColPlan plan = PlanIm2Col(g, sizeof(DType), pr.workspace_limit);
     return plan.row_stride != g.ColRows() && plan.positions == g.OutSize() &&
            patch_cuda::Im2ColRowsFit<DType>(g, plan.row_stride);

@@ -1721,19 +1721,21 @@ TEST_CASE("convolution: the GPU heuristic leaves strict float's weight gradients
   DeleteStream(stream);
 }
 
-// An RGB stem, channels last: the forward in half and bf16 goes to im2col_gemm (column rows padded to
-// whole vectors, the rows kernel, cuBLAS), whose store fuses the epilogue; the weight gradient stays
+// An RGB stem: the forward in half and bf16 goes to im2col_gemm, channels last (column rows padded to
+// whole vectors, the rows kernel, cuBLAS, whose store fuses the epilogue) and channels first (where
+// CUTLASS's kernel would add the transforms to and from channels last); the weight gradient stays
 // CUTLASS's. Both are checked against float64.
 template <typename DType>
-void CheckStemForwardOnIm2Col(Stream<gpu>* stream) {
+void CheckStemForwardOnIm2Col(Stream<gpu>* stream, ops::Layout layout) {
   const auto* cutlass = ops::ConvRegistry<gpu, DType>::Get().Find("cutlass_implicit_gemm");
   Case stem = MakeCase({2, 3, 15, 14}, {7, 7}, {2, 2}, {3, 3}, {1, 1}, 64, 1, true);
-  stem.param.layout = ops::Layout::kNHWC;
+  stem.param.layout = layout;
   const ops::ConvProblem pr = ProblemOf<gpu, DType>(stem, stream);
   if (!cutlass->CanImplement(pr, ops::ConvPass::kForward).ok) {
     WARN("skipped: no " << DataType<DType>::name() << " stem kernel in this build");
     return;
   }
+  INFO((layout == ops::Layout::kNHWC ? "channels last" : "channels first"));
   CHECK_FALSE(cutlass->Recommended(pr, ops::ConvPass::kForward));
   CHECK(cutlass->Recommended(pr, ops::ConvPass::kBackwardWeight));
   const std::string line = SelectionLine(std::string("forward ") + DataType<DType>::name(), [&] {
@@ -1742,15 +1744,17 @@ void CheckStemForwardOnIm2Col(Stream<gpu>* stream) {
   CHECK(line.find("-> im2col_gemm (heuristic)") != std::string::npos);
   ops::ReleaseConvCaches<gpu>();
 }
-TEST_CASE("convolution: the GPU heuristic takes im2col_gemm for a channels-last stem's 16-bit forward", "[gpu][conv]") {
+TEST_CASE("convolution: the GPU heuristic takes im2col_gemm for a stem's 16-bit forward", "[gpu][conv]") {
   TE_REQUIRE_GPU();
   if (ops::ConvRegistry<gpu, half_t>::Get().Find("cutlass_implicit_gemm") == nullptr) {
     WARN("skipped: this build has no CUTLASS kernels");
     return;
   }
   Stream<gpu>* stream = NewStream<gpu>();
-  CheckStemForwardOnIm2Col<half_t>(stream);
-  CheckStemForwardOnIm2Col<bf16_t>(stream);
+  for (ops::Layout layout : {ops::Layout::kNHWC, ops::Layout::kNCHW}) {
+    CheckStemForwardOnIm2Col<half_t>(stream, layout);
+    CheckStemForwardOnIm2Col<bf16_t>(stream, layout);
+  }
   DeleteStream(stream);
 }
 
