@@ -1391,6 +1391,20 @@ TEST_CASE("convolution: the GPU heuristic takes winograd_2x2 for strict float 3x
   DeleteStream(stream);
 }
 
+// winograd_4x4's error under TF32 is about 30 times direct TF32's (bench/winograd_tf32_error.py): it refuses
+// TF32 problems and says why, so neither the heuristic nor the tuner takes it there.
+TEST_CASE("convolution: winograd_4x4 refuses TF32 problems", "[gpu][conv][winograd]") {
+  TE_REQUIRE_GPU();
+  Stream<gpu>* stream = NewStream<gpu>();
+  stream->set_tf32(true);
+  const Case deep = MakeCase({2, 128, 14, 14}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 128, 1, true);
+  const ops::ConvSupport four = ops::ConvRegistry<gpu, float>::Get().Find("winograd_4x4")->CanImplement(
+      ProblemOf<gpu, float>(deep, stream), ops::ConvPass::kForward);
+  CHECK_FALSE(four.ok);
+  CHECK(four.why.find("TF32") != std::string::npos);
+  DeleteStream(stream);
+}
+
 // A forward's transforms that outgrow the data gradient's (no padding: the forward's tiles cover the
 // output, the data gradient's the larger input) stay in the stream's workspace. A tuned im2col_gemm weight
 // gradient beside winograd_2x2's data gradient would hold them there and its columns on the side stream,
