@@ -138,7 +138,8 @@ int main(int argc, char** argv) {
     std::printf("\n");
 
     Stream<gpu>* stream = NewStream<gpu>(true);
-    double worst[kNumModes] = {};
+    double worst[kNumModes];  // over the passes run; -1 where the forced algorithm ran none in a mode
+    std::fill(worst, worst + kNumModes, -1.0);
     for (size_t i = 0; i < layers.size(); ++i) {
       const Layer& L = layers[i];
       ops::ConvolutionParam p = LayerParam(L, o.workspace_mb, o.layout);
@@ -204,7 +205,8 @@ int main(int argc, char** argv) {
       ops::ReleaseWorkspace<gpu>(stream);
     }
     for (int m = 0; m < kNumModes; ++m)
-      std::printf("conv_accuracy %s worst_max %.3e\n", kModes[m].name, worst[m]);
+      if (worst[m] < 0) std::printf("conv_accuracy %s worst_max - (no pass ran)\n", kModes[m].name);
+      else std::printf("conv_accuracy %s worst_max %.3e\n", kModes[m].name, worst[m]);
     stream->Wait();
     DeleteStream(stream);
   } catch (const Error& e) {
