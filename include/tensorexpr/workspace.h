@@ -78,8 +78,8 @@ class Workspace {
   void* Get(size_t bytes) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (bytes > bytes_ || ptr_ == nullptr) {
-      TE_CHECK(bytes <= (size_t(1) << 62), "workspace: a request for ", bytes, " bytes is beyond any memory");
-      const size_t want = InWorkspaceGranules(bytes == 0 ? 1 : bytes);
+      TE_CHECK(bytes <= kMaxRequest, "workspace: a request for ", bytes, " bytes is beyond any memory");
+      const size_t want = GrownTo(bytes);
       FreeLocked();
       ptr_ = WorkspaceMemory<Device>::Alloc(want, queue_);
       bytes_ = want;
@@ -93,8 +93,7 @@ class Workspace {
   // What Get(bytes) would leave held (what is held now for no bytes: nothing is asked then).
   size_t HeldAfter(size_t bytes) const {
     std::lock_guard<std::mutex> lock(mutex_);
-    return bytes == 0 || (bytes <= bytes_ && ptr_ != nullptr) ? bytes_
-                                                              : InWorkspaceGranules(std::min(bytes, size_t(1) << 62));
+    return bytes == 0 || (bytes <= bytes_ && ptr_ != nullptr) ? bytes_ : GrownTo(bytes);
   }
   void Release() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -107,6 +106,10 @@ class Workspace {
   }
 
  private:
+  static constexpr size_t kMaxRequest = size_t(1) << 62;  // more is beyond any memory
+  // What a request for `bytes` that the memory held cannot serve grows it to: exactly that, in whole
+  // granules (Get refuses more than kMaxRequest; HeldAfter answers for it as for kMaxRequest).
+  static size_t GrownTo(size_t bytes) { return InWorkspaceGranules(std::min(std::max(bytes, size_t(1)), kMaxRequest)); }
   void FreeLocked() {
     if (ptr_ != nullptr) WorkspaceMemory<Device>::Free(ptr_, queue_);
     ptr_ = nullptr;
