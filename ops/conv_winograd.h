@@ -472,7 +472,7 @@ class ConvWinograd : public ConvAlgorithm<Device, DType> {
   // last, 0.35-0.97 of cuDNN's forward, where im2col_gemm's took 0.83-3.70 times); on 3x3
   // layers of 8 to 64 channels at 14 x 14 to 112 x 112 (bench/small_3x3_layers.txt) the forward took
   // 0.59-1.09 of im2col_gemm's time and the backward 0.65-0.85. On the CPU im2col_gemm and cpu_per_image
-  // are faster; TF32 and 16-bit run on tensor cores.
+  // are faster; 16-bit runs on tensor cores, TF32 too but on the layers below.
   // Channels last, more than 4 channels per group only: the measured layers' domain (channels first,
   // gpu_direct, registered before it, takes fewer; depthwise layers would be a gemm per group).
   // The weight gradient too (bench/conv_bench --dtype fp32 --split, H200, N = 32): on ResNet-50's 3x3
@@ -482,11 +482,22 @@ class ConvWinograd : public ConvAlgorithm<Device, DType> {
   // 7; on the small layers 0.041-0.166 against im2col_gemm's 0.051-0.204. Its products are a batch of one
   // small result per point over every tile, which the GPU's grouped gemm splits along the tiles
   // (cuda/blas.cuh); unsplit, the layer at 56 x 56 took 0.866.
-  bool Recommended(const ConvProblem& pr, ConvPass) const override {
-    return m == 2 && std::is_same<Device, gpu>::value &&
-           std::is_same<DType, float>::value &&
-           pr.math != ConvMath::kTF32 &&  // (3xTF32 asks for fp32's accuracy, as strict does)
-           (!pr.geom.channels_last || pr.geom.Cg() > 4);
+  // Under TF32, only where CUTLASS's implicit GEMM has few output tiles to spread over the GPU: channels
+  // first, at most 14 x 14 outputs, 128 channels and filters per group or more. On ResNet-50's two such
+  // layers (conv_bench's tuner, --dtype tf32, H200, N = 32) it took 0.073, 0.071 and 0.077 ms at 14 x 14
+  // (forward, data, weight; CUTLASS's 0.068, 0.087 and 0.107, cuDNN's 0.062, 0.069 and 0.096) and 0.058,
+  // 0.061 and 0.074 at 7 x 7 (CUTLASS's 0.084 and 0.101, im2col_gemm's weight gradient 0.065; cuDNN's 0.074,
+  // 0.086 and 0.108); a weight gradient of large filters over a short reduction (WeightGradIsShortAndWide:
+  // the layer at 7 x 7) stays im2col_gemm's, 0.065. Its error is about twice direct TF32's
+  // (bench/conv_accuracy --algorithm winograd_2x2 --layers small_3x3_layers.txt: 6.6e-4 of the output's scale
+  // at worst, against 3.3e-4 for the library's choice).
+  bool Recommended(const ConvProblem& pr, ConvPass pass) const override {
+    const ConvGeometry& g = pr.geom;
+    if (m != 2 || !std::is_same<Device, gpu>::value || !std::is_same<DType, float>::value) return false;
+    if (pr.math == ConvMath::kTF32)
+      return !g.channels_last && g.OutSize() <= 14 * 14 && g.Cg() >= 128 && g.Kg() >= 128 &&
+             (pass != ConvPass::kBackwardWeight || !WeightGradIsShortAndWide(g));
+    return !g.channels_last || g.Cg() > 4;  // strict, and 3xTF32 (which asks for fp32's accuracy)
   }
 
   size_t WorkspaceBytes(const ConvProblem& pr, const ConvStores& st) const override {

@@ -1307,10 +1307,10 @@ void LoadTunedChoice(const std::string& key, const std::string& algorithm) {
 
 #if defined(__CUDACC__)
 // Strict float's 3x3 stride-1 layers on the GPU, either layout: the heuristic takes winograd_2x2 for every
-// pass (not under TF32, nor for 4 channels: gpu_direct's channels first, im2col_gemm's channels last);
-// ConvolutionWorkspaceBytes counts its transforms. A tuned cache that gives the weight gradient to
-// im2col_gemm instead runs it on the side stream beside the data gradient, the two workspaces together
-// within the bound. The results match the float64 reference for every req.
+// pass (not under TF32 for these 8 channels, nor for 4 channels: gpu_direct's channels first, im2col_gemm's
+// channels last); ConvolutionWorkspaceBytes counts its transforms. A tuned cache that gives the weight
+// gradient to im2col_gemm instead runs it on the side stream beside the data gradient, the two workspaces
+// together within the bound. The results match the float64 reference for every req.
 TEST_CASE("convolution: the GPU heuristic takes winograd_2x2 for strict float 3x3 stride-1 layers", "[gpu][conv][winograd]") {
   TE_REQUIRE_GPU();
   Stream<gpu>* stream = NewStream<gpu>();
@@ -1388,6 +1388,40 @@ TEST_CASE("convolution: the GPU heuristic takes winograd_2x2 for strict float 3x
   ops::ReleaseConvCaches<gpu>();
   for (size_t r = 0; r < 4; ++r) RunCase<gpu, float, 4, 4>(stream, c, ReqPattern(r));
   for (size_t r = 0; r < 4; ++r) RunCase<gpu, float, 4, 4>(stream, last, ReqPattern(r));
+  DeleteStream(stream);
+}
+
+// Under TF32 the GPU heuristic takes winograd_2x2 only where CUTLASS's implicit GEMM has few output tiles:
+// channels first, outputs of at most 14 x 14, 128 channels and filters or more. There it takes every pass,
+// which match float64 within TF32's tolerance for every req (but the weight gradient of large filters over a
+// short reduction: the test of those, below); one more row and column of output, channels last, or 64
+// channels leave Winograd.
+TEST_CASE("convolution: under TF32 the GPU heuristic takes winograd_2x2 for deep 3x3 layers of small planes", "[gpu][conv][winograd]") {
+  TE_REQUIRE_GPU();
+  Stream<gpu>* stream = NewStream<gpu>();
+  stream->set_tf32(true);
+  Case deep = MakeCase({2, 128, 14, 14}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 128, 1, true);
+  deep.tol_scale = kTF32TolScale;
+  auto lines_of = [&](const Case& k, const Reqs& reqs) {
+    ScopedConvLog log;
+    ops::ReleaseConvCaches<gpu>();
+    RunCase<gpu, float, 4, 4>(stream, k, reqs);
+    return log.lines;
+  };
+  const std::vector<std::string> chosen = lines_of(deep, Reqs{});
+  for (const char* pass : {"forward float32", "data-grad float32", "weight-grad float32"})
+    CHECK(PassLine(chosen, pass).find("-> winograd_2x2 (heuristic)") != std::string::npos);
+  for (size_t r = 1; r < 4; ++r) RunCase<gpu, float, 4, 4>(stream, deep, ReqPattern(r));
+  Case larger = deep, last = deep, shallow = deep;
+  larger.data[2] = larger.data[3] = 15;
+  last.param.layout = ops::Layout::kNHWC;
+  shallow.data[1] = 64;
+  for (const Case* k : {&larger, &last, &shallow}) {
+    const std::vector<std::string> lines = lines_of(*k, Reqs{});
+    CHECK(lines.size() == 3);
+    for (const std::string& line : lines) CHECK(line.find("-> winograd") == std::string::npos);
+  }
+  ops::ReleaseConvCaches<gpu>();
   DeleteStream(stream);
 }
 
