@@ -1645,6 +1645,20 @@ TEST_CASE("convolution gpu_strided_dgrad: phases, taps, channels, layouts", "[gp
   DeleteStream(stream);
 }
 
+// ResNet-50's stem in miniature, for the tests of one infinite value: 2 images of 3 channels, 15 x 14, into 8
+// filters of 7 x 7 at stride 2 with padding 3, no bias, in `layout`.
+const std::vector<index_t> kSmallStemData = {2, 3, 15, 14};
+ConvolutionParam SmallStemParam(ops::Layout layout) {
+  ConvolutionParam p;
+  p.kernel = {7, 7};
+  p.stride = {2, 2};
+  p.pad = {3, 3};
+  p.num_filter = 8;
+  p.no_bias = true;
+  p.layout = layout;
+  return p;
+}
+
 // gpu_strided_dgrad with one infinite output gradient: it reaches only the inputs its taps reach (7 rows x
 // 4 columns x 3 channels here), as with im2col_gemm, and no NaN appears where a phase has fewer taps than
 // another (the even phases of a 7-tap kernel at stride 2 have 4, the odd ones 3); either layout.
@@ -1653,15 +1667,8 @@ TEST_CASE("convolution gpu_strided_dgrad: an infinite output gradient reaches on
   for (ops::Layout layout : {ops::Layout::kNCHW, ops::Layout::kNHWC}) {
     const bool last = layout == ops::Layout::kNHWC;
     INFO("layout " << ops::LayoutName(layout));
-    ConvolutionParam p;
-    p.kernel = {7, 7};
-    p.stride = {2, 2};
-    p.pad = {3, 3};
-    p.num_filter = 8;
-    p.no_bias = true;
-    p.layout = layout;
-    const std::vector<index_t> first_shape = {2, 3, 15, 14};
-    const std::vector<index_t> dshape = last ? ChannelsLastShape(first_shape, true) : first_shape;
+    const ConvolutionParam p = SmallStemParam(layout);
+    const std::vector<index_t> dshape = last ? ChannelsLastShape(kSmallStemData, true) : kSmallStemData;
     const auto shapes = ops::InferConvShapes(p, dshape);
     TensorContainer<cpu, 4, float> xh(ToShape<4>(dshape)), wh(ToShape<4>(shapes.weight)), dyh(ToShape<4>(shapes.out));
     FillRandom(xh.view());
@@ -1794,15 +1801,8 @@ TEST_CASE("convolution gpu_stem_mma: an infinite input reaches its windows and t
   for (ops::Layout layout : {ops::Layout::kNCHW, ops::Layout::kNHWC}) {
     const bool last = layout == ops::Layout::kNHWC;
     INFO("layout " << ops::LayoutName(layout));
-    ConvolutionParam p;
-    p.kernel = {7, 7};
-    p.stride = {2, 2};
-    p.pad = {3, 3};
-    p.num_filter = 8;
-    p.no_bias = true;
-    p.layout = layout;
-    const std::vector<index_t> first_shape = {2, 3, 15, 14};
-    const std::vector<index_t> dshape = last ? ChannelsLastShape(first_shape, true) : first_shape;
+    const ConvolutionParam p = SmallStemParam(layout);
+    const std::vector<index_t> dshape = last ? ChannelsLastShape(kSmallStemData, true) : kSmallStemData;
     const auto shapes = ops::InferConvShapes(p, dshape);
     TensorContainer<cpu, 4, half_t> xh(ToShape<4>(dshape)), wh(ToShape<4>(shapes.weight));
     FillRandom(xh.view());
