@@ -24,6 +24,7 @@
 #endif
 #if defined(__CUDACC__)
 #include "cuda/conv_direct.h"
+#include "cuda/conv_stem_mma.h"
 #include "cuda/conv_strided_dgrad.h"
 #endif
 #if defined(__CUDACC__) && defined(TE_HAVE_CUTLASS)
@@ -56,6 +57,8 @@ ConvRegistry<Device, DType>::ConvRegistry() {
   }
   if constexpr (std::is_same<Device, gpu>::value && strided_dgrad::kDType<DType>)
     algorithms_.emplace_back(new ConvGpuStridedDataGrad<DType>());
+  if constexpr (std::is_same<Device, gpu>::value && stem_mma::kDType<DType>)
+    algorithms_.emplace_back(new ConvGpuStemMma<DType>());
 #endif
   if constexpr (winograd::kDType<DType>) {
     algorithms_.emplace_back(new ConvWinograd<Device, DType, 2>());

@@ -1679,6 +1679,20 @@ TEST_CASE("convolution gpu_strided_dgrad: phases, taps, channels, layouts", "[gp
   DeleteStream(stream);
 }
 
+// ResNet-50's stem in miniature, for the tests of one infinite value: 2 images of 3 channels, 15 x 14, into 8
+// filters of 7 x 7 at stride 2 with padding 3, no bias, in `layout`.
+const std::vector<index_t> kSmallStemData = {2, 3, 15, 14};
+ConvolutionParam SmallStemParam(ops::Layout layout) {
+  ConvolutionParam p;
+  p.kernel = {7, 7};
+  p.stride = {2, 2};
+  p.pad = {3, 3};
+  p.num_filter = 8;
+  p.no_bias = true;
+  p.layout = layout;
+  return p;
+}
+
 // gpu_strided_dgrad with one infinite output gradient: it reaches only the inputs its taps reach (7 rows x
 // 4 columns x 3 channels here), as with im2col_gemm, and no NaN appears where a phase has fewer taps than
 // another (the even phases of a 7-tap kernel at stride 2 have 4, the odd ones 3); either layout.
@@ -1687,15 +1701,8 @@ TEST_CASE("convolution gpu_strided_dgrad: an infinite output gradient reaches on
   for (ops::Layout layout : {ops::Layout::kNCHW, ops::Layout::kNHWC}) {
     const bool last = layout == ops::Layout::kNHWC;
     INFO("layout " << ops::LayoutName(layout));
-    ConvolutionParam p;
-    p.kernel = {7, 7};
-    p.stride = {2, 2};
-    p.pad = {3, 3};
-    p.num_filter = 8;
-    p.no_bias = true;
-    p.layout = layout;
-    const std::vector<index_t> first_shape = {2, 3, 15, 14};
-    const std::vector<index_t> dshape = last ? ChannelsLastShape(first_shape, true) : first_shape;
+    const ConvolutionParam p = SmallStemParam(layout);
+    const std::vector<index_t> dshape = last ? ChannelsLastShape(kSmallStemData, true) : kSmallStemData;
     const auto shapes = ops::InferConvShapes(p, dshape);
     TensorContainer<cpu, 4, float> xh(ToShape<4>(dshape)), wh(ToShape<4>(shapes.weight)), dyh(ToShape<4>(shapes.out));
     FillRandom(xh.view());
@@ -1716,6 +1723,158 @@ TEST_CASE("convolution gpu_strided_dgrad: an infinite output gradient reaches on
     };
     const auto ours = data_grad("gpu_strided_dgrad"), reference = data_grad("im2col_gemm");
     CHECK(SameFinitePattern(ours, reference, "data gradient", 1e-4) == 7 * 4 * 3);
+  }
+}
+
+// gpu_stem_mma, forced (the forward only): a stem with more filters than a block's 64 (a partial second
+// block), output rows longer than a tile's 128 pixels, one input channel at stride 1 (the Fashion-MNIST
+// trainer's first layer), 8 channels at stride 1, 2 channels at stride 4 and 1 at stride 8 (every fold),
+// dilation along y with unequal strides, 1-D, more work items than the GPU holds blocks (each block walks
+// several), padding past the kernel, padding after, and the longest reduction it takes (1024 entries);
+// both layouts; half and bf16; written and added, the bias fused into its store (the fused forms with a
+// residual and relu: tests/gpu/conv_cutlass_test.cu). It refuses what it cannot do, saying why.
+TEST_CASE("convolution gpu_stem_mma: folds, filter blocks, row tiles, layouts", "[gpu][conv][algorithm]") {
+  TE_REQUIRE_GPU();
+  Stream<gpu>* stream = NewStream<gpu>();
+  std::vector<Case> cases = {
+      MakeCase({3, 3, 29, 27}, {7, 7}, {2, 2}, {3, 3}, {1, 1}, 70, 1, true),     // a stem, 2 filter blocks
+      MakeCase({1, 3, 9, 300}, {7, 7}, {2, 2}, {3, 3}, {1, 1}, 16, 1, true),     // rows of 150 pixels
+      MakeCase({2, 1, 28, 28}, {5, 5}, {1, 1}, {2, 2}, {1, 1}, 32, 1, true),     // 1 channel, stride 1
+      MakeCase({2, 8, 9, 10}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 5, 1, false),      // 8 channels, stride 1
+      MakeCase({1, 2, 20, 23}, {8, 8}, {4, 4}, {1, 1}, {1, 1}, 16, 1, true),     // 2 channels, stride 4
+      MakeCase({1, 1, 30, 40}, {3, 11}, {2, 8}, {1, 2}, {1, 1}, 7, 1, true),     // 1 channel, stride 8
+      MakeCase({2, 2, 13, 11}, {3, 3}, {3, 2}, {2, 1}, {2, 1}, 5, 1, true),      // dilated along y
+      MakeCase({3, 4, 40}, {5}, {2}, {2}, {1}, 9, 1, true),                      // 1-D
+      MakeCase({48, 3, 64, 64}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 8, 1, true),     // 3072 work items
+      MakeCase({1, 3, 9, 8}, {3, 3}, {2, 2}, {4, 5}, {1, 1}, 130, 1, false),     // padding past the kernel
+      MakeCase({1, 4, 40, 44}, {16, 16}, {2, 2}, {3, 3}, {1, 1}, 9, 1, true),    // 16 rows of 64 entries
+  };
+  Case asymmetric = MakeCase({2, 3, 13, 12}, {3, 3}, {2, 2}, {0, 0}, {1, 1}, 5, 1, true);
+  asymmetric.param.pad_end = Dims{1, 2};
+  asymmetric.ref_pe = {1, 2};
+  cases.push_back(asymmetric);
+  const auto* algorithm = ops::ConvRegistry<gpu, half_t>::Get().Find("gpu_stem_mma");
+  REQUIRE(algorithm != nullptr);
+  const ops::ConvSupport here = algorithm->CanImplement(ProblemOf<gpu, half_t>(cases[0], stream), ops::ConvPass::kForward);
+  if (!here.ok && here.why.find("compute capability") != std::string::npos) {
+    WARN("skipped: " << here.why);
+    DeleteStream(stream);
+    return;
+  }
+  for (size_t i = 0; i < cases.size(); ++i) {
+    for (ops::Layout layout : {ops::Layout::kNCHW, ops::Layout::kNHWC}) {
+      Case c = cases[i];
+      c.param.algorithm = "gpu_stem_mma";
+      c.param.layout = layout;
+      INFO("case " << i << " " << ops::LayoutName(layout));
+      const ops::ConvSupport fits = algorithm->CanImplement(ProblemOf<gpu, half_t>(c, stream), ops::ConvPass::kForward);
+      if (!fits.ok && fits.why.find("shared memory") != std::string::npos) {  // 1024 entries: 169 KB
+        WARN("case " << i << " skipped: " << fits.why);
+        continue;
+      }
+      REQUIRE(ImplementsPass<gpu, half_t>("gpu_stem_mma", c, stream, ops::ConvPass::kForward));
+      REQUIRE(ImplementsPass<gpu, bf16_t>("gpu_stem_mma", c, stream, ops::ConvPass::kForward));
+      REQUIRE_FALSE(ImplementsPass<gpu, half_t>("gpu_stem_mma", c, stream, ops::ConvPass::kBackwardData));
+      REQUIRE_FALSE(ImplementsPass<gpu, half_t>("gpu_stem_mma", c, stream, ops::ConvPass::kBackwardWeight));
+      CHECK(algorithm->WorkspaceBytes(ProblemOf<gpu, half_t>(c, stream),
+                                      ops::ConvStores::Only(ops::ConvPass::kForward, ReqStore{true, false})) == 0);
+      const bool one_d = c.data.size() == 3;
+      for (OpReqType req : {kWriteTo, kAddTo}) {
+        const Reqs reqs{req, kNullOp, kNullOp, kNullOp};
+        if (one_d) {
+          RunCase<gpu, half_t, 3, 3>(stream, c, reqs);
+          RunCase<gpu, bf16_t, 3, 3>(stream, c, reqs);
+        } else {
+          RunCase<gpu, half_t, 4, 4>(stream, c, reqs);
+          RunCase<gpu, bf16_t, 4, 4>(stream, c, reqs);
+        }
+      }
+    }
+  }
+  // Refusals, with their reasons.
+  auto why = [&](const Case& k, ops::ConvPass pass = ops::ConvPass::kForward) {
+    const ops::ConvSupport s = algorithm->CanImplement(ProblemOf<gpu, half_t>(k, stream), pass);
+    CHECK_FALSE(s.ok);
+    return s.why;
+  };
+  CHECK(why(cases[0], ops::ConvPass::kBackwardData).find("forward only") != std::string::npos);
+  CHECK(why(MakeCase({1, 4, 9, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 4, 2, true)).find("one group") != std::string::npos);
+  CHECK(why(MakeCase({1, 5, 12, 12}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 4, 1, true)).find("at most 8") !=
+        std::string::npos);  // 5 channels at stride 2
+  CHECK(why(MakeCase({1, 2, 12, 12}, {3, 3}, {3, 3}, {1, 1}, {1, 1}, 4, 1, true)).find("1, 2, 4 or 8") !=
+        std::string::npos);
+  CHECK(why(MakeCase({1, 2, 12, 12}, {3, 3}, {1, 1}, {1, 1}, {1, 2}, 4, 1, true)).find("undilated along x") !=
+        std::string::npos);
+  CHECK(why(MakeCase({1, 4, 40, 40}, {17, 17}, {2, 2}, {1, 1}, {1, 1}, 4, 1, true)).find("1024 entries") !=
+        std::string::npos);  // 17 rows of 80 entries
+  CHECK(why(MakeCase({1, 3, 5, 5, 5}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 4, 1, true)).find("2-D") !=
+        std::string::npos);
+  Case padded = cases[2];
+  padded.padded_rows = true;
+  CHECK(why(padded).find("dense rows") != std::string::npos);
+  CHECK(ops::ConvRegistry<gpu, float>::Get().Find("gpu_stem_mma") == nullptr);  // half and bf16 only
+  ops::ReleaseConvCaches<gpu>();
+  DeleteStream(stream);
+}
+
+// gpu_stem_mma with one infinite input: every output whose window holds it is not finite, as with
+// im2col_gemm, and so are those whose folded columns reach it through a zero tap (a 7-wide kernel at stride
+// 2 reads 8 columns: the output whose window ends one column before it, 3 rows x 8 filters here); every
+// other output is finite and matches im2col_gemm's; either layout.
+TEST_CASE("convolution gpu_stem_mma: an infinite input reaches its windows and the folded columns' zero taps", "[gpu][conv][algorithm][nan]") {
+  TE_REQUIRE_GPU();
+  Stream<gpu>* stream = NewStream<gpu>();
+  const ops::ConvSupport here = ops::ConvRegistry<gpu, half_t>::Get().Find("gpu_stem_mma")->CanImplement(
+      ProblemOf<gpu, half_t>(MakeCase({2, 3, 15, 14}, {7, 7}, {2, 2}, {3, 3}, {1, 1}, 8, 1, false), stream),
+      ops::ConvPass::kForward);
+  DeleteStream(stream);
+  if (!here.ok) {
+    WARN("skipped: " << here.why);
+    return;
+  }
+  for (ops::Layout layout : {ops::Layout::kNCHW, ops::Layout::kNHWC}) {
+    const bool last = layout == ops::Layout::kNHWC;
+    INFO("layout " << ops::LayoutName(layout));
+    const ConvolutionParam p = SmallStemParam(layout);
+    const std::vector<index_t> dshape = last ? ChannelsLastShape(kSmallStemData, true) : kSmallStemData;
+    const auto shapes = ops::InferConvShapes(p, dshape);
+    TensorContainer<cpu, 4, half_t> xh(ToShape<4>(dshape)), wh(ToShape<4>(shapes.weight));
+    FillRandom(xh.view());
+    FillRandom(wh.view());
+    // Image 1, channel 1, input (6, 8): the windows of outputs y = 2 .. 4, x = 3 .. 5; output x = 2's
+    // folded columns reach x = 8 through its zero eighth tap.
+    (last ? xh[1][6][8][1] : xh[1][1][6][8]) = half_t(std::numeric_limits<float>::infinity());
+    TensorContainer<gpu, 4, half_t> x(xh.shape_), w(wh.shape_);
+    Copy(x.view(), xh.view()), Copy(w.view(), wh.view());
+    TensorContainer<gpu, 1, half_t> b;
+    auto forward = [&](const char* algorithm) {
+      ConvolutionParam q = p;
+      q.algorithm = algorithm;
+      TensorContainer<gpu, 4, half_t> y(ToShape<4>(shapes.out));
+      ops::ConvolutionForward(q, x.view(), w.view(), b.view(), kWriteTo, y.view());
+      return ToHost(y.view());
+    };
+    const auto ours = forward("gpu_stem_mma"), reference = forward("im2col_gemm");
+    int windows = 0, zero_taps = 0;
+    for (index_t n = 0; n < 2; ++n)
+      for (index_t oy = 0; oy < 8; ++oy)
+        for (index_t ox = 0; ox < 7; ++ox)
+          for (index_t k = 0; k < 8; ++k) {
+            const float a = float(last ? ours[n][oy][ox][k] : ours[n][k][oy][ox]);
+            const float r = float(last ? reference[n][oy][ox][k] : reference[n][k][oy][ox]);
+            INFO("image " << n << " output (" << oy << ", " << ox << ") filter " << k);
+            if (!std::isfinite(r)) {
+              CHECK_FALSE(std::isfinite(a));
+              ++windows;
+            } else if (!std::isfinite(a)) {
+              CHECK((n == 1 && oy >= 2 && oy <= 4 && ox == 2));
+              ++zero_taps;
+            } else {
+              CHECK(a == Approx(r).epsilon(1e-2).margin(2e-2));
+            }
+          }
+    CHECK(windows == 3 * 3 * 8);
+    CHECK(zero_taps == 3 * 8);
   }
 }
 

@@ -301,6 +301,7 @@ void CheckFusedEpilogue(const Conv2d& c, Stream<gpu>* stream, double tol, const 
   Copy(bias.view(), bh.view(), stream);
   const ops::ConvolutionParam param = c.Param(algorithm);
   const bool cutlass = std::string(algorithm) == kCutlass, im2col = std::string(algorithm) == "im2col_gemm";
+  const bool stem_mma = std::string(algorithm) == "gpu_stem_mma";  // fuses every form, every req, either layout
   INFO(algorithm << ": N " << c.N << " H " << c.H << " W " << c.W << " C " << c.C << " K " << c.K << " kernel " << c.R
                  << "x" << c.S << " stride " << c.stride << " " << ops::LayoutName(c.layout) << " dtype "
                  << DataType<DType>::name() << MathLabel(stream));
@@ -318,19 +319,20 @@ void CheckFusedEpilogue(const Conv2d& c, Stream<gpu>* stream, double tol, const 
   // residual. So does the RGB stem, folded to 6 of 8 channels: in half it must fuse bias and relu.)
   // (pointwise_gemm's channels-first forward of a batch of narrow images runs staged, and applies bias and
   // relu as it moves its channels-last result back: every req, no residual.)
-  const bool staged_first = !cutlass && !im2col && first && c.N > 1 && c.P() * c.Q() < 256;
+  const bool staged_first = !cutlass && !im2col && !stem_mma && first && c.N > 1 && c.P() * c.Q() < 256;
   // (Image by image, a 16-bit or TF32 channels-first forward on 8-aligned channels and pixels runs the
   // row-bias gemm where this build has one for this GPU: the whole form. Strict float and 3xTF32 do not.)
   const bool row_bias_math = !std::is_same<DType, float>::value || UsesTF32(stream);
-  const bool row_bias = !cutlass && !im2col && first && !staged_first && row_bias_math && c.C % 8 == 0 && c.K % 8 == 0 &&
-                        (c.P() * c.Q()) % 8 == 0 && RowBiasGemmsHere();
+  const bool row_bias = !cutlass && !im2col && !stem_mma && first && !staged_first && row_bias_math &&
+                        c.C % 8 == 0 && c.K % 8 == 0 && (c.P() * c.Q()) % 8 == 0 && RowBiasGemmsHere();
   // (im2col_gemm fuses channels last where its column rows (ops::ColumnRowStride: C R S entries, padded
   // where that adds at most an eighth) and the output's are whole 16-byte vectors.)
   const index_t vector = 16 / sizeof(DType);
   const bool im2col_rows = !first && c.K % vector == 0 &&
                            ops::ColumnRowStride(ops::MakeConvGeometry(param, {c.N, c.H, c.W, c.C}), sizeof(DType)) %
                                    vector == 0;
-  const bool whole_form = cutlass ? std::is_same<DType, half_t>::value && !first && c.C % 8 == 0 && c.C != 8 &&
+  const bool whole_form = stem_mma ? true
+                          : cutlass ? std::is_same<DType, half_t>::value && !first && c.C % 8 == 0 && c.C != 8 &&
                                         c.K % 8 == 0
                           : im2col ? im2col_rows
                           : first  ? staged_first || row_bias
@@ -349,8 +351,8 @@ void CheckFusedEpilogue(const Conv2d& c, Stream<gpu>* stream, double tol, const 
           e.bias = with_bias ? bias.dptr_ : nullptr;
           e.residual = with_residual ? r.dptr_ : nullptr;
           const bool fused = ops::ConvolutionForwardFused(param, x.view(), w.view(), e, req, out.view());
-          const bool form_fuses =
-              staged_first ? !with_residual : req == kWriteTo || (!cutlass && !relu && !with_residual);
+          const bool form_fuses = stem_mma || (staged_first ? !with_residual
+                                                         : req == kWriteTo || (!cutlass && !relu && !with_residual));
           if (whole_form && form_fuses) CHECK(fused);
           if (im2col && first) CHECK_FALSE(fused);
           if (stem && with_bias && !with_residual && req == kWriteTo) CHECK(fused);
@@ -959,6 +961,35 @@ TEST_CASE("CUTLASS implicit GEMM on an input with padded rows: the input staged,
   CHECK(DifferingElements(y.view(), y_padded.view()) == 0);
   CHECK(DifferingElements(dx.view(), dx_padded) == 0);
   CHECK(DifferingElements(dw.view(), dw_padded.view()) == 0);
+  DeleteStream(s);
+}
+
+// gpu_stem_mma's fused epilogue, its own store, forced by name: an RGB stem with more filters than a
+// block's 64, one input channel under 13 filters, and 4 channels at stride 2 with padding after; both
+// layouts, half and bf16 (it runs no float).
+TEST_CASE("gpu_stem_mma fused epilogue: bias, residual and relu in its store, every req", "[gpu][conv][epilogue]") {
+  TE_REQUIRE_GPU();
+  Stream<gpu>* s = NewStream<gpu>(false);
+  std::vector<Conv2d> shapes = {{3, 12, 11, 3, 70, 7, 7, 2, 1, 3, 3}, {2, 9, 9, 1, 13, 5, 5, 1, 1, 2, 2},
+                                {2, 10, 9, 4, 8, 3, 3, 2, 1, 1, 2}};
+  for (size_t i = 0, n = shapes.size(); i < n; ++i) {
+    shapes.push_back(shapes[i]);
+    shapes.back().layout = ops::Layout::kNCHW;
+  }
+  const auto* algorithm = ops::ConvRegistry<gpu, half_t>::Get().Find("gpu_stem_mma");
+  REQUIRE(algorithm != nullptr);
+  ops::ConvolutionParam stem = shapes[0].Param("gpu_stem_mma");
+  const ops::ConvProblem problem = ops::MakeConvProblem<gpu, half_t>(
+      ops::MakeConvGeometry(stem, {shapes[0].N, shapes[0].H, shapes[0].W, shapes[0].C}), s, true, stem.workspace);
+  const ops::ConvSupport here = algorithm->CanImplement(problem, ops::ConvPass::kForward);
+  if (!here.ok && here.why.find("compute capability") != std::string::npos) {
+    WARN("skipped: " << here.why);
+  } else {
+    for (const Conv2d& c : shapes) {
+      CheckFusedEpilogue<half_t>(c, s, 1e-2, "gpu_stem_mma");
+      CheckFusedEpilogue<bf16_t>(c, s, 2e-2, "gpu_stem_mma");
+    }
+  }
   DeleteStream(s);
 }
 
