@@ -1727,7 +1727,9 @@ TEST_CASE("convolution gpu_strided_dgrad: an infinite output gradient reaches on
 }
 
 // gpu_stem_mma, forced (the forward only): a stem with more filters than a block's 64 (a partial second
-// block), output rows longer than a tile's 128 pixels, one input channel at stride 1 (the Fashion-MNIST
+// block), output rows longer than a tile's 128 pixels, stems of more output rows than the GPU holds blocks
+// (a block walks several rows, keeping the input rows they share, and its run crosses tiles and images,
+// where it stages every row again), odd filters and pixels per row (no paired stores), one input channel at stride 1 (the Fashion-MNIST
 // trainer's first layer), 8 channels at stride 1, 2 channels at stride 4 and 1 at stride 8 (every fold),
 // dilation along y with unequal strides, 1-D, more work items than the GPU holds blocks (each block walks
 // several), padding past the kernel, padding after, and the longest reduction it takes (1024 entries);
@@ -1738,7 +1740,8 @@ TEST_CASE("convolution gpu_stem_mma: folds, filter blocks, row tiles, layouts", 
   Stream<gpu>* stream = NewStream<gpu>();
   std::vector<Case> cases = {
       MakeCase({3, 3, 29, 27}, {7, 7}, {2, 2}, {3, 3}, {1, 1}, 70, 1, true),     // a stem, 2 filter blocks
-      MakeCase({1, 3, 9, 300}, {7, 7}, {2, 2}, {3, 3}, {1, 1}, 16, 1, true),     // rows of 150 pixels
+      MakeCase({16, 3, 40, 300}, {7, 7}, {2, 2}, {3, 3}, {1, 1}, 16, 1, true),   // rows of 150 pixels
+      MakeCase({48, 3, 64, 70}, {7, 7}, {2, 2}, {3, 3}, {1, 1}, 7, 1, true),     // 1536 rows, odd K and OW
       MakeCase({2, 1, 28, 28}, {5, 5}, {1, 1}, {2, 2}, {1, 1}, 32, 1, true),     // 1 channel, stride 1
       MakeCase({2, 8, 9, 10}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 5, 1, false),      // 8 channels, stride 1
       MakeCase({1, 2, 20, 23}, {8, 8}, {4, 4}, {1, 1}, {1, 1}, 16, 1, true),     // 2 channels, stride 4
@@ -1809,7 +1812,7 @@ TEST_CASE("convolution gpu_stem_mma: folds, filter blocks, row tiles, layouts", 
         std::string::npos);  // 17 rows of 80 entries
   CHECK(why(MakeCase({1, 3, 5, 5, 5}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 4, 1, true)).find("2-D") !=
         std::string::npos);
-  Case padded = cases[2];
+  Case padded = cases[3];
   padded.padded_rows = true;
   CHECK(why(padded).find("dense rows") != std::string::npos);
   CHECK(ops::ConvRegistry<gpu, float>::Get().Find("gpu_stem_mma") == nullptr);  // half and bf16 only

@@ -9,24 +9,26 @@
 // 4 at stride 2), zeros in the unused slots and in the padding. Output pixel ox's taps along x then read
 // the folded columns ox, ox + 1, ..., ox + Qf - 1 (Qf = (S - 1) / stride_x + 1): 8 Qf entries that lie
 // contiguous in shared memory, 16 bytes after pixel ox - 1's. So for kernel row r the pixels' patches are
-// a row-major matrix of leading dimension 8 over the staged input row, which WMMA loads as it lies (the
-// rows overlap; the loads only read: a leading dimension of 8 meets CUDA C++'s rule, a multiple of 8
-// entries, though not PTX's stricter wording of 32-byte rows). The filters are laid out in the same lanes,
-// zeros for the missing taps and channels, and the product sums over kernel rows and 16-entry steps of each.
+// a row-major matrix of leading dimension 8 over the staged input row, overlapping rows, which the tensor
+// cores read as it lies (ldmatrix takes each matrix row's address from its own lane). The filters are laid
+// out in the same lanes, zeros for the missing taps and channels, and the product sums over kernel rows and
+// 16-entry steps of each.
 //
 // A zero tap still multiplies the staged value under it: an infinite or NaN input reaches, besides the
 // outputs whose window holds it, those whose folded columns do (a 7-wide kernel at stride 2 reads 8
 // columns: the output whose window ends one column before it), as NaN.
 //
-// A block holds kFilterTile filters in shared memory for its whole run and walks work items: a tile of up
-// to kPixelTile output pixels of one output row. Per item it stages the R input rows the tile reads (the
-// padding as zeros), multiplies on tensor cores (WMMA 16 x 16 x 16, float accumulation; a warp per 16
-// pixels times every filter of the block) and stores the result through shared memory in the output's
-// layout with the epilogue act(conv + bias + residual) and the req applied.
+// A block holds kFilterTile filters (and their bias) in shared memory for its whole run and walks a run of
+// consecutive work items: a tile of up to kPixelTile output pixels of one output row, the rows of one tile
+// in turn, so that the next row's item finds R - stride_y of its R input rows staged (a ring of R rows;
+// undilated along y) and stages the rest (the padding as zeros). It multiplies on tensor cores (mma m16n8k16,
+// float accumulation; a warp per 32 pixels times every filter of the block) and stores from the
+// accumulators, pairs of adjacent outputs at once, with the epilogue act(conv + bias + residual) and the req
+// applied.
 //
-// Half and bf16 (WMMA's bf16 needs compute capability 8.0: the kernel's compiled code must be sm_80 or
-// newer, which CanImplement asks of the CUDA runtime). The kernels (conv_stem_mma_kernels.cuh) are compiled
-// per dtype in units of their own (conv_stem_mma_*.cu).
+// Half and bf16 (the mma instructions need compute capability 8.0: the kernel's compiled code must be sm_80
+// or newer, which CanImplement asks of the CUDA runtime). The kernels (conv_stem_mma_kernels.cuh) are
+// compiled per dtype in units of their own (conv_stem_mma_*.cu).
 #pragma once
 #include <climits>
 #include <string>
@@ -39,14 +41,12 @@ namespace ops {
 namespace stem_mma {
 
 constexpr int kLanes = 8;         // entries of a folded column: one 16-byte vector of 16-bit values
-constexpr int kPixelTile = 128;   // output pixels of one row per work item (the product's rows)
-constexpr int kFilterTile = 64;   // filters per block (its columns)
-constexpr int kWarps = kPixelTile / 16;  // a warp per 16 pixels, times every filter of the block
-constexpr int kMaxReduction = 1024;      // kernel rows times padded entries per row, at most
-// The float results in shared memory: pixel-major channels last, filter-major channels first (WMMA wants
-// multiples of 4; 72 keeps a half-warp's stores of a fragment on distinct banks).
-constexpr int kResultRow = kFilterTile + 8;
-constexpr int kResultCol = kPixelTile + 4;
+constexpr int kPixelTile = 128;   // output pixels of one row per work item
+constexpr int kFilterTile = 64;   // filters per block
+constexpr int kWarpPixels = 32;   // a warp's pixels, times every filter of the block
+constexpr int kWarps = kPixelTile / kWarpPixels;
+constexpr int kBlocksPerSm = 4;   // the blocks an SM holds at once, which bounds the registers per thread
+constexpr int kMaxReduction = 1024;  // kernel rows times padded entries per row, at most
 
 template <typename DType>
 constexpr bool kDType = std::is_same<DType, half_t>::value || std::is_same<DType, bf16_t>::value;
@@ -60,29 +60,23 @@ struct Problem {
 
   // Channel slots per sub-column of a folded column.
   TE_XINLINE int Slots() const { return kLanes / stride_x; }
-  // Folded columns one pixel's taps along x read, and a kernel row's entries padded to whole WMMA steps.
+  // Folded columns one pixel's taps along x read, and a kernel row's entries padded to whole mma steps (16).
   TE_XINLINE int FoldedTaps() const { return (S - 1) / stride_x + 1; }
   TE_XINLINE int RowEntries() const { return (FoldedTaps() * kLanes + 15) / 16 * 16; }
   TE_XINLINE int Reduction() const { return R * RowEntries(); }
-  // A staged input row: the tile's pixels' folded columns plus those the last step past them reads (an
-  // even count, so that every row starts on a 32-byte boundary, as WMMA's loads want).
+  // A staged input row: the tile's pixels' folded columns plus those the last step past them reads.
   TE_XINLINE int StagedColumns() const { return kPixelTile + RowEntries() / kLanes; }
-  // A filter's row in shared memory, skewed by 8 entries so that filters fall on different banks.
+  // A filter's row in shared memory, skewed by 8 entries (an odd number of 16-byte units apart) so that the
+  // 8 rows of one ldmatrix fall on different banks.
   TE_XINLINE int FilterRow() const { return Reduction() + 8; }
   TE_XINLINE int TilesPerRow() const { return (OW + kPixelTile - 1) / kPixelTile; }
   TE_XINLINE index_t Items() const { return index_t(N) * OH * TilesPerRow(); }
   TE_XINLINE int FilterTiles() const { return (K + kFilterTile - 1) / kFilterTile; }
-  // Shared memory: the staged input rows [R][StagedColumns()][kLanes] (or, once multiplied, the float
-  // results, [kPixelTile][kResultRow] or [kFilterTile][kResultCol]), then the block's filters
-  // [kFilterTile][FilterRow()].
-  TE_XINLINE size_t FiltersAt() const {
-    const size_t rows = size_t(R) * StagedColumns() * kLanes * 2;
-    const size_t results = size_t(kPixelTile * kResultRow > kFilterTile * kResultCol ? kPixelTile * kResultRow
-                                                                                      : kFilterTile * kResultCol) *
-                           sizeof(float);
-    return rows > results ? rows : results;
-  }
-  TE_XINLINE size_t SharedBytes() const { return FiltersAt() + size_t(kFilterTile) * FilterRow() * 2; }
+  // Shared memory: the ring of staged input rows [R][StagedColumns()][kLanes], the block's filters
+  // [kFilterTile][FilterRow()], their bias as float [kFilterTile].
+  TE_XINLINE size_t FiltersAt() const { return size_t(R) * StagedColumns() * kLanes * 2; }
+  TE_XINLINE size_t BiasAt() const { return FiltersAt() + size_t(kFilterTile) * FilterRow() * 2; }
+  TE_XINLINE size_t SharedBytes() const { return BiasAt() + kFilterTile * sizeof(float); }
 };
 
 // The forward of geometry g as a Problem, or false with the reason in *why.
@@ -124,6 +118,7 @@ struct Store {
   const DType* bias = nullptr;
   const DType* residual = nullptr;  // like the output
   bool relu = false, add = false;
+  bool paired = false;  // set by Forward: output pairs are 4-byte aligned (adjacent filters or pixels)
 };
 
 // y = the forward of p from x and the weight, stored per `store`, queued on `stream`.

@@ -8,181 +8,276 @@
 #include <utility>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
-#include <mma.h>
 #include "conv_stem_mma.h"
 
 namespace tensorexpr {
 namespace ops {
 namespace stem_mma {
 
-// WMMA's element type for each of ours (the same 16 bits).
-template <typename DType>
-struct MmaElement;
-template <>
-struct MmaElement<half_t> {
-  using type = __half;
-};
-template <>
-struct MmaElement<bf16_t> {
-  using type = __nv_bfloat16;
-};
-
 constexpr int kThreads = kWarps * 32;
-constexpr int kFilterFragments = kFilterTile / 16;  // a warp's accumulators: 16 pixels x 16 filters each
+constexpr int kFilterBatch = 8;  // filter entries a thread loads before it stores them (loads in flight)
 
 // A folded column's 8 lanes as one 16-byte store.
 struct alignas(16) Lanes {
   uint16_t v[kLanes];
 };
 
-// Block (x, y): filters y * kFilterTile on, and the work items x, x + gridDim.x, ... (item: image n, output
-// row oy, pixel tile t of that row).
-template <typename DType>
-__global__ void __launch_bounds__(kThreads, 2)
-    ForwardKernel(Problem p, const DType* __restrict__ x, const DType* __restrict__ weight,
-                  DType* y /* not restrict: the residual may be the output */,
-                  Store<DType> store) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  namespace wmma = nvcuda::wmma;
-  using Element = typename MmaElement<DType>::type;
+// Four 8 x 8 matrices of 16-bit entries from shared memory (ldmatrix): lane i gives the address of row i % 8
+// of matrix i / 8, 16 bytes; thread t receives entries (t / 4, 2 (t % 4)) and the next of each matrix. Each
+// row has its own address, so the rows may overlap, as the staged pixels' patches do.
+__device__ __forceinline__ void LoadMatrices(uint32_t (&m)[4], const void* row) {
+  const unsigned at = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(m[0]), "=r"(m[1]), "=r"(m[2]), "=r"(m[3])
+               : "r"(at));
+}
+
+// d += a b on tensor cores (mma m16n8k16, float accumulation): a 16 x 16 row-major, four registers as
+// LoadMatrices gives them for rows 0-15 (lanes' rows lane % 16, entries 8 (lane / 16) on); b 16 x 8
+// column-major, its entries 0-7 and 8-15 of 8 columns; d's thread t holds (t / 4, 2 (t % 4) + 0, 1) and the
+// same 8 rows down.
+template <typename DType>
+__device__ void Mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1);
+template <>
+__device__ __forceinline__ void Mma<half_t>(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+template <>
+__device__ __forceinline__ void Mma<bf16_t>(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Two adjacent 16-bit values as one 32-bit word, and back.
+template <typename DType>
+__device__ uint32_t Pack(float lo, float hi);
+template <>
+__device__ __forceinline__ uint32_t Pack<half_t>(float lo, float hi) {
+  const __half2 h = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&h);
+}
+template <>
+__device__ __forceinline__ uint32_t Pack<bf16_t>(float lo, float hi) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&h);
+}
+template <typename DType>
+__device__ float2 Unpack(uint32_t word);
+template <>
+__device__ __forceinline__ float2 Unpack<half_t>(uint32_t word) {
+  return __half22float2(*reinterpret_cast<const __half2*>(&word));
+}
+template <>
+__device__ __forceinline__ float2 Unpack<bf16_t>(uint32_t word) {
+  return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&word));
+}
+
+// The epilogue on outputs at and at + 1 (the second only if `both`): act(conv + bias + residual), added to
+// the output under kAddTo; one 32-bit access for the pair where the store allows it.
+template <typename DType>
+__device__ __forceinline__ void StorePair(const Store<DType>& store, DType* y, index_t at, float v0, float v1,
+                                          bool both) {
+  if (both && store.paired) {
+    if (store.residual != nullptr) {
+      const float2 r = Unpack<DType>(*reinterpret_cast<const uint32_t*>(store.residual + at));
+      v0 += r.x, v1 += r.y;
+    }
+    if (store.relu) v0 = fmaxf(v0, 0.0f), v1 = fmaxf(v1, 0.0f);
+    uint32_t* const word = reinterpret_cast<uint32_t*>(y + at);
+    if (store.add) {
+      const float2 o = Unpack<DType>(*word);
+      v0 += o.x, v1 += o.y;
+    }
+    *word = Pack<DType>(v0, v1);
+    return;
+  }
+  for (int j = 0; j < (both ? 2 : 1); ++j) {
+    float v = j == 0 ? v0 : v1;
+    if (store.residual != nullptr) v += float(store.residual[at + j]);
+    if (store.relu) v = v > 0.0f ? v : 0.0f;  // NaN stays NaN, as in the other algorithms' stores
+    y[at + j] = DType(store.add ? float(y[at + j]) + v : v);
+  }
+}
+#endif
+
+// Entry i of the block's filters in the staged rows' lanes (filter i / reduction, then kernel row r and entry
+// e of that row): tap s = (e / 8) * stride_x + (e % 8) / slots of channel (e % 8) % slots, zero past the
+// kernel, the channels and the last filter.
+__device__ __forceinline__ uint16_t FilterEntry(const Problem& p, const uint16_t* __restrict__ ws, int k0, int i) {
+  const int reduction = p.Reduction(), entries = p.RowEntries();
+  const int f = i / reduction, at = i % reduction, r = at / entries, e = at % entries;
+  const int lane = e % kLanes, s = (e / kLanes) * p.stride_x + lane / p.Slots(), c = lane % p.Slots();
+  if (f >= kFilterTile || k0 + f >= p.K || s >= p.S || c >= p.C) return 0;
+  const index_t filter = index_t(k0 + f) * p.C * p.R * p.S;
+  return __ldg(ws + filter + (p.channels_last ? (r * p.S + s) * p.C + c : (c * p.R + r) * p.S + s));
+}
+
+// Block (x, y): filters y * kFilterTile on, and the work items x * items_per_block on, in order: a work item
+// is a tile of output row oy of image n, items running over oy fastest, so that a block walks down the rows of
+// one tile and keeps the input rows they share (the ring: undilated along y, input row iy stays in slot
+// (iy + pad_y) mod R). Warp w multiplies the tile's pixels 32 w on by every filter of the block; channels
+// last the pixels are the product's rows (its stores then pair adjacent filters), channels first the
+// filters are (pairing adjacent pixels).
+template <typename DType, bool kChannelsLast>
+__global__ void __launch_bounds__(kThreads, kBlocksPerSm)
+    ForwardKernel(Problem p, const DType* __restrict__ x, const DType* __restrict__ weight,
+                  DType* y /* not restrict: the residual may be the output */, Store<DType> store,
+                  index_t items_per_block) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   extern __shared__ __align__(128) unsigned char shared[];
   const int columns = p.StagedColumns(), entries = p.RowEntries(), filter_row = p.FilterRow();
-  const int slots = p.Slots(), steps = entries / 16;
-  Lanes* const rows = reinterpret_cast<Lanes*>(shared);      // [R][columns]
-  float* const results = reinterpret_cast<float*>(shared);   // the same memory, once multiplied
+  const int slots = p.Slots(), steps = entries / 16, reduction = p.Reduction();
+  Lanes* const rows = reinterpret_cast<Lanes*>(shared);                           // [R][columns]
   uint16_t* const filters = reinterpret_cast<uint16_t*>(shared + p.FiltersAt());  // [kFilterTile][filter_row]
+  float* const bias = reinterpret_cast<float*>(shared + p.BiasAt());             // [kFilterTile]
   const uint16_t* const xs = reinterpret_cast<const uint16_t*>(x);
   const uint16_t* const ws = reinterpret_cast<const uint16_t*>(weight);
-  const int tid = threadIdx.x, warp = tid / 32;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int k0 = blockIdx.y * kFilterTile;
 
-  // The block's filters in the staged rows' lanes: entry (r, e) of filter f is tap s = (e / 8) * stride_x +
-  // (e % 8) / slots of channel (e % 8) % slots, zero past the kernel, the channels and the last filter. WMMA
-  // reads them as a column-major matrix_b.
-  const int reduction = p.Reduction();
-  for (int i = tid; i < kFilterTile * reduction; i += kThreads) {
-    const int f = i / reduction, at = i % reduction, r = at / entries, e = at % entries;
-    const int lane = e % kLanes, s = (e / kLanes) * p.stride_x + lane / slots, c = lane % slots;
-    uint16_t v = 0;
-    if (k0 + f < p.K && s < p.S && c < p.C) {
-      const index_t filter = index_t(k0 + f) * p.C * p.R * p.S;
-      v = ws[filter + (p.channels_last ? (r * p.S + s) * p.C + c : (c * p.R + r) * p.S + s)];
+  // The block's filters (read by the tensor cores as the product's columns or rows), a batch of loads in
+  // flight per thread, and its bias.
+  for (int i0 = 0; i0 < kFilterTile * reduction; i0 += kThreads * kFilterBatch) {
+    uint16_t v[kFilterBatch];
+#pragma unroll
+    for (int j = 0; j < kFilterBatch; ++j) v[j] = FilterEntry(p, ws, k0, i0 + j * kThreads + tid);
+#pragma unroll
+    for (int j = 0; j < kFilterBatch; ++j) {
+      const int i = i0 + j * kThreads + tid;
+      if (i < kFilterTile * reduction) filters[(i / reduction) * filter_row + i % reduction] = v[j];
     }
-    filters[f * filter_row + at] = v;
   }
+  for (int f = tid; f < kFilterTile; f += kThreads)
+    bias[f] = store.bias != nullptr && k0 + f < p.K ? float(store.bias[k0 + f]) : 0.0f;
 
   const int tiles_per_row = p.TilesPerRow();
-  const index_t items = p.Items();
+  const index_t first = index_t(blockIdx.x) * items_per_block;
+  const index_t last = min(p.Items(), first + items_per_block);
   const int image_size = p.H * p.W * p.C;
-  for (index_t item = blockIdx.x; item < items; item += gridDim.x) {
-    const int tile = int(item % tiles_per_row);
-    const index_t image_row = item / tiles_per_row;
-    const int oy = int(image_row % p.OH);
-    const index_t n = image_row / p.OH;
+  for (index_t item = first; item < last; ++item) {
+    const int oy = int(item % p.OH);
+    const index_t run = item / p.OH;
+    const int tile = int(run % tiles_per_row);
+    const index_t n = run / tiles_per_row;
     const int ox0 = tile * kPixelTile, pixels = min(kPixelTile, p.OW - ox0);
     const uint16_t* const image = xs + n * image_size;
-    __syncthreads();  // the previous item's results are stored (and the filters written, the first time)
-    // Stage the R input rows: folded column q of row r holds input columns (ox0 + q) * stride_x + sub -
-    // pad_x, sub < stride_x, each in `slots` lanes of channels; zeros outside the image.
-    for (int i = tid; i < p.R * columns; i += kThreads) {
-      const int r = i / columns, q = i % columns;
+    // The row after the previous item's, in the same tile, finds R - stride_y of its input rows in the ring.
+    const bool ring = p.dilate_y == 1;
+    const int fresh = ring && item > first && oy > 0 ? max(0, p.R - p.stride_y) : 0;
+    const int slot0 = ring ? int((index_t(oy) * p.stride_y) % p.R) : 0;
+    __syncthreads();  // every warp is done reading the ring (and the filters and bias are written)
+    // Stage kernel rows fresh .. R - 1: folded column q holds input columns (ox0 + q) * stride_x + sub - pad_x,
+    // sub < stride_x, each in `slots` lanes of channels; zeros outside the image.
+    for (int i = tid; i < (p.R - fresh) * columns; i += kThreads) {
+      const int r = fresh + i / columns, q = i % columns;
       const int iy = oy * p.stride_y - p.pad_y + r * p.dilate_y;
       Lanes v;
 #pragma unroll
-      for (int lane = 0; lane < kLanes; ++lane) {
-        const int c = lane % slots, ix = (ox0 + q) * p.stride_x + lane / slots - p.pad_x;
-        v.v[lane] = 0;
+      for (int l = 0; l < kLanes; ++l) {
+        const int c = l % slots, ix = (ox0 + q) * p.stride_x + l / slots - p.pad_x;
+        v.v[l] = 0;
         if (c < p.C && unsigned(iy) < unsigned(p.H) && unsigned(ix) < unsigned(p.W))
-          v.v[lane] = __ldg(image + (p.channels_last ? (iy * p.W + ix) * p.C + c : (c * p.H + iy) * p.W + ix));
+          v.v[l] = __ldg(image + (p.channels_last ? (iy * p.W + ix) * p.C + c : (c * p.H + iy) * p.W + ix));
       }
-      rows[i] = v;
+      rows[((slot0 + r) % p.R) * columns + q] = v;
     }
     __syncthreads();
-    // Multiply: warp w's 16 pixels (ox0 + 16 w on) times the block's filters, over kernel rows and steps.
-    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[kFilterFragments];
+    if (warp * kWarpPixels >= pixels) continue;
+
+    // The product: tile t of acc is 16 x 8, pixels x filters channels last (2 x 8 tiles), filters x pixels
+    // channels first (4 x 4 tiles). Pixel i's entries of a step start one folded column after pixel i - 1's.
+    float acc[16][4] = {};
+    for (int r = 0; r < p.R; ++r) {
+      const Lanes* const row = rows + ((slot0 + r) % p.R) * columns + warp * kWarpPixels + lane % 16 + lane / 16;
+      const uint16_t* const taps = filters + (lane % 16) * filter_row + r * entries + (lane / 16) * 8;
+      for (int h = 0; h < steps; ++h) {
+        uint32_t px[2][4];
 #pragma unroll
-    for (int b = 0; b < kFilterFragments; ++b) wmma::fill_fragment(acc[b], 0.0f);
-    if (warp * 16 < pixels) {
-      for (int r = 0; r < p.R; ++r) {
-        const Element* const pa = reinterpret_cast<const Element*>(rows + r * columns + warp * 16);
-        const Element* const pb = reinterpret_cast<const Element*>(filters) + r * entries;
-        for (int h = 0; h < steps; ++h) {
-          // Pixel i's entries of this step start 8 entries (one folded column) after pixel i - 1's.
-          wmma::fragment<wmma::matrix_a, 16, 16, 16, Element, wmma::row_major> fa;
-          wmma::load_matrix_sync(fa, pa + h * 16, kLanes);
+        for (int b = 0; b < 2; ++b) LoadMatrices(px[b], row + b * 16 + 2 * h);
 #pragma unroll
-          for (int b = 0; b < kFilterFragments; ++b) {
-            wmma::fragment<wmma::matrix_b, 16, 16, 16, Element, wmma::col_major> fb;
-            wmma::load_matrix_sync(fb, pb + b * 16 * filter_row + h * 16, filter_row);
-            wmma::mma_sync(acc[b], fa, fb, acc[b]);
+        for (int b = 0; b < 4; ++b) {
+          uint32_t fl[4];
+          LoadMatrices(fl, taps + b * 16 * filter_row + h * 16);
+#pragma unroll
+          for (int t = 0; t < 4; ++t) {
+            if constexpr (kChannelsLast)  // pixels 16 (t / 2) on, filters 16 b + 8 (t % 2) on
+              Mma<DType>(acc[(t / 2) * 8 + 2 * b + t % 2], px[t / 2], fl[t % 2], fl[t % 2 + 2]);
+            else  // filters 16 b on, pixels 8 t on
+              Mma<DType>(acc[b * 4 + t], fl, px[t / 2][t % 2], px[t / 2][t % 2 + 2]);
           }
         }
       }
     }
-    __syncthreads();  // every warp is done reading the rows: their memory takes the results
-    // Results in the order the store walks them: pixel-major channels last (a warp stores 32 filters of a
-    // pixel), filter-major channels first (32 pixels of a filter's row).
-#pragma unroll
-    for (int b = 0; b < kFilterFragments; ++b) {
-      if (p.channels_last)
-        wmma::store_matrix_sync(results + warp * 16 * kResultRow + b * 16, acc[b], kResultRow, wmma::mem_row_major);
-      else
-        wmma::store_matrix_sync(results + b * 16 * kResultCol + warp * 16, acc[b], kResultCol, wmma::mem_col_major);
-    }
-    __syncthreads();
-    // The output row's pixels ox0 .. ox0 + pixels - 1: channels last (n, oy, ox, k), channels first
-    // (n, k, oy, ox).
-    const index_t row_at = p.channels_last ? (image_row * p.OW + ox0) * p.K : (n * p.K * p.OH + oy) * p.OW + ox0;
+
+    // The store: output pixels ox0 + m, filters k0 + f; channels last (n, oy, ox, k), channels first
+    // (n, k, oy, ox). Thread (g, c) = (lane / 4, lane % 4) holds rows g and g + 8, columns 2c and 2c + 1.
+    const int g = lane / 4, c2 = 2 * (lane % 4);
+    const index_t row_at = kChannelsLast ? ((n * p.OH + oy) * p.OW + ox0) * p.K : (n * p.K * p.OH + oy) * p.OW + ox0;
     const index_t plane = index_t(p.OH) * p.OW;
-    for (int e = tid; e < kPixelTile * kFilterTile; e += kThreads) {
-      const int m = p.channels_last ? e / kFilterTile : e % kPixelTile;
-      const int f = p.channels_last ? e % kFilterTile : e / kPixelTile;
-      const int k = k0 + f;
-      if (m >= pixels || k >= p.K) continue;
-      float v = p.channels_last ? results[m * kResultRow + f] : results[f * kResultCol + m];
-      const index_t at = p.channels_last ? row_at + index_t(m) * p.K + k : row_at + index_t(k) * plane + m;
-      if (store.bias != nullptr) v += float(store.bias[k]);
-      if (store.residual != nullptr) v += float(store.residual[at]);
-      if (store.relu) v = v > 0.0f ? v : 0.0f;
-      y[at] = DType(store.add ? float(y[at]) + v : v);
+#pragma unroll
+    for (int t = 0; t < 16; ++t) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const float* const d = acc[t] + 2 * j;
+        if constexpr (kChannelsLast) {
+          const int m = warp * kWarpPixels + (t / 8) * 16 + g + 8 * j, f = (t % 8) * 8 + c2;
+          if (m < pixels && k0 + f < p.K)
+            StorePair(store, y, row_at + index_t(m) * p.K + k0 + f, d[0] + bias[f], d[1] + bias[f + 1],
+                      k0 + f + 1 < p.K);
+        } else {
+          const int f = (t / 4) * 16 + g + 8 * j, m = warp * kWarpPixels + (t % 4) * 8 + c2;
+          if (m < pixels && k0 + f < p.K)
+            StorePair(store, y, row_at + index_t(k0 + f) * plane + m, d[0] + bias[f], d[1] + bias[f], m + 1 < pixels);
+        }
+      }
     }
   }
 #else
-  (void)p, (void)x, (void)weight, (void)y, (void)store;
+  (void)p, (void)x, (void)weight, (void)y, (void)store, (void)items_per_block;
 #endif
 }
 
 template <typename DType>
 int KernelArch() {
   cudaFuncAttributes attributes;
-  if (cudaFuncGetAttributes(&attributes, ForwardKernel<DType>) != cudaSuccess) {
+  if (cudaFuncGetAttributes(&attributes, ForwardKernel<DType, true>) != cudaSuccess) {
     (void)cudaGetLastError();  // no code for this GPU: clear the error, and say so
     return 0;
   }
   return attributes.ptxVersion;
 }
 
-// Blocks of `shared` bytes an SM of the current device holds at once. The first call on a device lets the
-// kernel take all the shared memory a block may (a process-wide setting, so made once, never lowered: a
-// setting per launch would race between threads launching different sizes); counts are kept per size.
+// Blocks of `shared` bytes an SM of the current device holds at once of one layout's kernel. The first call
+// on a device lets the kernel take all the shared memory a block may (a process-wide setting, so made once,
+// never lowered: a setting per launch would race between threads launching different sizes); counts are
+// kept per size.
 template <typename DType>
-int BlocksPerSm(size_t shared) {
+int BlocksPerSm(bool channels_last, size_t shared) {
   static std::mutex mutex;
-  static std::map<std::pair<int, size_t>, int> counts;
-  static bool raised[cuda::kMaxDevices] = {};
+  static std::map<std::pair<int, size_t>, int> counts[2];
+  static bool raised[2][cuda::kMaxDevices] = {};
+  const auto kernel = channels_last ? ForwardKernel<DType, true> : ForwardKernel<DType, false>;
   const int device = cuda::CurrentDevice();
   std::lock_guard<std::mutex> lock(mutex);
   TE_CHECK(device >= 0 && device < cuda::kMaxDevices, "gpu_stem_mma: device ", device, " is out of range");
-  if (!raised[device]) {
-    TE_CUDA_CHECK(cudaFuncSetAttribute(ForwardKernel<DType>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  if (!raised[channels_last][device]) {
+    TE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        int(cuda::CurrentDeviceInfo().shared_per_block)));
-    raised[device] = true;
+    raised[channels_last][device] = true;
   }
-  auto found = counts.find({device, shared});
-  if (found == counts.end()) {
+  auto found = counts[channels_last].find({device, shared});
+  if (found == counts[channels_last].end()) {
     int per_sm = 0;
-    TE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, ForwardKernel<DType>, kThreads, shared));
-    found = counts.emplace(std::make_pair(device, shared), per_sm).first;
+    TE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, shared));
+    found = counts[channels_last].emplace(std::make_pair(device, shared), per_sm).first;
   }
   return found->second;
 }
@@ -192,12 +287,22 @@ void Forward(const Problem& p, const DType* x, const DType* weight, DType* y, co
              cudaStream_t stream) {
   if (p.Items() == 0 || p.K == 0) return;
   const size_t shared = p.SharedBytes();
-  const int per_sm = BlocksPerSm<DType>(shared);
-  // Enough blocks to fill the GPU once; each walks its items with its filters held.
+  const int per_sm = BlocksPerSm<DType>(p.channels_last, shared);
+  // Enough blocks to fill the GPU once; each walks a run of consecutive items with its filters held.
   const index_t resident = index_t(std::max(per_sm, 1)) * cuda::CurrentDeviceInfo().sm_count;
   const index_t columns = std::max<index_t>(1, std::min<index_t>(p.Items(), resident / p.FilterTiles()));
-  const dim3 grid(unsigned(std::min<index_t>(columns, INT_MAX)), unsigned(p.FilterTiles()));
-  ForwardKernel<DType><<<grid, kThreads, shared, stream>>>(p, x, weight, y, store);
+  const index_t per_block = (p.Items() + columns - 1) / columns;
+  const dim3 grid(unsigned((p.Items() + per_block - 1) / per_block), unsigned(p.FilterTiles()));
+  // Pairs of outputs in one 32-bit access: adjacent filters channels last, adjacent pixels channels first,
+  // where every pair starts on an even element of 4-byte aligned tensors.
+  auto aligned = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 4 == 0; };
+  Store<DType> paired = store;
+  paired.paired = (p.channels_last ? p.K % 2 == 0 : p.OW % 2 == 0) && aligned(y) &&
+                  (store.residual == nullptr || aligned(store.residual));
+  if (p.channels_last)
+    ForwardKernel<DType, true><<<grid, kThreads, shared, stream>>>(p, x, weight, y, paired, per_block);
+  else
+    ForwardKernel<DType, false><<<grid, kThreads, shared, stream>>>(p, x, weight, y, paired, per_block);
   TE_CUDA_CHECK_LAUNCH("gpu_stem_mma");
 }
 
