@@ -1931,13 +1931,15 @@ TEST_CASE("convolution: the GPU heuristic leaves strict float's weight gradients
   DeleteStream(stream);
 }
 
-// An RGB stem: the forward in half and bf16 goes to im2col_gemm, channels last (column rows padded to
-// whole vectors, the rows kernel, cuBLAS, whose store fuses the epilogue) and channels first (where
-// CUTLASS's kernel would add the transforms to and from channels last); the weight gradient stays
-// CUTLASS's. Both are checked against float64.
+// An RGB stem: the forward in half and bf16 goes to gpu_stem_mma in either layout (to im2col_gemm where
+// that cannot run: before compute capability 8.0), not to CUTLASS (whose kernel pads the channels and,
+// channels first, adds the transforms to and from channels last); the weight gradient stays CUTLASS's. Both
+// are checked against float64. Unstrided, or on 8 channels, the forward is not gpu_stem_mma's.
 template <typename DType>
-void CheckStemForwardOnIm2Col(Stream<gpu>* stream, ops::Layout layout) {
-  const auto* cutlass = ops::ConvRegistry<gpu, DType>::Get().Find("cutlass_implicit_gemm");
+void CheckStemForward(Stream<gpu>* stream, ops::Layout layout) {
+  const auto& registry = ops::ConvRegistry<gpu, DType>::Get();
+  const auto* cutlass = registry.Find("cutlass_implicit_gemm");
+  const auto* stem_mma = registry.Find("gpu_stem_mma");
   Case stem = MakeCase({2, 3, 15, 14}, {7, 7}, {2, 2}, {3, 3}, {1, 1}, 64, 1, true);
   stem.param.layout = layout;
   const ops::ConvProblem pr = ProblemOf<gpu, DType>(stem, stream);
@@ -1948,13 +1950,22 @@ void CheckStemForwardOnIm2Col(Stream<gpu>* stream, ops::Layout layout) {
   INFO((layout == ops::Layout::kNHWC ? "channels last" : "channels first"));
   CHECK_FALSE(cutlass->Recommended(pr, ops::ConvPass::kForward));
   CHECK(cutlass->Recommended(pr, ops::ConvPass::kBackwardWeight));
+  const bool mma = stem_mma->CanImplement(pr, ops::ConvPass::kForward).ok;
+  CHECK(stem_mma->Recommended(pr, ops::ConvPass::kForward));
+  CHECK_FALSE(stem_mma->Recommended(pr, ops::ConvPass::kBackwardData));
   const std::string line = SelectionLine(std::string("forward ") + DataType<DType>::name(), [&] {
     RunCase<gpu, DType, 4, 4>(stream, stem, Reqs{kWriteTo, kNullOp, kWriteTo, kNullOp});
   });
-  CHECK(line.find("-> im2col_gemm (heuristic)") != std::string::npos);
+  CHECK(line.find(mma ? "-> gpu_stem_mma (heuristic)" : "-> im2col_gemm (heuristic)") != std::string::npos);
+  Case unstrided = MakeCase({2, 3, 15, 14}, {7, 7}, {1, 1}, {3, 3}, {1, 1}, 64, 1, true);
+  Case eight = MakeCase({2, 8, 15, 14}, {3, 3}, {1, 2}, {1, 1}, {1, 1}, 64, 1, true);
+  for (Case* k : {&unstrided, &eight}) {
+    k->param.layout = layout;
+    CHECK_FALSE(stem_mma->Recommended(ProblemOf<gpu, DType>(*k, stream), ops::ConvPass::kForward));
+  }
   ops::ReleaseConvCaches<gpu>();
 }
-TEST_CASE("convolution: the GPU heuristic takes im2col_gemm for a stem's 16-bit forward", "[gpu][conv]") {
+TEST_CASE("convolution: the GPU heuristic takes gpu_stem_mma for a stem's 16-bit forward", "[gpu][conv]") {
   TE_REQUIRE_GPU();
   if (ops::ConvRegistry<gpu, half_t>::Get().Find("cutlass_implicit_gemm") == nullptr) {
     WARN("skipped: this build has no CUTLASS kernels");
@@ -1962,8 +1973,8 @@ TEST_CASE("convolution: the GPU heuristic takes im2col_gemm for a stem's 16-bit 
   }
   Stream<gpu>* stream = NewStream<gpu>();
   for (ops::Layout layout : {ops::Layout::kNHWC, ops::Layout::kNCHW}) {
-    CheckStemForwardOnIm2Col<half_t>(stream, layout);
-    CheckStemForwardOnIm2Col<bf16_t>(stream, layout);
+    CheckStemForward<half_t>(stream, layout);
+    CheckStemForward<bf16_t>(stream, layout);
   }
   DeleteStream(stream);
 }

@@ -175,8 +175,10 @@ class ConvGpuStemMma : public ConvAlgorithm<gpu, DType> {
       return ConvSupport::Yes();
     }
   }
-  // Not yet measured against im2col_gemm and CUTLASS on the stem: left to the tuner.
-  bool Recommended(const ConvProblem&, ConvPass) const override { return false; }
+  // A stem: at most 4 input channels, strided along x (what CUTLASS runs folded and im2col_gemm pads).
+  bool Recommended(const ConvProblem& pr, ConvPass pass) const override {
+    return pass == ConvPass::kForward && pr.geom.C <= 4 && pr.geom.stride[2] >= 2;
+  }
   size_t WorkspaceBytes(const ConvProblem&, const ConvStores&) const override { return 0; }
   bool FusesEpilogue(const ConvProblem& pr, const ConvEpilogue<DType>&, ReqStore) const override {
     return CanImplement(pr, ConvPass::kForward).ok;
