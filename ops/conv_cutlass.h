@@ -65,8 +65,8 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
   // 16-bit forward is im2col_gemm's too (timed on ResNet-50's 7 x 7 stride-2 stem: TE_CONV_TUNE=1
   // TE_LOG=conv bench/conv_bench --dtype fp16|bf16 --layout nchw --layers stem_layer.txt, H200, N = 32):
   // 0.206 ms in fp16 and 0.218 in bf16 against 0.278 and 0.282. (gpu_stem_mma, registered first, is the
-  // heuristic's pick for both where it runs: 0.142-0.148 ms; these keep the stem off CUTLASS where it
-  // cannot, before compute capability 8.0.)
+  // heuristic's pick for both where it runs, 0.142-0.148 ms; this rule keeps the stems it cannot run off
+  // CUTLASS: before compute capability 8.0, or with channels times the stride along x over 8.)
   // Its folded data gradient padded 6.3 times in tiles 64 wide and still beat im2col_gemm (0.48 against
   // 0.66 ms; unfolded, 21 times, it lost: 0.76); the slim tile pads it 3.1 times.
   // Strict fp32's SIMT kernels: only the strided unpadded 1x1 kernels' data gradient, channels last. The
@@ -220,10 +220,9 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
 
  private:
   // A 16-bit stem in one group whose forward goes to im2col_gemm (Recommended) where gpu_stem_mma does not
-  // take it: channels first, one this
-  // kernel runs folded; channels last, one whose column rows im2col_gemm pads to whole vectors (an RGB
-  // stem's 147 entries to 152), of a dense input that its workspace takes whole images of, and that the
-  // rows kernel takes (cuda/patch.cuh).
+  // take it: channels first, one this kernel runs folded; channels last, one whose column rows im2col_gemm
+  // pads to whole vectors (an RGB stem's 147 entries to 152), of a dense input that its workspace takes
+  // whole images of, and that the rows kernel takes (cuda/patch.cuh).
   static bool StemForwardOnIm2Col(const ConvProblem& pr, int fold) {
     const ConvGeometry& g = pr.geom;
     if (sizeof(DType) != 2 || g.G != 1) return false;
