@@ -15,7 +15,7 @@ namespace ops {
 namespace stem_mma {
 
 constexpr int kThreads = kWarps * 32;
-constexpr int kFilterBatch = 8;  // filter entries a thread loads before it stores them (loads in flight)
+static_assert(kThreads <= kPixelTile, "a staged row (kPixelTile + 2 columns or more) outnumbers the threads");
 
 // A folded column's 8 lanes as one 16-byte store.
 struct alignas(16) Lanes {
@@ -108,17 +108,10 @@ __device__ __forceinline__ void StorePair(const Store<DType>& store, DType* y, i
 }
 #endif
 
-// Entry i of the block's filters in the staged rows' lanes (filter i / reduction, then kernel row r and entry
-// e of that row): tap s = (e / 8) * stride_x + (e % 8) / slots of channel (e % 8) % slots, zero past the
-// kernel, the channels and the last filter.
-__device__ __forceinline__ uint16_t FilterEntry(const Problem& p, const uint16_t* __restrict__ ws, int k0, int i) {
-  const int reduction = p.Reduction(), entries = p.RowEntries();
-  const int f = i / reduction, at = i % reduction, r = at / entries, e = at % entries;
-  const int lane = e % kLanes, s = (e / kLanes) * p.stride_x + lane / p.Slots(), c = lane % p.Slots();
-  if (f >= kFilterTile || k0 + f >= p.K || s >= p.S || c >= p.C) return 0;
-  const index_t filter = index_t(k0 + f) * p.C * p.R * p.S;
-  return __ldg(ws + filter + (p.channels_last ? (r * p.S + s) * p.C + c : (c * p.R + r) * p.S + s));
-}
+// Lane l of a folded column: the sub-column (the tap or input column along x, past the column's first) and
+// the channel.
+__device__ __forceinline__ int LaneSub(const Problem& p, int l) { return l >> p.SlotBits(); }
+__device__ __forceinline__ int LaneChannel(const Problem& p, int l) { return l & (p.Slots() - 1); }
 
 // Block (x, y): filters y * kFilterTile on, and the work items x * items_per_block on, in order: a work item
 // is a tile of output row oy of image n, items running over oy fastest, so that a block walks down the rows of
@@ -134,7 +127,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   extern __shared__ __align__(128) unsigned char shared[];
   const int columns = p.StagedColumns(), entries = p.RowEntries(), filter_row = p.FilterRow();
-  const int slots = p.Slots(), steps = entries / 16, reduction = p.Reduction();
+  const int steps = entries / 16;
   Lanes* const rows = reinterpret_cast<Lanes*>(shared);                           // [R][columns]
   uint16_t* const filters = reinterpret_cast<uint16_t*>(shared + p.FiltersAt());  // [kFilterTile][filter_row]
   float* const bias = reinterpret_cast<float*>(shared + p.BiasAt());             // [kFilterTile]
@@ -143,17 +136,23 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int k0 = blockIdx.y * kFilterTile;
 
-  // The block's filters (read by the tensor cores as the product's columns or rows), a batch of loads in
-  // flight per thread, and its bias.
-  for (int i0 = 0; i0 < kFilterTile * reduction; i0 += kThreads * kFilterBatch) {
-    uint16_t v[kFilterBatch];
+  // The block's filters in the staged rows' lanes (read by the tensor cores as the product's columns or
+  // rows): folded column j of kernel row r of filter f holds taps j * stride_x + sub, each in `slots` lanes of
+  // channels; zeros past the kernel, the channels and the last filter. A thread loads a column's 8 entries,
+  // then stores them at once.
+  const int folded = entries / kLanes;
+  for (int i = tid; i < kFilterTile * p.R * folded; i += kThreads) {
+    const int j = i % folded, fr = i / folded, r = fr % p.R, f = fr / p.R;
+    const index_t filter = index_t(k0 + f) * p.C * p.R * p.S;
+    Lanes v;
 #pragma unroll
-    for (int j = 0; j < kFilterBatch; ++j) v[j] = FilterEntry(p, ws, k0, i0 + j * kThreads + tid);
-#pragma unroll
-    for (int j = 0; j < kFilterBatch; ++j) {
-      const int i = i0 + j * kThreads + tid;
-      if (i < kFilterTile * reduction) filters[(i / reduction) * filter_row + i % reduction] = v[j];
+    for (int l = 0; l < kLanes; ++l) {
+      const int s = j * p.stride_x + LaneSub(p, l), c = LaneChannel(p, l);
+      v.v[l] = k0 + f < p.K && s < p.S && c < p.C
+                   ? __ldg(ws + filter + (p.channels_last ? (r * p.S + s) * p.C + c : (c * p.R + r) * p.S + s))
+                   : uint16_t(0);
     }
+    *reinterpret_cast<Lanes*>(filters + f * filter_row + r * entries + j * kLanes) = v;
   }
   for (int f = tid; f < kFilterTile; f += kThreads)
     bias[f] = store.bias != nullptr && k0 + f < p.K ? float(store.bias[k0 + f]) : 0.0f;
@@ -175,19 +174,23 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     const int slot0 = ring ? int((index_t(oy) * p.stride_y) % p.R) : 0;
     __syncthreads();  // every warp is done reading the ring (and the filters and bias are written)
     // Stage kernel rows fresh .. R - 1: folded column q holds input columns (ox0 + q) * stride_x + sub - pad_x,
-    // sub < stride_x, each in `slots` lanes of channels; zeros outside the image.
-    for (int i = tid; i < (p.R - fresh) * columns; i += kThreads) {
-      const int r = fresh + i / columns, q = i % columns;
+    // sub < stride_x, each in `slots` lanes of channels; zeros outside the image. Thread t takes columns t,
+    // t + kThreads, ... of the rows in turn (a row has more columns than the block threads: at most one
+    // wrap per step).
+    for (int r = fresh, q = tid; r < p.R;) {
       const int iy = oy * p.stride_y - p.pad_y + r * p.dilate_y;
       Lanes v;
 #pragma unroll
       for (int l = 0; l < kLanes; ++l) {
-        const int c = l % slots, ix = (ox0 + q) * p.stride_x + l / slots - p.pad_x;
+        const int c = LaneChannel(p, l), ix = (ox0 + q) * p.stride_x + LaneSub(p, l) - p.pad_x;
         v.v[l] = 0;
         if (c < p.C && unsigned(iy) < unsigned(p.H) && unsigned(ix) < unsigned(p.W))
           v.v[l] = __ldg(image + (p.channels_last ? (iy * p.W + ix) * p.C + c : (c * p.H + iy) * p.W + ix));
       }
-      rows[((slot0 + r) % p.R) * columns + q] = v;
+      const int slot = slot0 + r < p.R ? slot0 + r : slot0 + r - p.R;
+      rows[slot * columns + q] = v;
+      q += kThreads;
+      if (q >= columns) q -= columns, ++r;
     }
     __syncthreads();
     if (warp * kWarpPixels >= pixels) continue;
