@@ -2,6 +2,7 @@
 // it computes and why it is laid out so). Included by the units that instantiate it (conv_stem_mma_*.cu).
 #pragma once
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -248,14 +249,23 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
 #endif
 }
 
+// Asked once per device: CanImplement (and so FusesEpilogue, on every fused forward) reads it.
 template <typename DType>
 int KernelArch() {
-  cudaFuncAttributes attributes;
-  if (cudaFuncGetAttributes(&attributes, ForwardKernel<DType, true>) != cudaSuccess) {
-    (void)cudaGetLastError();  // no code for this GPU: clear the error, and say so
-    return 0;
+  static std::atomic<int> known[cuda::kMaxDevices];  // the answer + 1; zero: not asked yet (static: zeroed)
+  const int device = cuda::CurrentDevice();
+  TE_CHECK(device >= 0 && device < cuda::kMaxDevices, "gpu_stem_mma: device ", device, " is out of range");
+  int answer = known[device].load(std::memory_order_relaxed);
+  if (answer == 0) {
+    cudaFuncAttributes attributes;
+    if (cudaFuncGetAttributes(&attributes, ForwardKernel<DType, true>) != cudaSuccess) {
+      (void)cudaGetLastError();  // no code for this GPU: clear the error, and say so
+      attributes.ptxVersion = 0;
+    }
+    answer = attributes.ptxVersion + 1;
+    known[device].store(answer, std::memory_order_relaxed);
   }
-  return attributes.ptxVersion;
+  return answer - 1;
 }
 
 // Blocks of `shared` bytes an SM of the current device holds at once of one layout's kernel. The first call
