@@ -58,9 +58,10 @@ struct Problem {
   int stride_y = 1, stride_x = 1, pad_y = 0, pad_x = 0, dilate_y = 1;
   bool channels_last = false;
 
-  // Channel slots per sub-column of a folded column, a power of two: lane l is sub-column l >> SlotBits(),
-  // channel l & (Slots() - 1) (shifts: the kernels split every lane so, and a division costs ~20 instructions).
-  TE_XINLINE int Slots() const { return kLanes / stride_x; }
+  // Channel slots per sub-column of a folded column (kLanes / stride_x), a power of two: lane l is sub-column
+  // l >> SlotBits(), channel l & (Slots() - 1) (shifts: the kernels split every lane so, and a division costs
+  // ~20 instructions). MakeProblem takes strides along x of 1, 2, 4 and 8 only.
+  TE_XINLINE int Slots() const { return 1 << SlotBits(); }
   TE_XINLINE int SlotBits() const { return stride_x == 1 ? 3 : stride_x == 2 ? 2 : stride_x == 4 ? 1 : 0; }
   // Folded columns one pixel's taps along x read, and a kernel row's entries padded to whole mma steps (16).
   TE_XINLINE int FoldedTaps() const { return (S - 1) / stride_x + 1; }
@@ -121,6 +122,9 @@ struct Store {
   const DType* residual = nullptr;  // like the output
   bool relu = false, add = false;
   bool paired = false;  // set by Forward: output pairs are 4-byte aligned (adjacent filters or pixels)
+
+  // The conv, its bias and relu only, in pairs: the kernels' short store.
+  bool Plain() const { return paired && residual == nullptr && !add; }
 };
 
 // y = the forward of p from x and the weight, stored per `store`, queued on `stream`.

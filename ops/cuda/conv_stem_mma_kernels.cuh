@@ -81,46 +81,57 @@ __device__ __forceinline__ float2 Unpack<bf16_t>(uint32_t word) {
   return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&word));
 }
 
-// The epilogue on outputs at and at + 1 (the second only if `both`): act(conv + bias + residual), added to
-// the output under kAddTo; one 32-bit access for the pair where the store allows it.
-template <typename DType>
-__device__ __forceinline__ void StorePair(const Store<DType>& store, DType* y, index_t at, float v0, float v1,
-                                          bool both) {
-  if (both && store.paired) {
-    if (store.residual != nullptr) {
-      const float2 r = Unpack<DType>(*reinterpret_cast<const uint32_t*>(store.residual + at));
+// The epilogue on out[0] and out[1] (the second only if `both`): act(conv + bias + residual), added to the
+// output under kAddTo; one 32-bit access for the pair where the store allows it. residual: the residual
+// under out[0] (null: none). kPlain: the store has no residual and no kAddTo and pairs every output
+// (Store::Plain: an even K channels last, an even OW channels first, so `both` holds wherever out[0] is an
+// output), so the pair takes only the relu, a conversion and one store (the general path's tests and 64-bit
+// offsets were most of the kernel's instructions).
+template <typename DType, bool kPlain>
+__device__ __forceinline__ void StorePair(const Store<DType>& store, DType* out, const DType* residual, float v0,
+                                          float v1, bool both) {
+  if (kPlain || (both && store.paired)) {
+    if (!kPlain && residual != nullptr) {
+      const float2 r = Unpack<DType>(*reinterpret_cast<const uint32_t*>(residual));
       v0 += r.x, v1 += r.y;
     }
-    if (store.relu) v0 = fmaxf(v0, 0.0f), v1 = fmaxf(v1, 0.0f);
-    uint32_t* const word = reinterpret_cast<uint32_t*>(y + at);
-    if (store.add) {
+    if (store.relu) v0 = fmaxf(v0, 0.0f), v1 = fmaxf(v1, 0.0f);  // NaN to 0, as op::relu
+    uint32_t* const word = reinterpret_cast<uint32_t*>(out);
+    if (!kPlain && store.add) {
       const float2 o = Unpack<DType>(*word);
       v0 += o.x, v1 += o.y;
     }
     *word = Pack<DType>(v0, v1);
     return;
   }
-  for (int j = 0; j < (both ? 2 : 1); ++j) {
-    float v = j == 0 ? v0 : v1;
-    if (store.residual != nullptr) v += float(store.residual[at + j]);
-    if (store.relu) v = v > 0.0f ? v : 0.0f;  // NaN stays NaN, as in the other algorithms' stores
-    y[at + j] = DType(store.add ? float(y[at + j]) + v : v);
+  if constexpr (!kPlain) {
+    for (int j = 0; j < (both ? 2 : 1); ++j) {
+      float v = j == 0 ? v0 : v1;
+      if (residual != nullptr) v += float(residual[j]);
+      if (store.relu) v = v > 0.0f ? v : 0.0f;
+      out[j] = DType(store.add ? float(out[j]) + v : v);
+    }
   }
 }
 #endif
 
-// Lane l of a folded column: the sub-column (the tap or input column along x, past the column's first) and
-// the channel.
-__device__ __forceinline__ int LaneSub(const Problem& p, int l) { return l >> p.SlotBits(); }
-__device__ __forceinline__ int LaneChannel(const Problem& p, int l) { return l & (p.Slots() - 1); }
+// Lane l of a folded column: the sub-column l >> sub_shift (the tap or input column along x, past the
+// column's first) and the channel l & channel_mask. Made once per thread (the compiler otherwise derives
+// the shift from stride_x again for every lane).
+struct LaneSplit {
+  int sub_shift, channel_mask;
+  __device__ explicit LaneSplit(const Problem& p) : sub_shift(p.SlotBits()), channel_mask(p.Slots() - 1) {}
+  __device__ int Sub(int l) const { return l >> sub_shift; }
+  __device__ int Channel(int l) const { return l & channel_mask; }
+};
 
 // Block (x, y): filters y * kFilterTile on, and the work items x * items_per_block on, in order: a work item
 // is a tile of output row oy of image n, items running over oy fastest, so that a block walks down the rows of
 // one tile and keeps the input rows they share (the ring: undilated along y, input row iy stays in slot
 // (iy + pad_y) mod R). Warp w multiplies the tile's pixels 32 w on by every filter of the block; channels
 // last the pixels are the product's rows (its stores then pair adjacent filters), channels first the
-// filters are (pairing adjacent pixels).
-template <typename DType, bool kChannelsLast>
+// filters are (pairing adjacent pixels). kPlain: the store is Store::Plain (StorePair).
+template <typename DType, bool kChannelsLast, bool kPlain>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     ForwardKernel(Problem p, const DType* __restrict__ x, const DType* __restrict__ weight,
                   DType* y /* not restrict: the residual may be the output */, Store<DType> store,
@@ -136,6 +147,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
   const uint16_t* const ws = reinterpret_cast<const uint16_t*>(weight);
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int k0 = blockIdx.y * kFilterTile;
+  const LaneSplit lanes(p);
 
   // The block's filters in the staged rows' lanes (read by the tensor cores as the product's columns or
   // rows): folded column j of kernel row r of filter f holds taps j * stride_x + sub, each in `slots` lanes of
@@ -148,9 +160,9 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     Lanes v;
 #pragma unroll
     for (int l = 0; l < kLanes; ++l) {
-      const int s = j * p.stride_x + LaneSub(p, l), c = LaneChannel(p, l);
+      const int s = j * p.stride_x + lanes.Sub(l), c = lanes.Channel(l);
       v.v[l] = k0 + f < p.K && s < p.S && c < p.C
-                   ? __ldg(ws + filter + (p.channels_last ? (r * p.S + s) * p.C + c : (c * p.R + r) * p.S + s))
+                   ? __ldg(ws + filter + (kChannelsLast ? (r * p.S + s) * p.C + c : (c * p.R + r) * p.S + s))
                    : uint16_t(0);
     }
     *reinterpret_cast<Lanes*>(filters + f * filter_row + r * entries + j * kLanes) = v;
@@ -162,11 +174,15 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
   const index_t first = index_t(blockIdx.x) * items_per_block;
   const index_t last = min(p.Items(), first + items_per_block);
   const int image_size = p.H * p.W * p.C;
-  for (index_t item = first; item < last; ++item) {
-    const int oy = int(item % p.OH);
-    const index_t run = item / p.OH;
-    const int tile = int(run % tiles_per_row);
-    const index_t n = run / tiles_per_row;
+  // The first item's row, tile and image; each next item steps them (64-bit divisions per item cost as much
+  // as a row's staging).
+  int oy = int(first % p.OH), tile = int(first / p.OH % tiles_per_row);
+  index_t n = first / p.OH / tiles_per_row;
+  for (index_t item = first; item < last; ++item, ++oy) {
+    if (oy == p.OH) {
+      oy = 0;
+      if (++tile == tiles_per_row) tile = 0, ++n;
+    }
     const int ox0 = tile * kPixelTile, pixels = min(kPixelTile, p.OW - ox0);
     const uint16_t* const image = xs + n * image_size;
     // The row after the previous item's, in the same tile, finds R - stride_y of its input rows in the ring.
@@ -179,14 +195,15 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     // t + kThreads, ... of the rows in turn (a row has more columns than the block threads: at most one
     // wrap per step).
     for (int r = fresh, q = tid; r < p.R;) {
-      const int iy = oy * p.stride_y - p.pad_y + r * p.dilate_y;
+      const int iy = oy * p.stride_y - p.pad_y + r * p.dilate_y, ix0 = (ox0 + q) * p.stride_x - p.pad_x;
+      const bool row_inside = unsigned(iy) < unsigned(p.H);
       Lanes v;
 #pragma unroll
       for (int l = 0; l < kLanes; ++l) {
-        const int c = LaneChannel(p, l), ix = (ox0 + q) * p.stride_x + LaneSub(p, l) - p.pad_x;
-        v.v[l] = 0;
-        if (c < p.C && unsigned(iy) < unsigned(p.H) && unsigned(ix) < unsigned(p.W))
-          v.v[l] = __ldg(image + (p.channels_last ? (iy * p.W + ix) * p.C + c : (c * p.H + iy) * p.W + ix));
+        const int c = lanes.Channel(l), ix = ix0 + lanes.Sub(l);
+        v.v[l] = row_inside && c < p.C && unsigned(ix) < unsigned(p.W)
+                     ? __ldg(image + (kChannelsLast ? (iy * p.W + ix) * p.C + c : (c * p.H + iy) * p.W + ix))
+                     : uint16_t(0);
       }
       const int slot = slot0 + r < p.R ? slot0 + r : slot0 + r - p.R;
       rows[slot * columns + q] = v;
@@ -200,7 +217,8 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     // channels first (4 x 4 tiles). Pixel i's entries of a step start one folded column after pixel i - 1's.
     float acc[16][4] = {};
     for (int r = 0; r < p.R; ++r) {
-      const Lanes* const row = rows + ((slot0 + r) % p.R) * columns + warp * kWarpPixels + lane % 16 + lane / 16;
+      const int slot = slot0 + r < p.R ? slot0 + r : slot0 + r - p.R;
+      const Lanes* const row = rows + slot * columns + warp * kWarpPixels + lane % 16 + lane / 16;
       const uint16_t* const taps = filters + (lane % 16) * filter_row + r * entries + (lane / 16) * 8;
       for (int h = 0; h < steps; ++h) {
         uint32_t px[2][4];
@@ -222,24 +240,52 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     }
 
     // The store: output pixels ox0 + m, filters k0 + f; channels last (n, oy, ox, k), channels first
-    // (n, k, oy, ox). Thread (g, c) = (lane / 4, lane % 4) holds rows g and g + 8, columns 2c and 2c + 1.
+    // (n, k, oy, ox). Thread (g, c) = (lane / 4, lane % 4) holds rows g and g + 8 of each 16 x 8 tile,
+    // columns 2c and 2c + 1. Each output row (or filter plane) of the thread's gets its address once; the
+    // tiles along it lie at fixed offsets.
     const int g = lane / 4, c2 = 2 * (lane % 4);
-    const index_t row_at = kChannelsLast ? ((n * p.OH + oy) * p.OW + ox0) * p.K : (n * p.K * p.OH + oy) * p.OW + ox0;
-    const index_t plane = index_t(p.OH) * p.OW;
+    auto residual_at = [&](const DType* out) {
+      return store.residual == nullptr ? nullptr : store.residual + (out - y);
+    };
+    if constexpr (kChannelsLast) {
+      // acc[8 a + b] rows: pixels 16 a + g (+ 8); columns: filters 8 b + c2 (+ 1).
+      DType* const tile_out = y + ((n * p.OH + oy) * p.OW + ox0) * p.K + k0 + c2;
 #pragma unroll
-    for (int t = 0; t < 16; ++t) {
+      for (int a = 0; a < 2; ++a) {
 #pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const float* const d = acc[t] + 2 * j;
-        if constexpr (kChannelsLast) {
-          const int m = warp * kWarpPixels + (t / 8) * 16 + g + 8 * j, f = (t % 8) * 8 + c2;
-          if (m < pixels && k0 + f < p.K)
-            StorePair(store, y, row_at + index_t(m) * p.K + k0 + f, d[0] + bias[f], d[1] + bias[f + 1],
-                      k0 + f + 1 < p.K);
-        } else {
-          const int f = (t / 4) * 16 + g + 8 * j, m = warp * kWarpPixels + (t % 4) * 8 + c2;
-          if (m < pixels && k0 + f < p.K)
-            StorePair(store, y, row_at + index_t(k0 + f) * plane + m, d[0] + bias[f], d[1] + bias[f], m + 1 < pixels);
+        for (int j = 0; j < 2; ++j) {
+          const int m = warp * kWarpPixels + 16 * a + 8 * j + g;
+          if (m >= pixels) continue;
+          DType* const out = tile_out + index_t(m) * p.K;
+#pragma unroll
+          for (int b = 0; b < 8; ++b) {
+            const int f = 8 * b + c2;
+            if (k0 + f >= p.K) continue;
+            const float* const d = acc[8 * a + b] + 2 * j;
+            StorePair<DType, kPlain>(store, out + 8 * b, kPlain ? nullptr : residual_at(out + 8 * b),
+                                     d[0] + bias[f], d[1] + bias[f + 1], k0 + f + 1 < p.K);
+          }
+        }
+      }
+    } else {
+      // acc[4 a + b] rows: filters 16 a + g (+ 8); columns: pixels 8 b + c2 (+ 1).
+      const index_t plane = index_t(p.OH) * p.OW;
+      DType* const tile_out = y + ((n * p.K + k0) * p.OH + oy) * p.OW + ox0 + warp * kWarpPixels + c2;
+#pragma unroll
+      for (int a = 0; a < 4; ++a) {
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          const int f = 16 * a + 8 * j + g;
+          if (k0 + f >= p.K) continue;
+          DType* const out = tile_out + index_t(f) * plane;
+#pragma unroll
+          for (int b = 0; b < 4; ++b) {
+            const int m = warp * kWarpPixels + 8 * b + c2;
+            if (m >= pixels) continue;
+            const float* const d = acc[4 * a + b] + 2 * j;
+            StorePair<DType, kPlain>(store, out + 8 * b, kPlain ? nullptr : residual_at(out + 8 * b),
+                                     d[0] + bias[f], d[1] + bias[f], m + 1 < pixels);
+          }
         }
       }
     }
@@ -248,6 +294,20 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
   (void)p, (void)x, (void)weight, (void)y, (void)store, (void)items_per_block;
 #endif
 }
+
+// The kernel for a layout and a store: variant 2 * channels_last + plain (Store::Plain).
+template <typename DType>
+using KernelPointer = void (*)(Problem, const DType*, const DType*, DType*, Store<DType>, index_t);
+template <typename DType>
+KernelPointer<DType> KernelVariant(int variant) {
+  switch (variant) {
+    case 0: return ForwardKernel<DType, false, false>;
+    case 1: return ForwardKernel<DType, false, true>;
+    case 2: return ForwardKernel<DType, true, false>;
+    default: return ForwardKernel<DType, true, true>;
+  }
+}
+constexpr int kVariants = 4;
 
 // Asked once per device: CanImplement (and so FusesEpilogue, on every fused forward) reads it.
 template <typename DType>
@@ -258,7 +318,7 @@ int KernelArch() {
   int answer = known[device].load(std::memory_order_relaxed);
   if (answer == 0) {
     cudaFuncAttributes attributes;
-    if (cudaFuncGetAttributes(&attributes, ForwardKernel<DType, true>) != cudaSuccess) {
+    if (cudaFuncGetAttributes(&attributes, KernelVariant<DType>(0)) != cudaSuccess) {
       (void)cudaGetLastError();  // no code for this GPU: clear the error, and say so
       attributes.ptxVersion = 0;
     }
@@ -268,29 +328,29 @@ int KernelArch() {
   return answer - 1;
 }
 
-// Blocks of `shared` bytes an SM of the current device holds at once of one layout's kernel. The first call
-// on a device lets the kernel take all the shared memory a block may (a process-wide setting, so made once,
-// never lowered: a setting per launch would race between threads launching different sizes); counts are
-// kept per size.
+// Blocks of `shared` bytes an SM of the current device holds at once of one kernel variant. The first call
+// on a device lets the variant take all the shared memory a block may (a process-wide setting, so made
+// once, never lowered: a setting per launch would race between threads launching different sizes); counts
+// are kept per size.
 template <typename DType>
-int BlocksPerSm(bool channels_last, size_t shared) {
+int BlocksPerSm(int variant, size_t shared) {
   static std::mutex mutex;
-  static std::map<std::pair<int, size_t>, int> counts[2];
-  static bool raised[2][cuda::kMaxDevices] = {};
-  const auto kernel = channels_last ? ForwardKernel<DType, true> : ForwardKernel<DType, false>;
+  static std::map<std::pair<int, size_t>, int> counts[kVariants];
+  static bool raised[kVariants][cuda::kMaxDevices] = {};
+  const KernelPointer<DType> kernel = KernelVariant<DType>(variant);
   const int device = cuda::CurrentDevice();
   std::lock_guard<std::mutex> lock(mutex);
   TE_CHECK(device >= 0 && device < cuda::kMaxDevices, "gpu_stem_mma: device ", device, " is out of range");
-  if (!raised[channels_last][device]) {
+  if (!raised[variant][device]) {
     TE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        int(cuda::CurrentDeviceInfo().shared_per_block)));
-    raised[channels_last][device] = true;
+    raised[variant][device] = true;
   }
-  auto found = counts[channels_last].find({device, shared});
-  if (found == counts[channels_last].end()) {
+  auto found = counts[variant].find({device, shared});
+  if (found == counts[variant].end()) {
     int per_sm = 0;
     TE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, shared));
-    found = counts[channels_last].emplace(std::make_pair(device, shared), per_sm).first;
+    found = counts[variant].emplace(std::make_pair(device, shared), per_sm).first;
   }
   return found->second;
 }
@@ -299,23 +359,21 @@ template <typename DType>
 void Forward(const Problem& p, const DType* x, const DType* weight, DType* y, const Store<DType>& store,
              cudaStream_t stream) {
   if (p.Items() == 0 || p.K == 0) return;
-  const size_t shared = p.SharedBytes();
-  const int per_sm = BlocksPerSm<DType>(p.channels_last, shared);
-  // Enough blocks to fill the GPU once; each walks a run of consecutive items with its filters held.
-  const index_t resident = index_t(std::max(per_sm, 1)) * cuda::CurrentDeviceInfo().sm_count;
-  const index_t columns = std::max<index_t>(1, std::min<index_t>(p.Items(), resident / p.FilterTiles()));
-  const index_t per_block = (p.Items() + columns - 1) / columns;
-  const dim3 grid(unsigned((p.Items() + per_block - 1) / per_block), unsigned(p.FilterTiles()));
   // Pairs of outputs in one 32-bit access: adjacent filters channels last, adjacent pixels channels first,
   // where every pair starts on an even element of 4-byte aligned tensors.
   auto aligned = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 4 == 0; };
   Store<DType> paired = store;
   paired.paired = (p.channels_last ? p.K % 2 == 0 : p.OW % 2 == 0) && aligned(y) &&
                   (store.residual == nullptr || aligned(store.residual));
-  if (p.channels_last)
-    ForwardKernel<DType, true><<<grid, kThreads, shared, stream>>>(p, x, weight, y, paired, per_block);
-  else
-    ForwardKernel<DType, false><<<grid, kThreads, shared, stream>>>(p, x, weight, y, paired, per_block);
+  const int variant = 2 * p.channels_last + paired.Plain();
+  const size_t shared = p.SharedBytes();
+  const int per_sm = BlocksPerSm<DType>(variant, shared);
+  // Enough blocks to fill the GPU once; each walks a run of consecutive items with its filters held.
+  const index_t resident = index_t(std::max(per_sm, 1)) * cuda::CurrentDeviceInfo().sm_count;
+  const index_t columns = std::max<index_t>(1, std::min<index_t>(p.Items(), resident / p.FilterTiles()));
+  const index_t per_block = (p.Items() + columns - 1) / columns;
+  const dim3 grid(unsigned((p.Items() + per_block - 1) / per_block), unsigned(p.FilterTiles()));
+  KernelVariant<DType>(variant)<<<grid, kThreads, shared, stream>>>(p, x, weight, y, paired, per_block);
   TE_CUDA_CHECK_LAUNCH("gpu_stem_mma");
 }
 
