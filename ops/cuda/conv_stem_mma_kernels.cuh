@@ -16,6 +16,7 @@ namespace ops {
 namespace stem_mma {
 
 constexpr int kThreads = kWarps * 32;
+constexpr int kStageBatch = 2;  // input columns a thread loads before it stores them (loads in flight)
 static_assert(kThreads <= kPixelTile, "a staged row (kPixelTile + 2 columns or more) outnumbers the threads");
 
 // A folded column's 8 lanes as one 16-byte store.
@@ -193,22 +194,31 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     // Stage kernel rows fresh .. R - 1: folded column q holds input columns (ox0 + q) * stride_x + sub - pad_x,
     // sub < stride_x, each in `slots` lanes of channels; zeros outside the image. Thread t takes columns t,
     // t + kThreads, ... of the rows in turn (a row has more columns than the block threads: at most one
-    // wrap per step).
+    // wrap per step), kStageBatch columns' loads in flight at once (the item waits for its rows).
     for (int r = fresh, q = tid; r < p.R;) {
-      const int iy = oy * p.stride_y - p.pad_y + r * p.dilate_y, ix0 = (ox0 + q) * p.stride_x - p.pad_x;
-      const bool row_inside = unsigned(iy) < unsigned(p.H);
-      Lanes v;
+      Lanes v[kStageBatch];
+      int at[kStageBatch];  // where column b goes in the ring; -1: past the last row
 #pragma unroll
-      for (int l = 0; l < kLanes; ++l) {
-        const int c = lanes.Channel(l), ix = ix0 + lanes.Sub(l);
-        v.v[l] = row_inside && c < p.C && unsigned(ix) < unsigned(p.W)
-                     ? __ldg(image + (kChannelsLast ? (iy * p.W + ix) * p.C + c : (c * p.H + iy) * p.W + ix))
-                     : uint16_t(0);
+      for (int b = 0; b < kStageBatch; ++b) {
+        at[b] = -1;
+        if (r < p.R) {
+          const int iy = oy * p.stride_y - p.pad_y + r * p.dilate_y, ix0 = (ox0 + q) * p.stride_x - p.pad_x;
+          const bool row_inside = unsigned(iy) < unsigned(p.H);
+#pragma unroll
+          for (int l = 0; l < kLanes; ++l) {
+            const int c = lanes.Channel(l), ix = ix0 + lanes.Sub(l);
+            v[b].v[l] = row_inside && c < p.C && unsigned(ix) < unsigned(p.W)
+                            ? __ldg(image + (kChannelsLast ? (iy * p.W + ix) * p.C + c : (c * p.H + iy) * p.W + ix))
+                            : uint16_t(0);
+          }
+          at[b] = (slot0 + r < p.R ? slot0 + r : slot0 + r - p.R) * columns + q;
+          q += kThreads;
+          if (q >= columns) q -= columns, ++r;
+        }
       }
-      const int slot = slot0 + r < p.R ? slot0 + r : slot0 + r - p.R;
-      rows[slot * columns + q] = v;
-      q += kThreads;
-      if (q >= columns) q -= columns, ++r;
+#pragma unroll
+      for (int b = 0; b < kStageBatch; ++b)
+        if (at[b] >= 0) rows[at[b]] = v[b];
     }
     __syncthreads();
     if (warp * kWarpPixels >= pixels) continue;
