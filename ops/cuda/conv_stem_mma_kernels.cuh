@@ -192,9 +192,12 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     const int slot0 = ring ? int((index_t(oy) * p.stride_y) % p.R) : 0;
     __syncthreads();  // every warp is done reading the ring (and the filters and bias are written)
     // Stage kernel rows fresh .. R - 1: folded column q holds input columns (ox0 + q) * stride_x + sub - pad_x,
-    // sub < stride_x, each in `slots` lanes of channels; zeros outside the image. Thread t takes columns t,
-    // t + kThreads, ... of the rows in turn (a row has more columns than the block threads: at most one
-    // wrap per step), kStageBatch columns' loads in flight at once (the item waits for its rows).
+    // sub < stride_x, each in `slots` lanes of channels; zeros outside the image. Only the columns the tile's
+    // pixels read are staged (a short last tile's other pixels read stale columns: their products are not
+    // stored, and a product's rows or columns do not mix), but at least kThreads of them. Thread t takes
+    // columns t, t + kThreads, ... of the rows in turn (at most one wrap per step), kStageBatch columns'
+    // loads in flight at once (the item waits for its rows).
+    const int staged = min(columns, max(kThreads, pixels - 1 + entries / kLanes));
     for (int r = fresh, q = tid; r < p.R;) {
       Lanes v[kStageBatch];
       int at[kStageBatch];  // where column b goes in the ring; -1: past the last row
@@ -213,7 +216,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
           }
           at[b] = (slot0 + r < p.R ? slot0 + r : slot0 + r - p.R) * columns + q;
           q += kThreads;
-          if (q >= columns) q -= columns, ++r;
+          if (q >= staged) q -= staged, ++r;
         }
       }
 #pragma unroll
