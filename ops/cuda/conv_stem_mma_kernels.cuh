@@ -152,21 +152,31 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
 
   // The block's filters in the staged rows' lanes (read by the tensor cores as the product's columns or
   // rows): folded column j of kernel row r of filter f holds taps j * stride_x + sub, each in `slots` lanes of
-  // channels; zeros past the kernel, the channels and the last filter. A thread loads a column's 8 entries,
-  // then stores them at once.
-  const int folded = entries / kLanes;
-  for (int i = tid; i < kFilterTile * p.R * folded; i += kThreads) {
-    const int j = i % folded, fr = i / folded, r = fr % p.R, f = fr / p.R;
-    const index_t filter = index_t(k0 + f) * p.C * p.R * p.S;
-    Lanes v;
+  // channels; zeros past the kernel, the channels and the last filter. A thread loads kStageBatch columns'
+  // 8 entries each, then stores each column at once.
+  const int folded = entries / kLanes, filter_columns = kFilterTile * p.R * folded;
+  for (int i0 = tid; i0 < filter_columns; i0 += kThreads * kStageBatch) {
+    Lanes v[kStageBatch];
+    int at[kStageBatch];  // where column b goes; -1: past the last
 #pragma unroll
-    for (int l = 0; l < kLanes; ++l) {
-      const int s = j * p.stride_x + lanes.Sub(l), c = lanes.Channel(l);
-      v.v[l] = k0 + f < p.K && s < p.S && c < p.C
-                   ? __ldg(ws + filter + (kChannelsLast ? (r * p.S + s) * p.C + c : (c * p.R + r) * p.S + s))
-                   : uint16_t(0);
+    for (int b = 0; b < kStageBatch; ++b) {
+      const int i = i0 + b * kThreads;
+      at[b] = -1;
+      if (i >= filter_columns) continue;
+      const int j = i % folded, fr = i / folded, r = fr % p.R, f = fr / p.R;
+      const index_t filter = index_t(k0 + f) * p.C * p.R * p.S;
+#pragma unroll
+      for (int l = 0; l < kLanes; ++l) {
+        const int s = j * p.stride_x + lanes.Sub(l), c = lanes.Channel(l);
+        v[b].v[l] = k0 + f < p.K && s < p.S && c < p.C
+                        ? __ldg(ws + filter + (kChannelsLast ? (r * p.S + s) * p.C + c : (c * p.R + r) * p.S + s))
+                        : uint16_t(0);
+      }
+      at[b] = f * filter_row + r * entries + j * kLanes;
     }
-    *reinterpret_cast<Lanes*>(filters + f * filter_row + r * entries + j * kLanes) = v;
+#pragma unroll
+    for (int b = 0; b < kStageBatch; ++b)
+      if (at[b] >= 0) *reinterpret_cast<Lanes*>(filters + at[b]) = v[b];
   }
   for (int f = tid; f < kFilterTile; f += kThreads)
     bias[f] = store.bias != nullptr && k0 + f < p.K ? float(store.bias[k0 + f]) : 0.0f;
