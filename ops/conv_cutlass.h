@@ -431,16 +431,18 @@ class ConvCutlassImplicitGemm : public ConvAlgorithm<gpu, DType> {
     return (tf32_forward || tiles <= cuda::CurrentDeviceInfo().sm_count) && mnk[2] >= 1024;
   }
   // How much kernel k is preferred for a forward or data gradient of size mnk, among kernels doing equal
-  // work: Hopper's where HopperKernelsPay, else Ampere's; among Ampere's, the 128 x 64 tile where the
-  // 128 x 128 tiles would occupy at most half the SMs. bench/cutlass_kernels --dtype tf32 --pass dgrad
+  // work: Hopper's where HopperKernelsPay, else Ampere's; among either's, the 128 x 64 tile where the
+  // 128 x 128 tiles would occupy at most half the SMs (Hopper's too: on the 3x3 layer at 7 x 7 with 512
+  // filters and N = 32 the wide tile leaves 80 of 132 SMs idle). bench/cutlass_kernels --dtype tf32 --pass dgrad
   // (H200): on the layers at 7 x 7 with 512 channels (52 tiles on 132 SMs) the 3x3 and 1x1 data gradients
   // took 0.076 and 0.045 ms on it against 0.109 and 0.059; from 98 tiles up the 128 x 128 tile was as fast
   // or faster on every unit-stride layer (not on the strided one at 14 x 14 with 2048 filters, 392 tiles).
   static int FpropPreference(const Kernel& k, const long long mnk[3]) {
     const bool hopper_pays = HopperKernelsPay(k, mnk);
-    if (k.sm == 90) return hopper_pays ? 2 : 0;
     const bool narrow = 2 * OutputTiles(mnk, 128) <= cuda::CurrentDeviceInfo().sm_count;
-    return (hopper_pays ? 0 : 2) + ((k.tile_n < 128) == narrow ? 1 : 0);
+    const int tile = (k.tile_n < 128) == narrow ? 1 : 0;
+    if (k.sm == 90) return hopper_pays ? 2 + tile : 0;
+    return (hopper_pays ? 0 : 2) + tile;
   }
   // How much kernel k is preferred for a weight gradient of size mnk, among kernels doing equal work.
   // Hopper's kernels, which do not split the reduction, beat Ampere's split ones (bench/cutlass_kernels
