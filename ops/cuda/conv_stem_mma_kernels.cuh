@@ -16,7 +16,12 @@ namespace ops {
 namespace stem_mma {
 
 constexpr int kThreads = kWarps * 32;
-constexpr int kStageBatch = 2;  // input columns a thread loads before it stores them (loads in flight)
+// Input columns a thread loads before it stores them, their loads in flight together. Two pay off channels
+// last, where a column's lanes lie side by side in memory; channels first each lane's address is a plane
+// apart, and two columns of them spill registers (on an H200 the stem ran 3% faster with two channels
+// last, 5% slower with two channels first).
+template <bool kChannelsLast>
+constexpr int kStageBatch = kChannelsLast ? 2 : 1;
 static_assert(kThreads <= kPixelTile, "a staged row (kPixelTile + 2 columns or more) outnumbers the threads");
 
 // A folded column's 8 lanes as one 16-byte store.
@@ -149,17 +154,18 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int k0 = blockIdx.y * kFilterTile;
   const LaneSplit lanes(p);
+  constexpr int kBatch = kStageBatch<kChannelsLast>;
 
   // The block's filters in the staged rows' lanes (read by the tensor cores as the product's columns or
   // rows): folded column j of kernel row r of filter f holds taps j * stride_x + sub, each in `slots` lanes of
-  // channels; zeros past the kernel, the channels and the last filter. A thread loads kStageBatch columns'
+  // channels; zeros past the kernel, the channels and the last filter. A thread loads kBatch columns'
   // 8 entries each, then stores each column at once.
   const int folded = entries / kLanes, filter_columns = kFilterTile * p.R * folded;
-  for (int i0 = tid; i0 < filter_columns; i0 += kThreads * kStageBatch) {
-    Lanes v[kStageBatch];
-    int at[kStageBatch];  // where column b goes; -1: past the last
+  for (int i0 = tid; i0 < filter_columns; i0 += kThreads * kBatch) {
+    Lanes v[kBatch];
+    int at[kBatch];  // where column b goes; -1: past the last
 #pragma unroll
-    for (int b = 0; b < kStageBatch; ++b) {
+    for (int b = 0; b < kBatch; ++b) {
       const int i = i0 + b * kThreads;
       at[b] = -1;
       if (i >= filter_columns) continue;
@@ -175,7 +181,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
       at[b] = f * filter_row + r * entries + j * kLanes;
     }
 #pragma unroll
-    for (int b = 0; b < kStageBatch; ++b)
+    for (int b = 0; b < kBatch; ++b)
       if (at[b] >= 0) *reinterpret_cast<Lanes*>(filters + at[b]) = v[b];
   }
   for (int f = tid; f < kFilterTile; f += kThreads)
@@ -205,14 +211,14 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     // sub < stride_x, each in `slots` lanes of channels; zeros outside the image. Only the columns the tile's
     // pixels read are staged (a short last tile's other pixels read stale columns: their products are not
     // stored, and a product's rows or columns do not mix), but at least kThreads of them. Thread t takes
-    // columns t, t + kThreads, ... of the rows in turn (at most one wrap per step), kStageBatch columns'
+    // columns t, t + kThreads, ... of the rows in turn (at most one wrap per step), kBatch columns'
     // loads in flight at once (the item waits for its rows).
     const int staged = min(columns, max(kThreads, pixels - 1 + entries / kLanes));
     for (int r = fresh, q = tid; r < p.R;) {
-      Lanes v[kStageBatch];
-      int at[kStageBatch];  // where column b goes in the ring; -1: past the last row
+      Lanes v[kBatch];
+      int at[kBatch];  // where column b goes in the ring; -1: past the last row
 #pragma unroll
-      for (int b = 0; b < kStageBatch; ++b) {
+      for (int b = 0; b < kBatch; ++b) {
         at[b] = -1;
         if (r < p.R) {
           const int iy = oy * p.stride_y - p.pad_y + r * p.dilate_y, ix0 = (ox0 + q) * p.stride_x - p.pad_x;
@@ -230,7 +236,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
         }
       }
 #pragma unroll
-      for (int b = 0; b < kStageBatch; ++b)
+      for (int b = 0; b < kBatch; ++b)
         if (at[b] >= 0) rows[at[b]] = v[b];
     }
     __syncthreads();
