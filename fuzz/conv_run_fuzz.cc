@@ -71,7 +71,8 @@ void Expect(const Buf<dim, DType>& out, const std::vector<double>& before, const
 
 // Each `plane` consecutive magnitudes raised to their largest: Winograd's transforms mix each output tile's
 // pixels, so an output's rounding scales with its tile's terms, not its own (an output whose window lies in
-// padding came out 1e-17 beside data of order 1).
+// padding came out 1e-17 beside data of order 1); its weight gradient's inverse transform mixes a filter's
+// taps the same way (a tap that sees only padding came out nonzero by rounding).
 void WidenToPlanes(std::vector<double>& mag, index_t plane) {
   if (plane <= 0) return;
   for (size_t start = 0; start < mag.size(); start += size_t(plane)) {
@@ -254,7 +255,8 @@ void AddBias(std::vector<double>& y, std::vector<double>& ym, const std::vector<
 }
 
 // Where Winograd may run (forced, or left to the heuristic on a 3 x 3 stride-1 2-D problem), a pass's
-// outputs are held to their plane's largest sum of |terms| (WidenToPlanes).
+// outputs are held to their plane's largest sum of |terms|, and a weight gradient's taps to their filter's
+// (WidenToPlanes).
 bool WinogradMayRun(const std::string& algorithm, int nd, const RefGeom& r) {
   if (!algorithm.empty()) return algorithm.rfind("winograd", 0) == 0;
   return nd == 2 && r.k[1] == 3 && r.k[2] == 3 && r.s[1] == 1 && r.s[2] == 1 && r.d[1] == 1 && r.d[2] == 1;
@@ -343,7 +345,7 @@ void RunConvNd(const ConvCase& c) {
       ConvTriples(r, N, C, K, G, data_order.FirstOf(t.x.values()), weight_order.FirstOf(t.w.values()), dyv);
   Expected e;
   AddBias(ref.y, ref.ym, t.b.values(), dyv, P, p.no_bias, &e.db, &e.dbm);
-  if (WinogradMayRun(p.algorithm, nd, r)) WidenToPlanes(ref.ym, P), WidenToPlanes(ref.dxm, S);
+  if (WinogradMayRun(p.algorithm, nd, r)) WidenToPlanes(ref.ym, P), WidenToPlanes(ref.dxm, S), WidenToPlanes(ref.dwm, kk);
   e.y = out_order.BufferOf(ref.y), e.ym = out_order.BufferOf(ref.ym);
   e.dx = data_order.BufferOf(ref.dx), e.dxm = data_order.BufferOf(ref.dxm);
   e.dw = weight_order.BufferOf(ref.dw), e.dwm = weight_order.BufferOf(ref.dwm);
@@ -463,7 +465,8 @@ void RunDeconvNd(const DeconvCase& c) {
   Expected e;
   AddBias(ref.dx, ref.dxm, t.b.values(), dyv, P, p.no_bias, &e.db, &e.dbm);
   // Winograd's tiles may run both passes (a forced one, or the heuristic's on the convolution's geometry).
-  if (WinogradMayRun(p.algorithm, nd, conv)) WidenToPlanes(ref.dxm, P), WidenToPlanes(ref.ym, S);
+  if (WinogradMayRun(p.algorithm, nd, conv))
+    WidenToPlanes(ref.dxm, P), WidenToPlanes(ref.ym, S), WidenToPlanes(ref.dwm, kk);
   e.y = out_order.BufferOf(ref.dx), e.ym = out_order.BufferOf(ref.dxm);
   e.dx = data_order.BufferOf(ref.y), e.dxm = data_order.BufferOf(ref.ym);
   e.dw = weight_order.BufferOf(ref.dw), e.dwm = weight_order.BufferOf(ref.dwm);
